@@ -1,0 +1,329 @@
+/*
+ * ulp.h - public API of libulp, the ulpfs trajectory codec.
+ *
+ * libulp stores a file as a lossless, reference-conditioned delta against an
+ * earlier version of the same file.  Floating-point tensors are coded as
+ * residuals in units in the last place (ULPs) with an entropy model
+ * conditioned on the reference element's exponent; everything else goes
+ * through zstd with the reference's bytes as a prefix.
+ *
+ * The encoded form is an *object*: a self-describing container split into
+ * chunks of a few MiB of logical bytes, each carrying the byte runs it covers,
+ * a checksum of its stored payload and a checksum of its decoded bytes, so a
+ * reader decodes only the chunks a byte range touches and never returns
+ * wrong bytes silently.
+ *
+ * Thread safety: there is no global mutable state.  A ulp_plan and an opened
+ * ulp_object are immutable and may be shared by any number of threads.  A
+ * ulp_cctx / ulp_dctx holds scratch memory and must be used by one thread at
+ * a time; give each worker thread its own.
+ *
+ * Errors: functions return ULP_OK (0) or a negative ULP_ERR_* code;
+ * ulp_strerror() names it.  No function aborts on bad input.
+ */
+#ifndef ULPFS_ULP_H
+#define ULPFS_ULP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+enum {
+	ULP_OK = 0,
+	ULP_ERR_NOMEM = -1,   /* allocation failed */
+	ULP_ERR_CORRUPT = -2, /* checksum mismatch, truncated or malformed data */
+	ULP_ERR_VERSION = -3, /* object format newer than this library */
+	ULP_ERR_IO = -4,      /* a read or write callback failed */
+	ULP_ERR_ARG = -5,     /* invalid argument (a caller bug) */
+	ULP_ERR_REF = -6,     /* the reference given does not fit the object */
+	ULP_ERR_PARSE = -7,   /* a file format parser rejected its input */
+};
+
+/* A static, human-readable description of an error code. */
+const char *ulp_strerror(int err);
+
+/* ---------------------------------------------------------------- dtypes */
+
+/* Element types the codec understands.  ULP_DT_GENERIC is any byte run
+ * without float structure (headers, pickles, integer tensors). */
+typedef enum ulp_dtype {
+	ULP_DT_GENERIC = 0,
+	ULP_DT_BF16 = 1,
+	ULP_DT_F16 = 2,
+	ULP_DT_F32 = 3,
+	ULP_DT_F64 = 4,
+	ULP_DT_F8E4M3 = 5,
+	ULP_DT_F8E5M2 = 6,
+	ULP_DT_COUNT = 7
+} ulp_dtype;
+
+/* Width in bytes of one element (1 for ULP_DT_GENERIC). */
+unsigned ulp_dtype_size(ulp_dtype dt);
+/* Short name, e.g. "bf16"; "generic" for ULP_DT_GENERIC. */
+const char *ulp_dtype_name(ulp_dtype dt);
+
+/* ----------------------------------------------------------- tensor maps */
+
+typedef enum ulp_format {
+	ULP_FMT_UNKNOWN = 0,     /* no structure found: stored generically */
+	ULP_FMT_SAFETENSORS = 1, /* safetensors */
+	ULP_FMT_TORCHZIP = 2,    /* torch.save zip archive (.pt, .bin, .pth) */
+} ulp_format;
+
+/* One tensor (or torch storage) inside a file. */
+typedef struct ulp_tensor {
+	char *name;          /* NUL-terminated; owned by the map */
+	char dtype_name[24]; /* as the file spells it: "BF16", "I64", "Float" */
+	ulp_dtype dtype;     /* coding type; ULP_DT_GENERIC for non-floats */
+	uint64_t offset;     /* absolute offset of the first byte in the file */
+	uint64_t nbytes;     /* byte length */
+	uint32_t ndim;       /* number of dimensions in shape */
+	uint64_t *shape;     /* ndim sizes; owned by the map (NULL if ndim 0) */
+} ulp_tensor;
+
+/* The tensors of one file, sorted by offset and non-overlapping, each
+ * entirely inside the file.  A map with n == 0 means "no structure". */
+typedef struct ulp_tensor_map {
+	ulp_format format;
+	size_t n;
+	ulp_tensor *v;
+} ulp_tensor_map;
+
+/* Parse the file held in data[0..size) into *out, detecting its format.
+ * Never fails on hostile input: a file that is not a well-formed
+ * safetensors or torch zip gives format ULP_FMT_UNKNOWN and n == 0 and
+ * returns ULP_OK.  Returns ULP_ERR_NOMEM (with *out empty) only when memory
+ * runs out.  *out must be released with ulp_tensor_map_free(). */
+int ulp_format_parse(const uint8_t *data, uint64_t size, ulp_tensor_map *out);
+
+/* Strict parsers: ULP_OK with a filled map, or ULP_ERR_PARSE (or
+ * ULP_ERR_NOMEM) with *out empty.  They validate everything: header lengths,
+ * offsets in range and ordered, sizes agreeing with dtype x shape. */
+int ulp_safetensors_parse(const uint8_t *data, uint64_t size,
+                          ulp_tensor_map *out);
+int ulp_torchzip_parse(const uint8_t *data, uint64_t size, ulp_tensor_map *out);
+
+void ulp_tensor_map_free(ulp_tensor_map *map);
+
+/* A hash of the layout (names, dtype names, shapes, in order) of a map;
+ * two files with equal layout hashes hold the same tensors.  0 for an
+ * empty map. */
+uint64_t ulp_tensor_map_layout_hash(const ulp_tensor_map *map);
+
+/* -------------------------------------------------------------- encoding */
+
+/* The bytes of the reference version, by logical offset.  Must fill
+ * buf[0..len) with the reference's bytes at [off, off+len) and return 0, or
+ * return a negative ULP_ERR_* code.  The codec never asks for bytes past the
+ * reference size it was given.  Called from the thread that encodes or
+ * decodes, possibly concurrently from several threads. */
+typedef int (*ulp_ref_read_fn)(void *opaque, uint64_t off, void *buf,
+                               size_t len);
+
+/* Encoder parameters; a zeroed struct asks for the defaults. */
+typedef struct ulp_params {
+	uint32_t chunk_size; /* target logical bytes per chunk; 0: default */
+	int generic_level;   /* zstd level for generic bytes; 0: adaptive */
+	int model_stats;     /* also compute the alternative-model entropies
+	                        of ulp_dtype_stats (slower; for benchmarks) */
+} ulp_params;
+
+#define ULP_CHUNK_SIZE_DEFAULT (2u << 20)
+#define ULP_CHUNK_SIZE_MIN (4u << 10)
+#define ULP_CHUNK_SIZE_MAX (64u << 20)
+
+/* How a file is cut into chunks and which reference bytes each run is
+ * coded against.  Built from the tensor maps of the new file and of its
+ * reference (matched by name, dtype and shape, not by offset). */
+typedef struct ulp_plan ulp_plan;
+
+/* Build a plan.  cur describes the new file of cur_size bytes.  ref may be
+ * NULL (no reference: everything is coded standalone); otherwise ref_size is
+ * the reference's logical size and ref its tensor map (possibly empty).
+ * params may be NULL for defaults. */
+int ulp_plan_build(const ulp_tensor_map *cur, uint64_t cur_size,
+                   const ulp_tensor_map *ref, uint64_t ref_size,
+                   const ulp_params *params, ulp_plan **out);
+void ulp_plan_free(ulp_plan *plan);
+size_t ulp_plan_chunk_count(const ulp_plan *plan);
+/* Logical byte range [*off, *off + *len) of chunk i. */
+void ulp_plan_chunk_range(const ulp_plan *plan, size_t i, uint64_t *off,
+                          uint32_t *len);
+uint64_t ulp_plan_size(const ulp_plan *plan);
+
+/* Per-dtype accounting of an encode, summed over chunks by the caller with
+ * ulp_stats_add().  Entropies are empirical entropies, in bits, of the
+ * symbols each model sees plus the raw bits, per chunk: what an ideal coder
+ * with free side information would spend.  The delta_* entropies are
+ * computed only with ulp_params.model_stats, over the ref_elems elements
+ * that had a reference, whichever coding was chosen for them. */
+typedef struct ulp_dtype_stats {
+	uint64_t elems;          /* float elements coded */
+	uint64_t delta_elems;    /* of which coded as deltas (or identical) */
+	uint64_t ref_elems;      /* of which had a reference */
+	uint64_t bytes_in;       /* logical bytes */
+	uint64_t bytes_out;      /* payload bytes, tables included */
+	double model_bits;       /* entropy of the models actually used */
+	double delta_noctx_bits; /* residual symbols without context
+	                            (FM-Delta-like) */
+	double delta_ctx_bits;   /* in the context of the reference's
+	                            exponent (ULPack-like; what ulpfs codes) */
+	double delta_prevk_bits; /* exponent x previous element's bit length */
+} ulp_dtype_stats;
+
+typedef struct ulp_stats {
+	ulp_dtype_stats dt[ULP_DT_COUNT]; /* [ULP_DT_GENERIC]: generic bytes */
+	uint64_t chunks_copy;             /* chunks identical to reference */
+	uint64_t chunks_delta;            /* chunks with delta-coded floats */
+	uint64_t chunks_standalone;       /* chunks with standalone floats only */
+} ulp_stats;
+
+void ulp_stats_add(ulp_stats *acc, const ulp_stats *s);
+
+/* Compression context: scratch memory for one thread. */
+typedef struct ulp_cctx ulp_cctx;
+ulp_cctx *ulp_cctx_new(void);
+void ulp_cctx_free(ulp_cctx *cctx);
+
+/* Encode chunk i of plan.  src holds the chunk's logical bytes (the range
+ * ulp_plan_chunk_range() gives).  ref_read supplies reference bytes (may be
+ * NULL when the plan has no reference).  On success *out points to the
+ * encoded chunk (*out_len bytes) inside cctx, valid until the next call on
+ * that cctx.  stats, if not NULL, is overwritten with this chunk's figures. */
+int ulp_chunk_encode(ulp_cctx *cctx, const ulp_plan *plan, size_t i,
+                     const void *src, ulp_ref_read_fn ref_read,
+                     void *ref_opaque, const void **out, size_t *out_len,
+                     ulp_stats *stats);
+
+/* ------------------------------------------------------------- container */
+
+/* Object writer: streams a header, the encoded chunks in order and a final
+ * index to a sink.  The sink must write all len bytes and return 0, or return
+ * a negative ULP_ERR_* code. */
+typedef int (*ulp_write_fn)(void *opaque, const void *buf, size_t len);
+
+typedef struct ulp_writer ulp_writer;
+
+/* ref_hash: XXH3-128 (16 bytes, canonical big-endian form) of the
+ * reference's logical bytes, or NULL when there is no reference; readers
+ * compare it with the reference they are given. */
+int ulp_writer_new(ulp_write_fn write, void *opaque, const uint8_t *ref_hash,
+                   uint64_t ref_size, ulp_writer **out);
+/* Append the next chunk, exactly as ulp_chunk_encode() produced it for the
+ * logical range [off, off+len); chunks must be added in order and cover the
+ * file without gaps. */
+int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
+                         const void *enc, size_t enc_len,
+                         uint64_t decoded_xxh3);
+/* Write the index and trailer.  file_hash is the XXH3-128 of all logical
+ * bytes (canonical form).  Returns the total object size in *total. */
+int ulp_writer_finish(ulp_writer *w, const uint8_t file_hash[16],
+                      uint64_t *total);
+void ulp_writer_free(ulp_writer *w);
+
+/* One-call streaming encoder: plan, encode with nthreads worker threads
+ * (0: one per online CPU) keeping a bounded number of chunks in flight, and
+ * stream the object to write.  cur[0..cur_size) is the new file (typically
+ * mmapped); cur_map and ref_map are its and the reference's tensor maps
+ * from ulp_format_parse() (NULL: no tensors known).  With has_ref, the
+ * object is coded against the reference of ref_size bytes whose XXH3-128 is
+ * ref_hash, read through ref_read.  stats (may be NULL) receives the sums
+ * over all chunks; hash_out (may be NULL) the XXH3-128 of cur; object_size
+ * (may be NULL) the bytes written. */
+typedef struct ulp_encode_job {
+	const uint8_t *cur;
+	uint64_t cur_size;
+	const ulp_tensor_map *cur_map;
+	int has_ref;
+	uint64_t ref_size;
+	const ulp_tensor_map *ref_map;
+	const uint8_t *ref_hash;
+	ulp_ref_read_fn ref_read;
+	void *ref_opaque;
+	ulp_params params;
+	unsigned nthreads;
+	ulp_write_fn write;
+	void *write_opaque;
+	/* Called from the calling thread after each chunk is written, with
+	 * the logical bytes done and the total.  May be NULL. */
+	void (*progress)(void *opaque, uint64_t done, uint64_t total);
+	void *progress_opaque;
+} ulp_encode_job;
+
+int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
+                    uint8_t hash_out[16], uint64_t *object_size);
+
+/* ---------------------------------------------------------------- reading */
+
+/* Random-access reads of the encoded object.  Must fill buf[0..len) with
+ * the object's bytes at off and return 0, or a negative ULP_ERR_* code. */
+typedef int (*ulp_read_at_fn)(void *opaque, uint64_t off, void *buf,
+                              size_t len);
+
+typedef struct ulp_object ulp_object;
+
+/* Open an object of obj_size bytes: read and verify its header, trailer and
+ * index (all checksummed).  The returned object is immutable and may be
+ * used from many threads while read_at stays valid. */
+int ulp_object_open(ulp_read_at_fn read_at, void *opaque, uint64_t obj_size,
+                    ulp_object **out);
+void ulp_object_close(ulp_object *obj);
+
+uint64_t ulp_object_size(const ulp_object *obj);       /* logical bytes */
+size_t ulp_object_chunk_count(const ulp_object *obj);
+/* Whether the object was coded against a reference, its logical size and
+ * its XXH3-128 (canonical form). */
+int ulp_object_has_ref(const ulp_object *obj);
+uint64_t ulp_object_ref_size(const ulp_object *obj);
+const uint8_t *ulp_object_ref_hash(const ulp_object *obj);
+/* XXH3-128 (canonical form) of the whole logical content. */
+const uint8_t *ulp_object_file_hash(const ulp_object *obj);
+void ulp_object_chunk_range(const ulp_object *obj, size_t i, uint64_t *off,
+                            uint32_t *len);
+/* Stored bytes of chunk i (payload only). */
+uint32_t ulp_object_chunk_stored(const ulp_object *obj, size_t i);
+/* Index of the chunk holding logical offset off (off < size). */
+size_t ulp_object_chunk_at(const ulp_object *obj, uint64_t off);
+/* Whether decoding chunk i needs reference bytes. */
+int ulp_object_chunk_needs_ref(const ulp_object *obj, size_t i);
+
+typedef struct ulp_dctx ulp_dctx;
+ulp_dctx *ulp_dctx_new(void);
+void ulp_dctx_free(ulp_dctx *dctx);
+
+/* Decode chunk i into dst (ulp_object_chunk_range() gives its length).
+ * Verifies the stored payload's checksum before decoding and the decoded
+ * bytes' checksum after: on ULP_ERR_CORRUPT the contents of dst are
+ * unspecified and must not be used. */
+int ulp_chunk_decode(ulp_dctx *dctx, const ulp_object *obj, size_t i,
+                     ulp_ref_read_fn ref_read, void *ref_opaque, void *dst);
+
+/* Decode logical bytes [off, off+len) into dst, touching only the chunks
+ * the range overlaps.  The range must lie inside the object. */
+int ulp_object_read(ulp_dctx *dctx, const ulp_object *obj, uint64_t off,
+                    void *dst, size_t len, ulp_ref_read_fn ref_read,
+                    void *ref_opaque);
+
+/* ------------------------------------------------------------ utilities */
+
+/* Benchmark baseline: the size a byte-grouped, order-0 entropy coder
+ * (ZipNN-like) gives data[0..len): each byte plane of width-byte elements,
+ * per block of ULP_CHUNK_SIZE_DEFAULT bytes, rANS-coded with its own table
+ * (tables included).  A trailing partial element counts as raw bytes. */
+int ulp_baseline_bytegroup(const void *data, size_t len, unsigned width,
+                           uint64_t *out_size);
+
+/* XXH3-128 of data in canonical (big-endian) form. */
+void ulp_hash128(const void *data, size_t len, uint8_t out[16]);
+/* Lower-case hex of a 128-bit hash; out must hold 33 bytes. */
+void ulp_hash128_hex(const uint8_t h[16], char out[33]);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ULPFS_ULP_H */

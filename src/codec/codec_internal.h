@@ -1,0 +1,203 @@
+/*
+ * codec_internal.h - definitions shared by the modules of libulp.
+ *
+ * Nothing here is part of the public API; include/ulpfs/ulp.h is.
+ */
+#ifndef ULP_CODEC_INTERNAL_H
+#define ULP_CODEC_INTERNAL_H
+
+#include <assert.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ulpfs/ulp.h"
+
+/* ------------------------------------------------------- byte order */
+
+static inline uint16_t ulp_le16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] | (p[1] << 8));
+}
+
+static inline uint32_t ulp_le32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+
+static inline uint64_t ulp_le64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
+
+static inline void ulp_put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static inline void ulp_put32(uint8_t *p, uint32_t v)
+{
+	memcpy(p, &v, 4);
+}
+
+static inline void ulp_put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libulp assumes a little-endian host (tensor files are little-endian)"
+#endif
+
+/* ---------------------------------------------------------- varints */
+
+/* LEB128, at most 10 bytes for a 64-bit value. */
+static inline size_t ulp_varint_put(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Reads a varint from [*pp, end); returns 0 on success and advances *pp,
+ * or ULP_ERR_CORRUPT on truncation or overlong encoding. */
+static inline int ulp_varint_get(const uint8_t **pp, const uint8_t *end,
+                                 uint64_t *out)
+{
+	const uint8_t *p = *pp;
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		if (p >= end)
+			return ULP_ERR_CORRUPT;
+		uint8_t b = *p++;
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*pp = p;
+			*out = v;
+			return ULP_OK;
+		}
+	}
+	return ULP_ERR_CORRUPT;
+}
+
+#define ULP_VARINT_MAX 10
+
+/* --------------------------------------------------------- dtype info */
+
+typedef struct ulp_float_fmt {
+	unsigned width; /* bits per element: 8, 16, 32, 64 */
+	unsigned ebits; /* exponent bits */
+	unsigned mbits; /* mantissa bits (width - ebits - 1) */
+} ulp_float_fmt;
+
+/* Float layout of dt; width 0 for ULP_DT_GENERIC. */
+ulp_float_fmt ulp_dtype_fmt(ulp_dtype dt);
+
+/* ------------------------------------------------------- growable buffer */
+
+typedef struct ulp_buf {
+	uint8_t *p;
+	size_t len, cap;
+} ulp_buf;
+
+/* Ensure room for cap bytes in total; contents are kept. */
+int ulp_buf_reserve(ulp_buf *b, size_t cap);
+void ulp_buf_free(ulp_buf *b);
+
+/* ---------------------------------------------------------- plans */
+
+/* One run of bytes inside a chunk: a contiguous logical range coded one
+ * way.  Float runs are whole elements; ref_off is where the matching bytes
+ * start in the reference (generic runs: clipped to the reference size). */
+typedef struct ulp_run {
+	uint64_t len;
+	uint64_t ref_off;
+	uint8_t dtype;   /* ulp_dtype */
+	uint8_t has_ref;
+} ulp_run;
+
+typedef struct ulp_chunk_plan {
+	uint64_t off;
+	uint32_t len;
+	uint32_t first_run; /* index into ulp_plan.runs */
+	uint32_t nruns;
+} ulp_chunk_plan;
+
+struct ulp_plan {
+	uint64_t size;
+	uint64_t ref_size;
+	int has_ref;
+	ulp_params params;
+	ulp_chunk_plan *chunks;
+	size_t nchunks;
+	ulp_run *runs;
+	size_t nruns;
+};
+
+/* Fill *p with the defaults for any zero field. */
+void ulp_params_resolve(const ulp_params *in, ulp_params *out);
+
+/* -------------------------------------------------------- container */
+
+#define ULP_OBJ_MAGIC "ULPFSOB1"
+#define ULP_OBJ_END_MAGIC "ULPFSEND"
+#define ULP_OBJ_FORMAT 1
+#define ULP_OBJ_HEADER_SIZE 48
+#define ULP_OBJ_INDEX_ENTRY 32
+#define ULP_OBJ_TRAILER_SIZE 64
+#define ULP_OBJ_FLAG_HAS_REF 1u
+
+#define ULP_IDX_FLAG_NEEDS_REF 1u
+
+/* One chunk as the object index describes it. */
+typedef struct ulp_obj_chunk {
+	uint64_t off;        /* logical offset */
+	uint64_t stored_off; /* offset of the payload in the object */
+	uint32_t len;        /* logical bytes */
+	uint32_t stored_len; /* payload bytes */
+	uint32_t flags;      /* ULP_IDX_FLAG_* */
+	uint64_t dec_hash;   /* XXH3-64 of the logical bytes */
+	uint64_t pay_hash;   /* XXH3-64 of the payload */
+} ulp_obj_chunk;
+
+struct ulp_object {
+	ulp_read_at_fn read_at;
+	void *opaque;
+	uint64_t obj_size;
+	uint64_t size;
+	uint64_t ref_size;
+	int has_ref;
+	uint8_t ref_hash[16];
+	uint8_t file_hash[16];
+	size_t nchunks;
+	ulp_obj_chunk *chunks;
+	uint32_t max_len; /* largest chunk's logical length */
+};
+
+/* Whether an encoded chunk reads reference bytes (ULP_ERR_CORRUPT if its
+ * runs list cannot be parsed). */
+int ulp_chunk_needs_ref(const uint8_t *enc, size_t len, int *needs);
+
+/* Chunk payload kinds (first byte of every encoded chunk). */
+enum {
+	ULP_CHUNK_RUNS = 1, /* runs list followed by one stream per class */
+};
+
+/* Stream codings (first byte of every stream inside a chunk). */
+enum {
+	ULP_SC_RAW = 0,        /* bytes stored as they are */
+	ULP_SC_ZSTD = 1,       /* zstd, with the reference bytes as prefix */
+	ULP_SC_IDENTICAL = 2,  /* equal to the reference bytes */
+	ULP_SC_DELTA = 3,      /* float ULP residuals against the reference */
+	ULP_SC_STANDALONE = 4, /* float exponent-coded, no reference */
+};
+
+#endif /* ULP_CODEC_INTERNAL_H */

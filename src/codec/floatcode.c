@@ -1,0 +1,635 @@
+/*
+ * floatcode.c - ULP-residual and exponent coding of float streams.
+ *
+ * Every loop is written once for a generic width W and instantiated for
+ * 8, 16, 32 and 64 bits through always-inline helpers, so that the
+ * compiler sees constant shifts and masks in the hot paths.
+ */
+#include "floatcode.h"
+
+#include <stdlib.h>
+
+#include "bitio.h"
+#include "rans.h"
+
+#define ULP_INLINE static inline __attribute__((always_inline))
+
+/* Delta symbols: 0 for d == 0, else 2k - 1 + (d < 0) with k = bitlen|d|. */
+#define DELTA_NSYM(W) (2 * (W) + 1)
+#define MAX_DELTA_NSYM DELTA_NSYM(64)
+/* Previous-k buckets for the alternative model statistic. */
+#define PK_BUCKETS 4
+
+struct ulp_float_scratch {
+	ulp_rans_scratch *rs;
+	uint8_t *sym, *ctx;
+	size_t cap;
+	ulp_buf raw;
+	uint32_t hist_d[ULP_RANS_NCTX * MAX_DELTA_NSYM];
+	/* Four partial delta histograms, summed into hist_d after the pass:
+	 * runs of equal symbols would otherwise serialise on one counter. */
+	uint32_t hist_d4[ULP_RANS_NCTX * MAX_DELTA_NSYM * 4];
+	uint32_t hist_s[ULP_RANS_MAXSYM];
+	uint32_t hist_pk[PK_BUCKETS * ULP_RANS_NCTX * MAX_DELTA_NSYM];
+};
+
+ulp_float_scratch *ulp_float_scratch_new(void)
+{
+	ulp_float_scratch *fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return NULL;
+	fs->rs = ulp_rans_scratch_new();
+	if (!fs->rs) {
+		free(fs);
+		return NULL;
+	}
+	return fs;
+}
+
+void ulp_float_scratch_free(ulp_float_scratch *fs)
+{
+	if (!fs)
+		return;
+	ulp_rans_scratch_free(fs->rs);
+	free(fs->sym);
+	free(fs->ctx);
+	ulp_buf_free(&fs->raw);
+	free(fs);
+}
+
+static int scratch_reserve(ulp_float_scratch *fs, size_t n)
+{
+	if (fs->cap >= n)
+		return ULP_OK;
+	free(fs->sym);
+	free(fs->ctx);
+	fs->sym = malloc(n ? n : 1);
+	fs->ctx = malloc(n ? n : 1);
+	if (!fs->sym || !fs->ctx) {
+		free(fs->sym);
+		free(fs->ctx);
+		fs->sym = fs->ctx = NULL;
+		fs->cap = 0;
+		return ULP_ERR_NOMEM;
+	}
+	fs->cap = n;
+	return ULP_OK;
+}
+
+size_t ulp_float_bound(size_t n, unsigned width)
+{
+	return 1 + ULP_VARINT_MAX + ulp_rans_bound(n, DELTA_NSYM(width)) +
+	       n * (width / 8) + 16;
+}
+
+/* ------------------------------------------------- element primitives */
+
+ULP_INLINE uint64_t el_load(const uint8_t *p, size_t i, unsigned W)
+{
+	switch (W) {
+	case 8:
+		return p[i];
+	case 16: {
+		uint16_t v;
+		memcpy(&v, p + 2 * i, 2);
+		return v;
+	}
+	case 32: {
+		uint32_t v;
+		memcpy(&v, p + 4 * i, 4);
+		return v;
+	}
+	default: {
+		uint64_t v;
+		memcpy(&v, p + 8 * i, 8);
+		return v;
+	}
+	}
+}
+
+ULP_INLINE void el_store(uint8_t *p, size_t i, uint64_t v, unsigned W)
+{
+	switch (W) {
+	case 8:
+		p[i] = (uint8_t)v;
+		break;
+	case 16: {
+		uint16_t x = (uint16_t)v;
+		memcpy(p + 2 * i, &x, 2);
+		break;
+	}
+	case 32: {
+		uint32_t x = (uint32_t)v;
+		memcpy(p + 4 * i, &x, 4);
+		break;
+	}
+	default:
+		memcpy(p + 8 * i, &v, 8);
+	}
+}
+
+ULP_INLINE uint64_t el_mask(unsigned W)
+{
+	return W == 64 ? ~0ull : (1ull << W) - 1;
+}
+
+/* Order-preserving map of float bits to unsigned integers: negative
+ * values are complemented, positive ones get the sign bit set, so that
+ * integer order is float order and d = ord(c) - ord(r) counts ULPs. */
+ULP_INLINE uint64_t el_ord(uint64_t u, unsigned W)
+{
+	uint64_t sb = 1ull << (W - 1);
+	uint64_t neg = 0 - (u >> (W - 1));
+	return (u ^ (neg | sb)) & el_mask(W);
+}
+
+ULP_INLINE uint64_t el_unord(uint64_t o, unsigned W)
+{
+	uint64_t sb = 1ull << (W - 1);
+	uint64_t m = (o >> (W - 1)) - 1;
+	return (o ^ (m | sb)) & el_mask(W);
+}
+
+
+/* Context of a reference element: its exponent, folded to 8 bits. */
+ULP_INLINE unsigned el_ctx(uint64_t r, ulp_float_fmt f)
+{
+	unsigned e = (unsigned)(r >> f.mbits) & ((1u << f.ebits) - 1);
+	return f.ebits > 8 ? e >> (f.ebits - 8) : e;
+}
+
+ULP_INLINE unsigned pk_bucket(unsigned k)
+{
+	return k == 0 ? 0 : k <= 2 ? 1 : k <= 6 ? 2 : 3;
+}
+
+/* Standalone split: the top min(ebits, 8) exponent bits are the symbol,
+ * everything else (sign, low exponent bits, mantissa) is raw. */
+ULP_INLINE unsigned sa_symbits(ulp_float_fmt f)
+{
+	return f.ebits < 8 ? f.ebits : 8;
+}
+
+/* ------------------------------------------------------------ encoder */
+
+typedef struct delta_pass {
+	uint64_t raw_bits;  /* raw bits the delta coding needs */
+	size_t raw_bytes;   /* bytes written to fs->raw */
+} delta_pass;
+
+/* One pass over a stream with a reference: delta symbols, contexts and
+ * raw bits, plus the standalone exponent histogram so the choice between
+ * the two codings costs no second pass where delta wins. */
+ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
+                             const uint8_t *cur, const uint8_t *ref,
+                             size_t n, int alt, delta_pass *dp, unsigned W)
+{
+	const unsigned nsym = DELTA_NSYM(W);
+	const unsigned sbits = sa_symbits(f);
+	const unsigned sshift = W - 1 - sbits;
+	uint8_t *restrict sym = fs->sym;
+	uint8_t *restrict ctx = fs->ctx;
+	uint32_t *restrict h4 = fs->hist_d4;
+	const size_t hsize = (size_t)ULP_RANS_NCTX * nsym;
+	uint32_t *restrict hs = fs->hist_s;
+	ulp_bitw bw = {fs->raw.p, 0, 0};
+	uint64_t raw_bits = 0;
+	unsigned kprev = 0;
+	memset(h4, 0, sizeof(uint32_t) * 4 * hsize);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t r = el_load(ref, i, W), c = el_load(cur, i, W);
+		uint64_t diff = (el_ord(c, W) - el_ord(r, W)) & el_mask(W);
+		uint64_t neg = diff >> (W - 1);
+		uint64_t mag = ((diff ^ (0 - neg)) + neg) & el_mask(W);
+		/* branch-free: zero residuals are common and unpredictable */
+		unsigned k = 64u - (unsigned)__builtin_clzll(mag | 1) -
+		             (mag == 0);
+		unsigned s = 2 * k - (k != 0) + (unsigned)neg;
+		unsigned cx = el_ctx(r, f);
+		sym[i] = (uint8_t)s;
+		ctx[i] = (uint8_t)cx;
+		h4[(cx * nsym + s) * 4 + (i & 3)]++;
+		/* The standalone estimate only steers the choice of coding:
+		 * a 1-in-8 sample of the exponents is plenty. */
+		if ((i & 7) == 0)
+			hs[(c >> sshift) & ((1u << sbits) - 1)] += 8;
+		unsigned nraw = k - (k > 0);
+		uint64_t low = mag & ((1ull << nraw) - 1);
+		if (W == 64)
+			ulp_bitw_put64(&bw, low, nraw);
+		else
+			ulp_bitw_put(&bw, low, nraw);
+		raw_bits += nraw;
+		if (alt) {
+			fs->hist_pk[(pk_bucket(kprev) * ULP_RANS_NCTX + cx) *
+			                    nsym +
+			            s]++;
+			kprev = k;
+		}
+	}
+	for (size_t j = 0; j < hsize; j++)
+		fs->hist_d[j] = h4[4 * j] + h4[4 * j + 1] + h4[4 * j + 2] +
+		                h4[4 * j + 3];
+	dp->raw_bytes = (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
+	dp->raw_bits = raw_bits;
+}
+
+/* Standalone pass: exponent symbols and raw sign/mantissa bits. */
+ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
+                            const uint8_t *cur, size_t n, unsigned W)
+{
+	const unsigned sbits = sa_symbits(f);
+	const unsigned sshift = W - 1 - sbits;
+	const unsigned nraw = W - sbits;
+	const uint64_t lowmask = (1ull << sshift) - 1;
+	uint8_t *restrict sym = fs->sym;
+	uint32_t *restrict hs = fs->hist_s;
+	ulp_bitw bw = {fs->raw.p, 0, 0};
+	for (size_t i = 0; i < n; i++) {
+		uint64_t c = el_load(cur, i, W);
+		unsigned s = (unsigned)(c >> sshift) & ((1u << sbits) - 1);
+		uint64_t raw = (c & lowmask) | ((c >> (W - 1)) << sshift);
+		sym[i] = (uint8_t)s;
+		hs[s]++;
+		if (W == 64)
+			ulp_bitw_put64(&bw, raw, nraw);
+		else
+			ulp_bitw_put(&bw, raw, nraw);
+	}
+	return (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
+}
+
+/* Instantiate a call for each supported format with the format as a
+ * compile-time constant, so that shifts and masks fold away. */
+#define ULP_DISPATCH_FMT(f, CALL)                                             \
+	do {                                                                 \
+		if ((f).width == 16 && (f).ebits == 8)                       \
+			CALL(((ulp_float_fmt){16, 8, 7}), 16);               \
+		else if ((f).width == 16)                                    \
+			CALL(((ulp_float_fmt){16, 5, 10}), 16);              \
+		else if ((f).width == 32)                                    \
+			CALL(((ulp_float_fmt){32, 8, 23}), 32);              \
+		else if ((f).width == 64)                                    \
+			CALL(((ulp_float_fmt){64, 11, 52}), 64);             \
+		else if ((f).ebits == 4)                                     \
+			CALL(((ulp_float_fmt){8, 4, 3}), 8);                 \
+		else                                                         \
+			CALL(((ulp_float_fmt){8, 5, 2}), 8);                 \
+	} while (0)
+
+static int fmt_supported(ulp_float_fmt f)
+{
+	static const ulp_float_fmt known[] = {{16, 8, 7},  {16, 5, 10},
+	                                      {32, 8, 23}, {64, 11, 52},
+	                                      {8, 4, 3},   {8, 5, 2}};
+	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+		if (known[i].width == f.width && known[i].ebits == f.ebits &&
+		    known[i].mbits == f.mbits)
+			return 1;
+	return 0;
+}
+
+static void delta_pass_any(ulp_float_scratch *fs, ulp_float_fmt f,
+                           const uint8_t *cur, const uint8_t *ref, size_t n,
+                           int alt, delta_pass *dp)
+{
+	/* alt is a compile-time constant in each instance too */
+#define DELTA_PASS_ALT(F, w) delta_pass_w(fs, F, cur, ref, n, 1, dp, w)
+#define DELTA_PASS(F, w) delta_pass_w(fs, F, cur, ref, n, 0, dp, w)
+	if (alt)
+		ULP_DISPATCH_FMT(f, DELTA_PASS_ALT);
+	else
+		ULP_DISPATCH_FMT(f, DELTA_PASS);
+#undef DELTA_PASS_ALT
+#undef DELTA_PASS
+}
+
+static size_t sa_pass_any(ulp_float_scratch *fs, ulp_float_fmt f,
+                          const uint8_t *cur, size_t n)
+{
+	size_t r;
+#define SA_PASS(F, w) r = sa_pass_w(fs, F, cur, n, w)
+	ULP_DISPATCH_FMT(f, SA_PASS);
+#undef SA_PASS
+	return r;
+}
+
+/* Entropy of a context-by-symbol histogram and a rough count of the table
+ * bytes it will cost (about two bytes per used cell). */
+static double hist2_bits(const uint32_t *h, unsigned nctx, unsigned nsym,
+                         size_t *cells)
+{
+	double bits = 0;
+	size_t used = 0;
+	for (unsigned c = 0; c < nctx; c++) {
+		const uint32_t *row = h + (size_t)c * nsym;
+		int any = 0;
+		for (unsigned s = 0; s < nsym; s++)
+			if (row[s]) {
+				used++;
+				any = 1;
+			}
+		if (any)
+			bits += ulp_hist_bits(row, nsym);
+	}
+	if (cells)
+		*cells = used;
+	return bits;
+}
+
+/* Entropy of the delta symbols with no context (FM-Delta-like). */
+static double noctx_bits(const uint32_t *h, unsigned nsym)
+{
+	uint32_t m[MAX_DELTA_NSYM] = {0};
+	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
+		for (unsigned s = 0; s < nsym; s++)
+			m[s] += h[(size_t)c * nsym + s];
+	return ulp_hist_bits(m, nsym);
+}
+
+static int emit(ulp_float_scratch *fs, uint8_t coding, size_t n,
+                unsigned nsym, unsigned nctx, const uint32_t *hist,
+                int use_ctx, size_t raw_bytes, ulp_buf *out)
+{
+	size_t start = out->len;
+	int rc;
+	/* The rANS block goes after a varint of its length: encode it
+	 * behind a maximal gap and close the gap afterwards. */
+	if (ulp_buf_reserve(out, out->len + 1 + ULP_VARINT_MAX))
+		return ULP_ERR_NOMEM;
+	out->p[out->len] = coding;
+	out->len += 1 + ULP_VARINT_MAX;
+	size_t block = out->len;
+	rc = ulp_rans_encode(fs->rs, fs->sym, use_ctx ? fs->ctx : NULL, n,
+	                     nsym, nctx, hist, out);
+	if (rc)
+		return rc;
+	size_t blen = out->len - block;
+	uint8_t vi[ULP_VARINT_MAX];
+	size_t vn = ulp_varint_put(vi, blen);
+	memmove(out->p + start + 1 + vn, out->p + block, blen);
+	memcpy(out->p + start + 1, vi, vn);
+	out->len = start + 1 + vn + blen;
+	if (ulp_buf_reserve(out, out->len + raw_bytes))
+		return ULP_ERR_NOMEM;
+	memcpy(out->p + out->len, fs->raw.p, raw_bytes);
+	out->len += raw_bytes;
+	return ULP_OK;
+}
+
+int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
+                     const uint8_t *cur, const uint8_t *ref, size_t n,
+                     int alt_stats, ulp_buf *out, ulp_dtype_stats *st)
+{
+	const unsigned W = f.width;
+	const size_t nbytes = n * (W / 8);
+	const unsigned dnsym = DELTA_NSYM(W);
+	const unsigned sbits = sa_symbits(f);
+	const unsigned snsym = 1u << sbits;
+	size_t start = out->len;
+	double model_bits = 0;
+	int rc;
+
+	if (!fmt_supported(f))
+		return ULP_ERR_ARG;
+	if (st) {
+		st->elems += n;
+		st->bytes_in += nbytes;
+		st->ref_elems += ref ? n : 0;
+	}
+	if (ref && memcmp(cur, ref, nbytes) == 0) {
+		if (ulp_buf_reserve(out, out->len + 1))
+			return ULP_ERR_NOMEM;
+		out->p[out->len++] = ULP_SC_IDENTICAL;
+		if (st) {
+			st->delta_elems += n;
+			st->bytes_out += 1;
+		}
+		return ULP_OK;
+	}
+	if (scratch_reserve(fs, n) ||
+	    ulp_buf_reserve(&fs->raw, nbytes + 16))
+		return ULP_ERR_NOMEM;
+
+	memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
+	int use_delta = 0;
+	size_t raw_bytes = 0;
+	double sa_bits = 0;
+	if (ref) {
+		delta_pass dp;
+		size_t dcells, scells;
+		if (alt_stats)
+			memset(fs->hist_pk, 0,
+			       sizeof(uint32_t) * PK_BUCKETS *
+			               ULP_RANS_NCTX * dnsym);
+		delta_pass_any(fs, f, cur, ref, n, alt_stats, &dp);
+		double dbits = hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym,
+		                          &dcells) +
+		               (double)dp.raw_bits;
+		sa_bits = hist2_bits(fs->hist_s, 1, snsym, &scells) +
+		          (double)n * (W - sbits);
+		use_delta = dbits + 16.0 * dcells < sa_bits + 16.0 * scells;
+		if (use_delta) {
+			raw_bytes = dp.raw_bytes;
+			model_bits = dbits;
+		}
+		if (st && alt_stats) {
+			st->delta_ctx_bits += dbits;
+			st->delta_noctx_bits +=
+			        noctx_bits(fs->hist_d, dnsym) + dp.raw_bits;
+			st->delta_prevk_bits +=
+			        hist2_bits(fs->hist_pk,
+			                   PK_BUCKETS * ULP_RANS_NCTX, dnsym,
+			                   NULL) +
+			        dp.raw_bits;
+		}
+	}
+	if (use_delta) {
+		rc = emit(fs, ULP_SC_DELTA, n, dnsym, ULP_RANS_NCTX,
+		          fs->hist_d, 1, raw_bytes, out);
+	} else {
+		memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
+		raw_bytes = sa_pass_any(fs, f, cur, n);
+		model_bits = hist2_bits(fs->hist_s, 1, snsym, NULL) +
+		             (double)n * (W - sbits);
+		rc = emit(fs, ULP_SC_STANDALONE, n, snsym, 1, fs->hist_s, 0,
+		          raw_bytes, out);
+	}
+	if (rc)
+		return rc;
+	if (out->len - start > nbytes + 1) {
+		/* Incompressible: store as is. */
+		out->len = start;
+		if (ulp_buf_reserve(out, start + 1 + nbytes))
+			return ULP_ERR_NOMEM;
+		out->p[out->len++] = ULP_SC_RAW;
+		memcpy(out->p + out->len, cur, nbytes);
+		out->len += nbytes;
+		use_delta = 0;
+		model_bits = 8.0 * nbytes;
+	}
+	if (st) {
+		if (use_delta)
+			st->delta_elems += n;
+		st->bytes_out += out->len - start;
+		st->model_bits += model_bits;
+	}
+	return ULP_OK;
+}
+
+/* ------------------------------------------------------------ decoder */
+
+/* Per-symbol facts for branch-free reconstruction. */
+typedef struct dsym_info {
+	uint64_t lead; /* 1 << (k-1), or 0 */
+	uint64_t neg;  /* all ones for a negative residual */
+	unsigned nraw; /* k - 1, or 0 */
+} dsym_info;
+
+ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp, size_t rawlen,
+                              const uint8_t *ref, size_t n, uint8_t *dst,
+                              unsigned W)
+{
+	dsym_info info[MAX_DELTA_NSYM];
+	ulp_bitr br;
+	info[0] = (dsym_info){0, 0, 0};
+	for (unsigned k = 1; k <= W; k++)
+		for (unsigned ng = 0; ng < 2; ng++)
+			info[2 * k - 1 + ng] = (dsym_info){
+			        1ull << (k - 1), ng ? ~0ull : 0, k - 1};
+	const uint8_t *restrict sym = fs->sym;
+	size_t i = 0;
+	if (W <= 32) {
+		/* Every element's raw bits start at a running bit position,
+		 * so each is one independent unaligned load instead of a
+		 * serial bit-reader chain.  Runs while 8 bytes are readable. */
+		uint64_t pos = 0;
+		for (; i < n; i++) {
+			const dsym_info *si = &info[sym[i]];
+			if ((pos >> 3) + 8 > rawlen)
+				break;
+			uint64_t word;
+			memcpy(&word, rawp + (pos >> 3), 8);
+			uint64_t low = (word >> (pos & 7)) &
+			               ((1ull << si->nraw) - 1);
+			pos += si->nraw;
+			uint64_t r = el_load(ref, i, W);
+			uint64_t mag = si->lead | low;
+			uint64_t d = (mag ^ si->neg) - si->neg;
+			uint64_t o = (el_ord(r, W) + d) & el_mask(W);
+			el_store(dst, i, el_unord(o, W), W);
+		}
+		ulp_bitr_init(&br, rawp + (pos >> 3), rawlen - (pos >> 3));
+		if (pos & 7)
+			(void)ulp_bitr_get(&br, pos & 7);
+	} else {
+		ulp_bitr_init(&br, rawp, rawlen);
+	}
+	for (; i < n; i++) {
+		const dsym_info *si = &info[sym[i]];
+		ulp_bitr_refill(&br);
+		uint64_t r = el_load(ref, i, W);
+		uint64_t low = W == 64 ? ulp_bitr_get64(&br, si->nraw)
+		                       : ulp_bitr_get(&br, si->nraw);
+		uint64_t mag = si->lead | low;
+		uint64_t d = (mag ^ si->neg) - si->neg;
+		uint64_t o = (el_ord(r, W) + d) & el_mask(W);
+		el_store(dst, i, el_unord(o, W), W);
+	}
+	return br.overrun || ulp_bitr_left(&br) ? ULP_ERR_CORRUPT : ULP_OK;
+}
+
+ULP_INLINE void ctx_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
+                           const uint8_t *ref, size_t n, unsigned W)
+{
+	uint8_t *restrict ctx = fs->ctx;
+	for (size_t i = 0; i < n; i++)
+		ctx[i] = (uint8_t)el_ctx(el_load(ref, i, W), f);
+}
+
+ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
+                           const uint8_t *rawp, size_t rawlen, size_t n,
+                           uint8_t *dst, unsigned W)
+{
+	const unsigned sbits = sa_symbits(f);
+	const unsigned sshift = W - 1 - sbits;
+	const unsigned nraw = W - sbits;
+	const uint64_t lowmask = (1ull << sshift) - 1;
+	const uint8_t *restrict sym = fs->sym;
+	ulp_bitr br;
+	ulp_bitr_init(&br, rawp, rawlen);
+	for (size_t i = 0; i < n; i++) {
+		ulp_bitr_refill(&br);
+		uint64_t raw = W == 64 ? ulp_bitr_get64(&br, nraw)
+		                       : ulp_bitr_get(&br, nraw);
+		uint64_t c = (raw & lowmask) | ((uint64_t)sym[i] << sshift) |
+		             ((raw >> sshift) << (W - 1));
+		el_store(dst, i, c, W);
+	}
+	return br.overrun || ulp_bitr_left(&br) ? ULP_ERR_CORRUPT : ULP_OK;
+}
+
+int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f,
+                     const uint8_t *in, size_t len, const uint8_t *ref,
+                     size_t n, uint8_t *dst)
+{
+	const unsigned W = f.width;
+	const size_t nbytes = n * (W / 8);
+	const uint8_t *p = in + 1, *end = in + len;
+	uint64_t blen;
+	size_t used;
+	int rc;
+
+	if (!fmt_supported(f))
+		return ULP_ERR_ARG;
+	if (len < 1)
+		return ULP_ERR_CORRUPT;
+	switch (in[0]) {
+	case ULP_SC_IDENTICAL:
+		if (!ref || len != 1)
+			return ULP_ERR_CORRUPT;
+		memcpy(dst, ref, nbytes);
+		return ULP_OK;
+	case ULP_SC_RAW:
+		if (len != 1 + nbytes)
+			return ULP_ERR_CORRUPT;
+		memcpy(dst, p, nbytes);
+		return ULP_OK;
+	case ULP_SC_DELTA:
+		if (!ref)
+			return ULP_ERR_CORRUPT;
+		/* fall through */
+	case ULP_SC_STANDALONE:
+		break;
+	default:
+		return ULP_ERR_CORRUPT;
+	}
+	if (ulp_varint_get(&p, end, &blen) || blen > (uint64_t)(end - p))
+		return ULP_ERR_CORRUPT;
+	if (scratch_reserve(fs, n))
+		return ULP_ERR_NOMEM;
+	const uint8_t *rawp = p + blen;
+	size_t rawlen = (size_t)(end - rawp);
+	if (in[0] == ULP_SC_DELTA) {
+#define CTX_CALL(F, w) ctx_pass_w(fs, F, ref, n, w)
+		ULP_DISPATCH_FMT(f, CTX_CALL);
+		rc = ulp_rans_decode(fs->rs, p, blen, fs->ctx, n,
+		                     DELTA_NSYM(W), fs->sym, &used);
+		if (rc)
+			return rc;
+		if (used != blen)
+			return ULP_ERR_CORRUPT;
+#define DELTA_CALL(F, w) rc = delta_decode_w(fs, rawp, rawlen, ref, n, dst, w)
+		ULP_DISPATCH_FMT(f, DELTA_CALL);
+		return rc;
+	}
+	rc = ulp_rans_decode(fs->rs, p, blen, NULL, n, 1u << sa_symbits(f),
+	                     fs->sym, &used);
+	if (rc)
+		return rc;
+	if (used != blen)
+		return ULP_ERR_CORRUPT;
+#define SA_CALL(F, w) rc = sa_decode_w(fs, F, rawp, rawlen, n, dst, w)
+	ULP_DISPATCH_FMT(f, SA_CALL);
+	return rc;
+}

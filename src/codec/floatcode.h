@@ -1,0 +1,48 @@
+/*
+ * floatcode.h - coding of one stream of float elements.
+ *
+ * A stream is n elements of one float format, optionally with the n
+ * reference elements they correspond to.  The encoder picks, per stream,
+ * the cheapest of:
+ *   IDENTICAL  every element equals its reference (no payload);
+ *   DELTA      residual d = ord(cur) - ord(ref) in ULPs: the symbol
+ *              (bit length k of |d|, sign) is rANS-coded in the context of
+ *              the reference's exponent, the k-1 bits below the leading
+ *              one are stored raw;
+ *   STANDALONE the exponent is rANS-coded, sign and mantissa stored raw
+ *              (for data that decorrelates between versions, like Adam's
+ *              first moment);
+ *   RAW        the bytes as they are, when nothing else is smaller.
+ * Stream layout: [coding u8] then, for DELTA and STANDALONE,
+ * [varint rans_len][rans block][raw bits].
+ */
+#ifndef ULP_FLOATCODE_H
+#define ULP_FLOATCODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "codec_internal.h"
+
+typedef struct ulp_float_scratch ulp_float_scratch;
+ulp_float_scratch *ulp_float_scratch_new(void);
+void ulp_float_scratch_free(ulp_float_scratch *fs);
+
+/* Upper bound of the encoded size of n elements of width bits. */
+size_t ulp_float_bound(size_t n, unsigned width);
+
+/* Encode cur[0..n) (format f) against ref[0..n) (NULL: none), appending the
+ * stream to out.  st, if not NULL, is added to (elems, delta_elems,
+ * bytes_in, bytes_out, model_bits and, with alt_stats, the alternative
+ * model entropies). */
+int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
+                     const uint8_t *cur, const uint8_t *ref, size_t n,
+                     int alt_stats, ulp_buf *out, ulp_dtype_stats *st);
+
+/* Decode a stream of exactly len bytes into dst[0..n).  ref must be given
+ * when the stream was coded against one. */
+int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f,
+                     const uint8_t *in, size_t len, const uint8_t *ref,
+                     size_t n, uint8_t *dst);
+
+#endif /* ULP_FLOATCODE_H */

@@ -1,0 +1,444 @@
+/*
+ * rans.c - static interleaved rANS coder with per-context tables.
+ *
+ * State x lives in [L, L << 16) with L = 2^16 and is renormalised 16 bits at
+ * a time; with a probability scale of at most 16 bits one renormalisation
+ * per symbol always suffices, which keeps both loops branch-light.
+ * Division in the encoder is replaced by an exact multiply-shift
+ * (Granlund-Montgomery) valid for every 32-bit state.
+ */
+#include "rans.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+typedef struct ulp_rans_esym {
+	uint32_t x_max_m1; /* renormalise while x > x_max_m1 */
+	uint32_t rcp;      /* low 32 bits of ceil(2^(32+shift) / freq) */
+	uint16_t bias;     /* cumulative frequency */
+	uint16_t cmpl;     /* M - freq */
+	uint32_t shift;
+} ulp_rans_esym;
+
+/* Decoding table: one packed entry per slot, so a step is one load:
+ * bits 0-11 freq - 1, bits 12-23 slot - cum, bits 24-31 the symbol. */
+typedef struct ulp_rans_dtab {
+	uint32_t e[ULP_RANS_M];
+} ulp_rans_dtab;
+
+#define ULP_RANS_MAXTAB (ULP_RANS_NCTX + 1)
+
+struct ulp_rans_scratch {
+	uint8_t remap[ULP_RANS_NCTX];  /* context -> table index */
+	uint16_t norm[ULP_RANS_MAXTAB][ULP_RANS_MAXSYM];
+	uint32_t esc_hist[ULP_RANS_MAXSYM];
+	ulp_rans_esym *esym;           /* ntab * nsym, grown on demand */
+	size_t esym_cap;
+	ulp_rans_dtab *dtab;           /* grown on demand */
+	size_t dtab_cap;
+	uint16_t *words;               /* encoder output, written backwards */
+	size_t words_cap;
+};
+
+ulp_rans_scratch *ulp_rans_scratch_new(void)
+{
+	return calloc(1, sizeof(ulp_rans_scratch));
+}
+
+void ulp_rans_scratch_free(ulp_rans_scratch *s)
+{
+	if (!s)
+		return;
+	free(s->esym);
+	free(s->dtab);
+	free(s->words);
+	free(s);
+}
+
+size_t ulp_rans_bound(size_t n, unsigned nsym)
+{
+	/* header, one table per context (each at most nsym 3-byte varints),
+	 * the final states and at most one 16-bit word per symbol */
+	return 16 + ULP_RANS_NCTX +
+	       (size_t)ULP_RANS_MAXTAB * (1 + 3 * (size_t)nsym) +
+	       4 * ULP_RANS_WAYS + 2 * n;
+}
+
+double ulp_hist_bits(const uint32_t *h, unsigned nsym)
+{
+	uint64_t total = 0;
+	double bits = 0;
+	for (unsigned s = 0; s < nsym; s++)
+		total += h[s];
+	if (!total)
+		return 0;
+	for (unsigned s = 0; s < nsym; s++)
+		if (h[s])
+			bits += h[s] * log2((double)total / h[s]);
+	return bits;
+}
+
+/* Scale counts to frequencies summing to M, every seen symbol at least 1.
+ * The rounding surplus or deficit goes to the largest frequency, where it
+ * costs least; a flat 256-symbol table may need it spread further. */
+static void rans_normalize(const uint32_t *h, unsigned nsym, uint16_t *f)
+{
+	uint64_t total = 0;
+	unsigned big = 0;
+	int64_t sum = 0;
+	for (unsigned s = 0; s < nsym; s++)
+		total += h[s];
+	assert(total > 0);
+	for (unsigned s = 0; s < nsym; s++) {
+		uint64_t v = 0;
+		if (h[s]) {
+			v = (h[s] * (uint64_t)ULP_RANS_M + total / 2) / total;
+			if (!v)
+				v = 1;
+		}
+		f[s] = (uint16_t)(v > ULP_RANS_M ? ULP_RANS_M : v);
+		sum += f[s];
+		if (f[s] > f[big])
+			big = s;
+	}
+	int64_t diff = (int64_t)ULP_RANS_M - sum;
+	if (diff > 0 || (int64_t)f[big] + diff >= 1) {
+		f[big] = (uint16_t)(f[big] + diff);
+		return;
+	}
+	/* Too much surplus for one symbol: shave every frequency above one. */
+	while (diff < 0) {
+		for (unsigned s = 0; s < nsym && diff < 0; s++) {
+			if (f[s] > 1) {
+				f[s]--;
+				diff++;
+			}
+		}
+	}
+}
+
+static size_t rans_put_table(uint8_t *p, const uint16_t *f, unsigned nsym)
+{
+	unsigned last = 0;
+	size_t n = 0;
+	for (unsigned s = 0; s < nsym; s++)
+		if (f[s])
+			last = s;
+	p[n++] = (uint8_t)last;
+	for (unsigned s = 0; s <= last; s++)
+		n += ulp_varint_put(p + n, f[s]);
+	return n;
+}
+
+static int rans_get_table(const uint8_t **pp, const uint8_t *end,
+                          unsigned nsym, uint16_t *f)
+{
+	if (*pp >= end)
+		return ULP_ERR_CORRUPT;
+	unsigned last = *(*pp)++;
+	uint32_t sum = 0;
+	if (last >= nsym)
+		return ULP_ERR_CORRUPT;
+	memset(f, 0, sizeof(uint16_t) * nsym);
+	for (unsigned s = 0; s <= last; s++) {
+		uint64_t v;
+		if (ulp_varint_get(pp, end, &v) || v > ULP_RANS_M)
+			return ULP_ERR_CORRUPT;
+		f[s] = (uint16_t)v;
+		sum += (uint32_t)v;
+	}
+	return sum == ULP_RANS_M ? ULP_OK : ULP_ERR_CORRUPT;
+}
+
+static void rans_esym_init(ulp_rans_esym *e, uint32_t cum, uint32_t freq)
+{
+	uint32_t shift = 0;
+	if (!freq) {
+		/* never encoded: the encoder only sees counted symbols */
+		memset(e, 0, sizeof(*e));
+		return;
+	}
+	while (freq > (1u << shift))
+		shift++;
+	uint64_t m = ((1ull << (32 + shift)) + freq - 1) / freq;
+	e->rcp = (uint32_t)(m - (1ull << 32));
+	e->shift = shift;
+	e->bias = (uint16_t)cum;
+	e->cmpl = (uint16_t)(ULP_RANS_M - freq);
+	e->x_max_m1 = (uint32_t)(((uint64_t)(ULP_RANS_L >> ULP_RANS_SCALE)
+	                          << 16) * freq - 1);
+}
+
+/* Choose tables: contexts with enough symbols get their own, the rest
+ * share the escape table.  Returns the number of tables. */
+static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
+                            const uint32_t *ctx_count, unsigned nsym,
+                            unsigned nctx, uint8_t *own, unsigned *nown,
+                            int *has_esc)
+{
+	unsigned ntab = 0;
+	*has_esc = 0;
+	memset(sc->esc_hist, 0, sizeof(sc->esc_hist));
+	for (unsigned c = 0; c < nctx; c++) {
+		if (!ctx_count[c])
+			continue;
+		if (ctx_count[c] >= ULP_RANS_MIN_OWN_TABLE) {
+			own[ntab] = (uint8_t)c;
+			sc->remap[c] = (uint8_t)ntab;
+			rans_normalize(hist + (size_t)c * nsym, nsym,
+			               sc->norm[ntab]);
+			ntab++;
+		} else {
+			*has_esc = 1;
+			for (unsigned s = 0; s < nsym; s++)
+				sc->esc_hist[s] += hist[(size_t)c * nsym + s];
+		}
+	}
+	*nown = ntab;
+	/* ntab <= 255 here unless all 256 contexts are common, in which case
+	 * there is no escape table and index 255 is still free of clashes. */
+	if (*has_esc) {
+		rans_normalize(sc->esc_hist, nsym, sc->norm[ntab]);
+		for (unsigned c = 0; c < nctx; c++)
+			if (ctx_count[c] && ctx_count[c] < ULP_RANS_MIN_OWN_TABLE)
+				sc->remap[c] = (uint8_t)ntab;
+		ntab++;
+	}
+	return ntab;
+}
+
+int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
+                    const uint8_t *ctx, size_t n, unsigned nsym,
+                    unsigned nctx, const uint32_t *hist, ulp_buf *out)
+{
+	uint32_t ctx_count[ULP_RANS_NCTX] = {0};
+	uint8_t own[ULP_RANS_NCTX];
+	unsigned nown, ntab;
+	int has_esc;
+
+	if (nsym == 0 || nsym > ULP_RANS_MAXSYM || nctx == 0 ||
+	    nctx > ULP_RANS_NCTX)
+		return ULP_ERR_ARG;
+	for (unsigned c = 0; c < nctx; c++)
+		for (unsigned s = 0; s < nsym; s++)
+			ctx_count[c] += hist[(size_t)c * nsym + s];
+	ntab = rans_assign(sc, hist, ctx_count, nsym, nctx, own, &nown,
+	                   &has_esc);
+
+	if (ulp_buf_reserve(out, out->len + ulp_rans_bound(n, nsym)))
+		return ULP_ERR_NOMEM;
+	if (sc->esym_cap < (size_t)ntab * nsym) {
+		free(sc->esym);
+		sc->esym_cap = (size_t)ntab * nsym;
+		sc->esym = malloc(sizeof(ulp_rans_esym) * sc->esym_cap);
+		if (!sc->esym) {
+			sc->esym_cap = 0;
+			return ULP_ERR_NOMEM;
+		}
+	}
+	if (sc->words_cap < n + 1) {
+		free(sc->words);
+		sc->words_cap = n + 1;
+		sc->words = malloc(sizeof(uint16_t) * sc->words_cap);
+		if (!sc->words) {
+			sc->words_cap = 0;
+			return ULP_ERR_NOMEM;
+		}
+	}
+
+	uint8_t *p = out->p + out->len;
+	size_t hn = 0;
+	p[hn++] = (uint8_t)has_esc;
+	hn += ulp_varint_put(p + hn, nown);
+	memcpy(p + hn, own, nown);
+	hn += nown;
+	for (unsigned t = 0; t < ntab; t++) {
+		uint32_t cum = 0;
+		hn += rans_put_table(p + hn, sc->norm[t], nsym);
+		for (unsigned s = 0; s < nsym; s++) {
+			rans_esym_init(&sc->esym[(size_t)t * nsym + s], cum,
+			               sc->norm[t][s]);
+			cum += sc->norm[t][s];
+		}
+	}
+
+	/* rANS encodes backwards: each symbol emits at most one word, so n
+	 * words of scratch suffice. */
+	uint16_t *wend = sc->words + n;
+	uint16_t *w = wend;
+	const ulp_rans_esym *E = sc->esym;
+	const uint8_t *remap = sc->remap;
+	uint32_t x[ULP_RANS_WAYS];
+	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
+		x[k] = ULP_RANS_L;
+#define RANS_ENC_STEP(xs, i)                                                  \
+	do {                                                                 \
+		unsigned t_ = ctx ? remap[ctx[i]] : 0;                       \
+		const ulp_rans_esym *e_ = &E[(size_t)t_ * nsym + sym[i]];    \
+		assert(sym[i] < nsym && sc->norm[t_][sym[i]]);               \
+		unsigned r_ = xs > e_->x_max_m1;                             \
+		w[-1] = (uint16_t)xs; /* kept only when r_: branch-free */   \
+		w -= r_;                                                     \
+		xs >>= r_ * 16;                                              \
+		uint64_t q_ =                                                \
+		        ((((uint64_t)xs * e_->rcp) >> 32) + xs) >> e_->shift; \
+		xs += e_->bias + (uint32_t)q_ * e_->cmpl;                    \
+	} while (0)
+	/* Symbol i belongs to state i % 4; walk backwards, the ragged end
+	 * first, then whole groups with the states in registers. */
+	size_t i = n;
+	while (i % ULP_RANS_WAYS) {
+		i--;
+		RANS_ENC_STEP(x[i % ULP_RANS_WAYS], i);
+	}
+	uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+	while (i > 0) {
+		i -= 4;
+		RANS_ENC_STEP(x3, i + 3);
+		RANS_ENC_STEP(x2, i + 2);
+		RANS_ENC_STEP(x1, i + 1);
+		RANS_ENC_STEP(x0, i);
+	}
+#undef RANS_ENC_STEP
+	x[0] = x0;
+	x[1] = x1;
+	x[2] = x2;
+	x[3] = x3;
+	size_t nwords = (size_t)(wend - w);
+	uint8_t *dst = p + hn;
+	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
+		ulp_put32(dst + 4 * k, x[k]);
+	memcpy(dst + 4 * ULP_RANS_WAYS, w, nwords * 2);
+	out->len += hn + 4 * ULP_RANS_WAYS + nwords * 2;
+	return ULP_OK;
+}
+
+int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                    const uint8_t *ctx, size_t n, unsigned nsym,
+                    uint8_t *sym, size_t *used)
+{
+	const uint8_t *p = in, *end = in + len;
+	uint8_t own[ULP_RANS_NCTX];
+	uint64_t nown;
+	unsigned ntab;
+	int rc;
+
+	if (nsym == 0 || nsym > ULP_RANS_MAXSYM)
+		return ULP_ERR_ARG;
+	if (p >= end || *p > 1)
+		return ULP_ERR_CORRUPT;
+	int has_esc = *p++;
+	if (ulp_varint_get(&p, end, &nown) || nown > ULP_RANS_NCTX ||
+	    (size_t)(end - p) < nown)
+		return ULP_ERR_CORRUPT;
+	memcpy(own, p, nown);
+	p += nown;
+	ntab = (unsigned)nown + (unsigned)has_esc;
+	if (ntab == 0 && n > 0)
+		return ULP_ERR_CORRUPT;
+	if (ntab > 256)
+		return ULP_ERR_CORRUPT;
+	/* Contexts without a table of their own use the escape table. */
+	memset(sc->remap, has_esc ? (int)nown : 0xff, sizeof(sc->remap));
+	for (unsigned t = 0; t < nown; t++) {
+		if (t && own[t] <= own[t - 1])
+			return ULP_ERR_CORRUPT;
+		sc->remap[own[t]] = (uint8_t)t;
+	}
+	if (sc->dtab_cap < ntab) {
+		free(sc->dtab);
+		sc->dtab = malloc(sizeof(ulp_rans_dtab) * (ntab ? ntab : 1));
+		sc->dtab_cap = sc->dtab ? ntab : 0;
+		if (!sc->dtab)
+			return ULP_ERR_NOMEM;
+	}
+	for (unsigned t = 0; t < ntab; t++) {
+		ulp_rans_dtab *d = &sc->dtab[t];
+		uint16_t f[ULP_RANS_MAXSYM];
+		uint32_t cum = 0;
+		rc = rans_get_table(&p, end, nsym, f);
+		if (rc)
+			return rc;
+		for (unsigned s = 0; s < nsym; s++) {
+			uint32_t hi = (uint32_t)s << 24 | (f[s] - 1u);
+			for (uint32_t k = 0; k < f[s]; k++)
+				d->e[cum + k] = hi | k << 12;
+			cum += f[s];
+		}
+	}
+	if ((size_t)(end - p) < 4 * ULP_RANS_WAYS)
+		return ULP_ERR_CORRUPT;
+	uint32_t x[ULP_RANS_WAYS];
+	for (unsigned k = 0; k < ULP_RANS_WAYS; k++) {
+		x[k] = ulp_le32(p + 4 * k);
+		if (x[k] < ULP_RANS_L)
+			return ULP_ERR_CORRUPT;
+	}
+	p += 4 * ULP_RANS_WAYS;
+	if (!ctx && ntab != 1 && n > 0)
+		return ULP_ERR_CORRUPT;
+
+	const ulp_rans_dtab *D = sc->dtab;
+	const uint8_t *remap = sc->remap;
+	/* Unknown contexts of a crafted payload select table 0: decoding
+	 * stays in bounds and the chunk checksum rejects the result. */
+	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
+		if (sc->remap[c] >= ntab)
+			sc->remap[c] = 0;
+#define RANS_DEC_STEP(xs, i, tab)                                             \
+	do {                                                                 \
+		uint32_t e_ = (tab)[xs & (ULP_RANS_M - 1)];                  \
+		xs = ((e_ & 0xfff) + 1) * (xs >> ULP_RANS_SCALE) +           \
+		     ((e_ >> 12) & 0xfff);                                   \
+		/* renormalise without a branch: the word is read anyway */ \
+		unsigned r_ = xs < ULP_RANS_L;                               \
+		uint32_t y_ = (xs << 16) | ulp_le16(p);                      \
+		xs = r_ ? y_ : xs;                                           \
+		p += 2 * r_;                                                 \
+		sym[i] = (uint8_t)(e_ >> 24);                                \
+	} while (0)
+	/* Whole groups while the input surely holds their (at most four)
+	 * renormalisation words; then one symbol at a time with checks. */
+	uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
+	size_t i = 0;
+	if (ctx) {
+		for (; i + 4 <= n && end - p >= 8; i += 4) {
+			RANS_DEC_STEP(x0, i, D[remap[ctx[i]]].e);
+			RANS_DEC_STEP(x1, i + 1, D[remap[ctx[i + 1]]].e);
+			RANS_DEC_STEP(x2, i + 2, D[remap[ctx[i + 2]]].e);
+			RANS_DEC_STEP(x3, i + 3, D[remap[ctx[i + 3]]].e);
+		}
+	} else {
+		for (; i + 4 <= n && end - p >= 8; i += 4) {
+			RANS_DEC_STEP(x0, i, D[0].e);
+			RANS_DEC_STEP(x1, i + 1, D[0].e);
+			RANS_DEC_STEP(x2, i + 2, D[0].e);
+			RANS_DEC_STEP(x3, i + 3, D[0].e);
+		}
+	}
+	x[0] = x0;
+	x[1] = x1;
+	x[2] = x2;
+	x[3] = x3;
+	for (; i < n; i++) {
+		uint32_t v = x[i % ULP_RANS_WAYS];
+		unsigned t = ctx ? remap[ctx[i]] : 0;
+		uint32_t e = D[t].e[v & (ULP_RANS_M - 1)];
+		v = ((e & 0xfff) + 1) * (v >> ULP_RANS_SCALE) +
+		    ((e >> 12) & 0xfff);
+		if (v < ULP_RANS_L) {
+			if (end - p < 2)
+				return ULP_ERR_CORRUPT;
+			v = (v << 16) | ulp_le16(p);
+			p += 2;
+		}
+		x[i % ULP_RANS_WAYS] = v;
+		sym[i] = (uint8_t)(e >> 24);
+	}
+#undef RANS_DEC_STEP
+	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
+		if (x[k] != ULP_RANS_L)
+			return ULP_ERR_CORRUPT;
+	*used = (size_t)(p - in);
+	return ULP_OK;
+}
