@@ -1,0 +1,75 @@
+/*
+ * cli.h - shared pieces of the ulpfs command-line helper.
+ */
+#ifndef ULP_CLI_H
+#define ULP_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ulpfs/ulp.h"
+
+/* Exit codes of every subcommand. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+/* A read-only view of a whole file (mmapped; size 0 gives data NULL). */
+typedef struct cli_map {
+	const char *path;
+	const uint8_t *data;
+	uint64_t size;
+} cli_map;
+
+/* Map path; on failure prints "ulpfs: PATH: reason" and returns -1. */
+int cli_map_open(cli_map *m, const char *path);
+void cli_map_close(cli_map *m);
+
+/* ulp_ref_read_fn over a cli_map. */
+int cli_map_read(void *opaque, uint64_t off, void *buf, size_t len);
+
+/* An object file opened for random reads (pread on a descriptor). */
+typedef struct cli_objfile {
+	int fd;
+	uint64_t size;
+	ulp_object *obj;
+} cli_objfile;
+
+/* ulp_read_at_fn over a file descriptor (opaque points to the int fd). */
+int cli_fd_read_at(void *opaque, uint64_t off, void *buf, size_t len);
+/* ulp_write_fn over a file descriptor (opaque points to the int fd). */
+int cli_fd_write(void *opaque, const void *buf, size_t len);
+
+/* Decode every chunk of obj with nthreads threads, into dst (the whole
+ * logical size) when dst is not NULL, else streamed in order to the
+ * descriptor out_fd.  ref may be NULL for a standalone object. */
+int cli_decode_all(const ulp_object *obj, const cli_map *ref,
+                   unsigned nthreads, uint8_t *dst, int out_fd);
+
+/* Check that ref is the reference obj was coded against (size and
+ * XXH3-128); prints the reason and returns -1 when it is not. */
+int cli_check_ref(const ulp_object *obj, const cli_map *ref,
+                  const char *obj_path);
+
+/* Progress line on stderr, only when stderr is a terminal. */
+typedef struct cli_progress {
+	const char *what;
+	int tty;
+	double last;
+} cli_progress;
+void cli_progress_init(cli_progress *p, const char *what);
+void cli_progress_cb(void *opaque, uint64_t done, uint64_t total);
+void cli_progress_end(cli_progress *p);
+
+/* Parse a size such as 4096, 64K, 2M, 1G; -1 on error. */
+int cli_parse_size(const char *s, uint64_t *out);
+/* Parse a non-negative integer no larger than max; -1 on error. */
+int cli_parse_uint(const char *s, unsigned max, unsigned *out);
+
+double cli_now(void);
+
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+int cmd_pack(int argc, char **argv);
+int cmd_unpack(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+#endif /* ULP_CLI_H */

@@ -1,0 +1,360 @@
+/*
+ * cli_util.c - file mapping, descriptors, parallel decoding, progress and
+ * argument parsing shared by the subcommands.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+void cli_err(const char *fmt, ...)
+{
+	va_list ap;
+	fputs("ulpfs: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+double cli_now(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+int cli_map_open(cli_map *m, const char *path)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	m->path = path;
+	m->data = NULL;
+	m->size = 0;
+	if (fd < 0) {
+		cli_err("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		cli_err("%s: %s", path,
+		        S_ISREG(st.st_mode) ? strerror(errno)
+		                            : "not a regular file");
+		close(fd);
+		return -1;
+	}
+	if (st.st_size > 0) {
+		void *p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE,
+		               fd, 0);
+		if (p == MAP_FAILED) {
+			cli_err("%s: mmap: %s", path, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		/* Encoding reads each byte once, front to back. */
+		madvise(p, (size_t)st.st_size, MADV_SEQUENTIAL);
+		m->data = p;
+		m->size = (uint64_t)st.st_size;
+	}
+	close(fd);
+	return 0;
+}
+
+void cli_map_close(cli_map *m)
+{
+	if (m->data)
+		munmap((void *)m->data, m->size);
+	m->data = NULL;
+	m->size = 0;
+}
+
+int cli_map_read(void *opaque, uint64_t off, void *buf, size_t len)
+{
+	const cli_map *m = opaque;
+	if (off > m->size || len > m->size - off)
+		return ULP_ERR_REF;
+	memcpy(buf, m->data + off, len);
+	return ULP_OK;
+}
+
+int cli_fd_read_at(void *opaque, uint64_t off, void *buf, size_t len)
+{
+	int fd = *(const int *)opaque;
+	uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? ULP_ERR_CORRUPT : ULP_ERR_IO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return ULP_OK;
+}
+
+int cli_fd_write(void *opaque, const void *buf, size_t len)
+{
+	int fd = *(const int *)opaque;
+	const uint8_t *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return ULP_ERR_IO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return ULP_OK;
+}
+
+int cli_check_ref(const ulp_object *obj, const cli_map *ref,
+                  const char *obj_path)
+{
+	uint8_t h[16];
+	if (!ulp_object_has_ref(obj))
+		return 0;
+	if (!ref) {
+		cli_err("%s: was packed against a reference; give it with "
+		        "--ref",
+		        obj_path);
+		return -1;
+	}
+	ulp_hash128(ref->data, ref->size, h);
+	if (ref->size != ulp_object_ref_size(obj) ||
+	    memcmp(h, ulp_object_ref_hash(obj), 16) != 0) {
+		cli_err("%s: %s is not the reference it was packed against",
+		        obj_path, ref->path);
+		return -1;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------ parallel decode */
+
+typedef struct dec_pool {
+	const ulp_object *obj;
+	const cli_map *ref;
+	uint8_t *dst;
+	int out_fd;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	size_t next, written, window;
+	uint8_t **bufs; /* streaming: window decoded chunks */
+	int *ready;
+	int rc;
+} dec_pool;
+
+static void *dec_worker(void *arg)
+{
+	dec_pool *p = arg;
+	ulp_dctx *d = ulp_dctx_new();
+	size_t n = ulp_object_chunk_count(p->obj);
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		while (!p->rc && p->next < n && !p->dst &&
+		       p->next - p->written >= p->window)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->rc || p->next >= n || !d) {
+			if (!d && !p->rc)
+				p->rc = ULP_ERR_NOMEM;
+			pthread_cond_broadcast(&p->cv);
+			pthread_mutex_unlock(&p->mu);
+			break;
+		}
+		size_t i = p->next++;
+		pthread_mutex_unlock(&p->mu);
+
+		uint64_t off;
+		uint32_t len;
+		ulp_object_chunk_range(p->obj, i, &off, &len);
+		uint8_t *to = p->dst ? p->dst + off : p->bufs[i % p->window];
+		int rc = ulp_chunk_decode(d, p->obj, i,
+		                          p->ref ? cli_map_read : NULL,
+		                          (void *)p->ref, to);
+		pthread_mutex_lock(&p->mu);
+		if (rc && !p->rc)
+			p->rc = rc;
+		if (!p->dst)
+			p->ready[i % p->window] = 1;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+	}
+	ulp_dctx_free(d);
+	return NULL;
+}
+
+/* Streaming mode: write chunks in order as they are ready. */
+static int dec_drain(dec_pool *p)
+{
+	size_t n = ulp_object_chunk_count(p->obj);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t off;
+		uint32_t len;
+		pthread_mutex_lock(&p->mu);
+		while (!p->rc && !p->ready[i % p->window])
+			pthread_cond_wait(&p->cv, &p->mu);
+		int rc = p->rc;
+		pthread_mutex_unlock(&p->mu);
+		if (rc)
+			return rc;
+		ulp_object_chunk_range(p->obj, i, &off, &len);
+		rc = cli_fd_write(&p->out_fd, p->bufs[i % p->window], len);
+		pthread_mutex_lock(&p->mu);
+		p->ready[i % p->window] = 0;
+		p->written++;
+		if (rc && !p->rc)
+			p->rc = rc;
+		pthread_cond_broadcast(&p->cv);
+		pthread_mutex_unlock(&p->mu);
+		if (rc)
+			return rc;
+	}
+	return ULP_OK;
+}
+
+int cli_decode_all(const ulp_object *obj, const cli_map *ref,
+                   unsigned nthreads, uint8_t *dst, int out_fd)
+{
+	dec_pool p = {.obj = obj, .ref = ref, .dst = dst, .out_fd = out_fd};
+	pthread_t th[64];
+	unsigned started = 0;
+	int rc = ULP_OK;
+
+	if (nthreads == 0) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		nthreads = c < 1 ? 1 : (unsigned)c;
+	}
+	if (nthreads > 64)
+		nthreads = 64;
+	p.window = 2 * (size_t)nthreads;
+	pthread_mutex_init(&p.mu, NULL);
+	pthread_cond_init(&p.cv, NULL);
+	if (!dst) {
+		uint32_t maxlen = 0;
+		for (size_t i = 0; i < ulp_object_chunk_count(obj); i++) {
+			uint64_t off;
+			uint32_t len;
+			ulp_object_chunk_range(obj, i, &off, &len);
+			if (len > maxlen)
+				maxlen = len;
+		}
+		p.bufs = calloc(p.window, sizeof(*p.bufs));
+		p.ready = calloc(p.window, sizeof(*p.ready));
+		if (!p.bufs || !p.ready)
+			rc = ULP_ERR_NOMEM;
+		for (size_t k = 0; !rc && k < p.window; k++)
+			if (!(p.bufs[k] = malloc(maxlen ? maxlen : 1)))
+				rc = ULP_ERR_NOMEM;
+	}
+	for (; !rc && started < nthreads; started++)
+		if (pthread_create(&th[started], NULL, dec_worker, &p))
+			break;
+	if (!rc && !started)
+		rc = ULP_ERR_NOMEM;
+	if (!rc && !dst)
+		rc = dec_drain(&p);
+	if (rc) {
+		pthread_mutex_lock(&p.mu);
+		if (!p.rc)
+			p.rc = rc;
+		pthread_cond_broadcast(&p.cv);
+		pthread_mutex_unlock(&p.mu);
+	}
+	for (unsigned t = 0; t < started; t++)
+		pthread_join(th[t], NULL);
+	if (!rc)
+		rc = p.rc;
+	for (size_t k = 0; p.bufs && k < p.window; k++)
+		free(p.bufs[k]);
+	free(p.bufs);
+	free(p.ready);
+	pthread_cond_destroy(&p.cv);
+	pthread_mutex_destroy(&p.mu);
+	return rc;
+}
+
+/* ------------------------------------------------------------ progress */
+
+void cli_progress_init(cli_progress *p, const char *what)
+{
+	p->what = what;
+	p->tty = isatty(STDERR_FILENO);
+	p->last = 0;
+}
+
+void cli_progress_cb(void *opaque, uint64_t done, uint64_t total)
+{
+	cli_progress *p = opaque;
+	double t = cli_now();
+	if (!p->tty || (t - p->last < 0.2 && done < total))
+		return;
+	p->last = t;
+	fprintf(stderr, "\r%s: %5.1f%% of %.1f MB", p->what,
+	        total ? 100.0 * (double)done / (double)total : 100.0,
+	        (double)total / 1e6);
+}
+
+void cli_progress_end(cli_progress *p)
+{
+	if (p->tty && p->last > 0)
+		fputs("\r\033[K", stderr);
+}
+
+/* ------------------------------------------------------------- parsing */
+
+int cli_parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k':
+	case 'K':
+		shift = 10;
+		break;
+	case 'm':
+	case 'M':
+		shift = 20;
+		break;
+	case 'g':
+	case 'G':
+		shift = 30;
+		break;
+	case 0:
+		break;
+	default:
+		return -1;
+	}
+	if (*end && end[1])
+		return -1;
+	if (v > (~0ull >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int cli_parse_uint(const char *s, unsigned max, unsigned *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v > max)
+		return -1;
+	*out = (unsigned)v;
+	return 0;
+}
