@@ -247,6 +247,9 @@ typedef struct ulp_encode_job {
 	void *ref_opaque;
 	ulp_params params;
 	unsigned nthreads;
+	/* nthreads contexts to reuse (their scratch memory stays warm from
+	 * one file to the next), or NULL to create them per call */
+	ulp_cctx *const *cctx;
 	ulp_write_fn write;
 	void *write_opaque;
 	/* Called from the calling thread after each chunk is written, with

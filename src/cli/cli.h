@@ -40,9 +40,11 @@ int cli_fd_write(void *opaque, const void *buf, size_t len);
 
 /* Decode every chunk of obj with nthreads threads, into dst (the whole
  * logical size) when dst is not NULL, else streamed in order to the
- * descriptor out_fd.  ref may be NULL for a standalone object. */
+ * descriptor out_fd.  ref may be NULL for a standalone object.  dctx, if
+ * not NULL, holds nthreads contexts to reuse. */
 int cli_decode_all(const ulp_object *obj, const cli_map *ref,
-                   unsigned nthreads, uint8_t *dst, int out_fd);
+                   unsigned nthreads, ulp_dctx *const *dctx, uint8_t *dst,
+                   int out_fd);
 
 /* Check that ref is the reference obj was coded against (size and
  * XXH3-128); prints the reason and returns -1 when it is not. */

@@ -144,6 +144,8 @@ int cli_check_ref(const ulp_object *obj, const cli_map *ref,
 /* ------------------------------------------------------ parallel decode */
 
 typedef struct dec_pool {
+	ulp_dctx *const *dctx;
+	unsigned nstarted;
 	const ulp_object *obj;
 	const cli_map *ref;
 	uint8_t *dst;
@@ -159,7 +161,11 @@ typedef struct dec_pool {
 static void *dec_worker(void *arg)
 {
 	dec_pool *p = arg;
-	ulp_dctx *d = ulp_dctx_new();
+	pthread_mutex_lock(&p->mu);
+	unsigned idx = p->nstarted++;
+	pthread_mutex_unlock(&p->mu);
+	ulp_dctx *own = p->dctx ? NULL : ulp_dctx_new();
+	ulp_dctx *d = p->dctx ? p->dctx[idx] : own;
 	size_t n = ulp_object_chunk_count(p->obj);
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
@@ -191,7 +197,7 @@ static void *dec_worker(void *arg)
 		pthread_cond_broadcast(&p->cv);
 		pthread_mutex_unlock(&p->mu);
 	}
-	ulp_dctx_free(d);
+	ulp_dctx_free(own);
 	return NULL;
 }
 
@@ -225,9 +231,11 @@ static int dec_drain(dec_pool *p)
 }
 
 int cli_decode_all(const ulp_object *obj, const cli_map *ref,
-                   unsigned nthreads, uint8_t *dst, int out_fd)
+                   unsigned nthreads, ulp_dctx *const *dctx, uint8_t *dst,
+                   int out_fd)
 {
-	dec_pool p = {.obj = obj, .ref = ref, .dst = dst, .out_fd = out_fd};
+	dec_pool p = {.dctx = dctx, .obj = obj, .ref = ref, .dst = dst,
+	              .out_fd = out_fd};
 	pthread_t th[64];
 	unsigned started = 0;
 	int rc = ULP_OK;
@@ -236,8 +244,11 @@ int cli_decode_all(const ulp_object *obj, const cli_map *ref,
 		long c = sysconf(_SC_NPROCESSORS_ONLN);
 		nthreads = c < 1 ? 1 : (unsigned)c;
 	}
-	if (nthreads > 64)
+	if (nthreads > 64) {
+		if (dctx)
+			return ULP_ERR_ARG;
 		nthreads = 64;
+	}
 	p.window = 2 * (size_t)nthreads;
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);

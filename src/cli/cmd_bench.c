@@ -66,6 +66,10 @@ typedef struct bench_opts {
 	unsigned threads, reps;
 	int baselines, zstd19;
 	uint32_t chunk;
+	/* per-thread contexts kept across files, as a long-running encoder
+	 * (the filesystem's pool) keeps them */
+	ulp_cctx *cctx[64];
+	ulp_dctx *dctx[64];
 } bench_opts;
 
 static double median(double *v, size_t n)
@@ -84,10 +88,12 @@ static double median(double *v, size_t n)
 /* Encode with nthreads, reps times; the object of the last rep stays in
  * sink.  Returns the median MB/s or a negative error. */
 static double time_encode(ulp_encode_job *job, unsigned nthreads,
-                          unsigned reps, mem_sink *sink, ulp_stats *st)
+                          unsigned reps, mem_sink *sink, ulp_stats *st,
+                          const bench_opts *o)
 {
 	double v[32];
 	job->nthreads = nthreads;
+	job->cctx = o->cctx;
 	job->write = sink_write;
 	job->write_opaque = sink;
 	for (unsigned r = 0; r < reps; r++) {
@@ -104,13 +110,14 @@ static double time_encode(ulp_encode_job *job, unsigned nthreads,
 
 static double time_decode(const ulp_object *obj, const cli_map *ref,
                           unsigned nthreads, unsigned reps, uint8_t *dst,
-                          const cli_map *expect, int *mismatch)
+                          const cli_map *expect, int *mismatch,
+                          const bench_opts *o)
 {
 	double v[32];
 	for (unsigned r = 0; r < reps; r++) {
 		memset(dst, 0, expect->size);
 		double t0 = cli_now();
-		int rc = cli_decode_all(obj, ref, nthreads, dst, -1);
+		int rc = cli_decode_all(obj, ref, nthreads, o->dctx, dst, -1);
 		double t = cli_now() - t0;
 		if (rc || (expect->size &&
 		           memcmp(dst, expect->data, expect->size) != 0)) {
@@ -220,13 +227,13 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 
 	/* statistics pass (slower models), then the timed passes */
 	job.params.model_stats = 1;
-	double v = time_encode(&job, o->threads, 1, &sink, &row->st);
+	double v = time_encode(&job, o->threads, 1, &sink, &row->st, o);
 	job.params.model_stats = 0;
 	if (v >= 0)
-		v = row->enc1 = time_encode(&job, 1, o->reps, &sink, NULL);
+		v = row->enc1 = time_encode(&job, 1, o->reps, &sink, NULL, o);
 	if (v >= 0 && o->threads > 1)
 		v = row->encn = time_encode(&job, o->threads, o->reps, &sink,
-		                            NULL);
+		                            NULL, o);
 	if (v < 0) {
 		rc = (int)v;
 		goto out;
@@ -239,10 +246,10 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 	ulp_hash128(m->data, m->size, h);
 	if (memcmp(h, ulp_object_file_hash(obj), 16) != 0)
 		mismatch = 1;
-	row->dec1 = time_decode(obj, ref, 1, o->reps, dst, m, &mismatch);
+	row->dec1 = time_decode(obj, ref, 1, o->reps, dst, m, &mismatch, o);
 	if (o->threads > 1 && !mismatch)
 		row->decn = time_decode(obj, ref, o->threads, o->reps, dst, m,
-		                        &mismatch);
+		                        &mismatch, o);
 	if (mismatch) {
 		cli_err("%s: ROUND TRIP MISMATCH", row->path);
 		rc = ULP_ERR_CORRUPT;
@@ -435,7 +442,7 @@ static const struct option bench_longopts[] = {
 
 int cmd_bench(int argc, char **argv)
 {
-	bench_opts o = {2, 3, 1, 1, 0};
+	bench_opts o = {.threads = 2, .reps = 3, .baselines = 1, .zstd19 = 1};
 	uint64_t chunk = 0;
 	int c;
 
@@ -485,6 +492,14 @@ int cmd_bench(int argc, char **argv)
 		return CLI_USAGE;
 	}
 
+	for (unsigned t = 0; t < o.threads; t++) {
+		o.cctx[t] = ulp_cctx_new();
+		o.dctx[t] = ulp_dctx_new();
+		if (!o.cctx[t] || !o.dctx[t]) {
+			cli_err("bench: out of memory");
+			return CLI_FAIL;
+		}
+	}
 	file_row *rows = calloc(n, sizeof(*rows));
 	cli_map *maps = calloc(n, sizeof(*maps));
 	ulp_tensor_map *tmaps = calloc(n, sizeof(*tmaps));
@@ -547,5 +562,9 @@ int cmd_bench(int argc, char **argv)
 	free(rows);
 	free(maps);
 	free(tmaps);
+	for (unsigned t = 0; t < o.threads; t++) {
+		ulp_cctx_free(o.cctx[t]);
+		ulp_dctx_free(o.dctx[t]);
+	}
 	return fail ? CLI_FAIL : CLI_OK;
 }

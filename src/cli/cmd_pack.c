@@ -272,7 +272,7 @@ int cmd_unpack(int argc, char **argv)
 	if (out_open(&out, out_path) < 0)
 		goto done;
 	rc = cli_decode_all(obj, ulp_object_has_ref(obj) ? &ref : NULL,
-	                    threads, NULL, out.fd);
+	                    threads, NULL, NULL, out.fd);
 	if (rc)
 		cli_err("%s: %s", rc == ULP_ERR_IO ? out_path : in_path,
 		        rc == ULP_ERR_IO ? strerror(errno) : ulp_strerror(rc));

@@ -26,8 +26,7 @@ struct ulp_float_scratch {
 	size_t cap;
 	ulp_buf raw;
 	uint32_t hist_d[ULP_RANS_NCTX * MAX_DELTA_NSYM];
-	/* Four partial delta histograms, summed into hist_d after the pass:
-	 * runs of equal symbols would otherwise serialise on one counter. */
+	/* Four interleaved partial delta histograms, summed into hist_d. */
 	uint32_t hist_d4[ULP_RANS_NCTX * MAX_DELTA_NSYM * 4];
 	uint32_t hist_s[ULP_RANS_MAXSYM];
 	uint32_t hist_pk[PK_BUCKETS * ULP_RANS_NCTX * MAX_DELTA_NSYM];
@@ -208,7 +207,6 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		unsigned cx = el_ctx(r, f);
 		sym[i] = (uint8_t)s;
 		ctx[i] = (uint8_t)cx;
-		h4[(cx * nsym + s) * 4 + (i & 3)]++;
 		/* The standalone estimate only steers the choice of coding:
 		 * a 1-in-8 sample of the exponents is plenty. */
 		if ((i & 7) == 0)
@@ -226,6 +224,20 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 			            s]++;
 			kprev = k;
 		}
+	}
+	/* Counting in a second, tight pass into four interleaved partial
+	 * histograms: runs of equal symbols would otherwise serialise on
+	 * one counter's read-modify-write. */
+	{
+		size_t j = 0;
+		for (; j + 4 <= n; j += 4) {
+			h4[(ctx[j] * nsym + sym[j]) * 4]++;
+			h4[(ctx[j + 1] * nsym + sym[j + 1]) * 4 + 1]++;
+			h4[(ctx[j + 2] * nsym + sym[j + 2]) * 4 + 2]++;
+			h4[(ctx[j + 3] * nsym + sym[j + 3]) * 4 + 3]++;
+		}
+		for (; j < n; j++)
+			h4[(ctx[j] * nsym + sym[j]) * 4]++;
 	}
 	for (size_t j = 0; j < hsize; j++)
 		fs->hist_d[j] = h4[4 * j] + h4[4 * j + 1] + h4[4 * j + 2] +
@@ -539,6 +551,91 @@ ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp, size_t
 	return br.overrun || ulp_bitr_left(&br) ? ULP_ERR_CORRUPT : ULP_OK;
 }
 
+/* One delta element: residual symbol s, raw bits at bit position *pos of
+ * rawp (8 readable bytes guaranteed by the caller), reference r. */
+ULP_INLINE uint64_t delta_elem(const dsym_info *info, unsigned s,
+                               const uint8_t *rawp, uint64_t *pos,
+                               uint64_t r, unsigned W)
+{
+	const dsym_info *si = &info[s];
+	uint64_t word;
+	memcpy(&word, rawp + (*pos >> 3), 8);
+	uint64_t low = (word >> (*pos & 7)) & ((1ull << si->nraw) - 1);
+	*pos += si->nraw;
+	uint64_t mag = si->lead | low;
+	uint64_t d = (mag ^ si->neg) - si->neg;
+	return el_unord((el_ord(r, W) + d) & el_mask(W), W);
+}
+
+/* Delta decoding with the rANS steps, contexts and reconstruction fused
+ * into one pass (widths up to 32 bits): no symbol or context arrays. */
+ULP_INLINE int delta_decode_fused_w(ulp_float_scratch *fs, ulp_float_fmt f,
+                                    const uint8_t *in, size_t blen,
+                                    const uint8_t *rawp, size_t rawlen,
+                                    const uint8_t *ref, size_t n,
+                                    uint8_t *dst, unsigned W)
+{
+	dsym_info info[MAX_DELTA_NSYM];
+	ulp_rans_dec rd;
+	size_t used;
+	int rc = ulp_rans_dec_begin(fs->rs, in, blen, DELTA_NSYM(W), &rd);
+	if (rc)
+		return rc;
+	if (n > 0 && rd.ntab == 0)
+		return ULP_ERR_CORRUPT;
+	info[0] = (dsym_info){0, 0, 0};
+	for (unsigned k = 1; k <= W; k++)
+		for (unsigned ng = 0; ng < 2; ng++)
+			info[2 * k - 1 + ng] = (dsym_info){
+			        1ull << (k - 1), ng ? ~0ull : 0, k - 1};
+	const uint32_t *const *tab = rd.tab;
+	const uint8_t *p = rd.p;
+	uint32_t x0 = rd.x[0], x1 = rd.x[1], x2 = rd.x[2], x3 = rd.x[3];
+	unsigned s0, s1, s2, s3;
+	uint64_t pos = 0;
+	size_t i = 0;
+	/* A group of four reads at most 4 rANS words and 4 x 31 raw bits. */
+	for (; i + 4 <= n && rd.end - p >= 8 && (pos >> 3) + 24 <= rawlen;
+	     i += 4) {
+		uint64_t r0 = el_load(ref, i, W), r1 = el_load(ref, i + 1, W);
+		uint64_t r2 = el_load(ref, i + 2, W), r3 = el_load(ref, i + 3, W);
+		x0 = ulp_rans_dec_step(x0, tab[el_ctx(r0, f)], &p, &s0);
+		x1 = ulp_rans_dec_step(x1, tab[el_ctx(r1, f)], &p, &s1);
+		x2 = ulp_rans_dec_step(x2, tab[el_ctx(r2, f)], &p, &s2);
+		x3 = ulp_rans_dec_step(x3, tab[el_ctx(r3, f)], &p, &s3);
+		el_store(dst, i, delta_elem(info, s0, rawp, &pos, r0, W), W);
+		el_store(dst, i + 1, delta_elem(info, s1, rawp, &pos, r1, W), W);
+		el_store(dst, i + 2, delta_elem(info, s2, rawp, &pos, r2, W), W);
+		el_store(dst, i + 3, delta_elem(info, s3, rawp, &pos, r3, W), W);
+	}
+	rd.p = p;
+	rd.x[0] = x0;
+	rd.x[1] = x1;
+	rd.x[2] = x2;
+	rd.x[3] = x3;
+	/* The tail checks every read. */
+	ulp_bitr br;
+	ulp_bitr_init(&br, rawp + (pos >> 3), rawlen - (pos >> 3));
+	if (pos & 7)
+		(void)ulp_bitr_get(&br, pos & 7);
+	for (; i < n; i++) {
+		unsigned s;
+		uint64_t r = el_load(ref, i, W);
+		if (ulp_rans_dec_step_checked(&rd, &rd.x[i % ULP_RANS_WAYS],
+		                              tab[el_ctx(r, f)], &s))
+			return ULP_ERR_CORRUPT;
+		const dsym_info *si = &info[s];
+		uint64_t mag = si->lead | ulp_bitr_get(&br, si->nraw);
+		uint64_t d = (mag ^ si->neg) - si->neg;
+		el_store(dst, i, el_unord((el_ord(r, W) + d) & el_mask(W), W),
+		         W);
+	}
+	rc = ulp_rans_dec_end(&rd, in, &used);
+	if (rc || used != blen || br.overrun || ulp_bitr_left(&br))
+		return ULP_ERR_CORRUPT;
+	return ULP_OK;
+}
+
 ULP_INLINE void ctx_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
                            const uint8_t *ref, size_t n, unsigned W)
 {
@@ -610,6 +707,12 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 		return ULP_ERR_NOMEM;
 	const uint8_t *rawp = p + blen;
 	size_t rawlen = (size_t)(end - rawp);
+	if (in[0] == ULP_SC_DELTA && W <= 32) {
+#define FUSED_CALL(F, w)                                                     \
+	rc = delta_decode_fused_w(fs, F, p, blen, rawp, rawlen, ref, n, dst, w)
+		ULP_DISPATCH_FMT(f, FUSED_CALL);
+		return rc;
+	}
 	if (in[0] == ULP_SC_DELTA) {
 #define CTX_CALL(F, w) ctx_pass_w(fs, F, ref, n, w)
 		ULP_DISPATCH_FMT(f, CTX_CALL);

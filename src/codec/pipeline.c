@@ -15,11 +15,12 @@
 
 #include "codec_internal.h"
 
+/* A slot's buffer belongs to the worker that claimed its chunk until
+ * done is set, then to the writer; it is reused for later chunks. */
 typedef struct enc_slot {
 	int done;
 	int rc;
-	uint8_t *enc;
-	size_t len;
+	ulp_buf buf;
 	uint64_t dec_hash;
 	ulp_stats st;
 } enc_slot;
@@ -34,11 +35,18 @@ typedef struct enc_pipe {
 	int abort;
 } enc_pipe;
 
+typedef struct enc_worker {
+	enc_pipe *pipe;
+	unsigned idx;
+} enc_worker;
+
 static void *worker(void *arg)
 {
-	enc_pipe *p = arg;
+	enc_pipe *p = ((enc_worker *)arg)->pipe;
 	const ulp_encode_job *job = p->job;
-	ulp_cctx *cc = ulp_cctx_new();
+	unsigned idx = ((enc_worker *)arg)->idx;
+	ulp_cctx *own = job->cctx ? NULL : ulp_cctx_new();
+	ulp_cctx *cc = job->cctx ? job->cctx[idx] : own;
 	size_t n = ulp_plan_chunk_count(p->plan);
 
 	for (;;) {
@@ -53,35 +61,38 @@ static void *worker(void *arg)
 		size_t i = p->next_claim++;
 		pthread_mutex_unlock(&p->mu);
 
-		enc_slot s = {0};
+		enc_slot *slot = &p->slots[i % p->window];
 		uint64_t off;
 		uint32_t len;
+		size_t enc_len = 0;
+		ulp_stats st;
 		ulp_plan_chunk_range(p->plan, i, &off, &len);
 		const uint8_t *src = job->cur + off;
 		const void *enc = NULL;
-		s.rc = cc ? ULP_OK : ULP_ERR_NOMEM;
-		if (!s.rc)
-			s.rc = ulp_chunk_encode(cc, p->plan, i, src,
-			                        job->ref_read, job->ref_opaque,
-			                        &enc, &s.len, &s.st);
-		if (!s.rc) {
-			s.dec_hash = XXH3_64bits(src, len);
-			s.enc = malloc(s.len);
-			if (s.enc)
-				memcpy(s.enc, enc, s.len);
-			else
-				s.rc = ULP_ERR_NOMEM;
+		int rc = cc ? ULP_OK : ULP_ERR_NOMEM;
+		if (!rc)
+			rc = ulp_chunk_encode(cc, p->plan, i, src, job->ref_read,
+			                      job->ref_opaque, &enc, &enc_len,
+			                      &st);
+		if (!rc)
+			rc = ulp_buf_reserve(&slot->buf, enc_len);
+		if (!rc) {
+			memcpy(slot->buf.p, enc, enc_len);
+			slot->buf.len = enc_len;
 		}
-		s.done = 1;
+		uint64_t h = rc ? 0 : XXH3_64bits(src, len);
 		pthread_mutex_lock(&p->mu);
-		p->slots[i % p->window] = s;
-		if (s.rc)
+		slot->rc = rc;
+		slot->st = st;
+		slot->dec_hash = h;
+		slot->done = 1;
+		if (rc)
 			p->abort = 1;
 		pthread_cond_broadcast(&p->cv_done);
 		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
 	}
-	ulp_cctx_free(cc);
+	ulp_cctx_free(own);
 	return NULL;
 }
 
@@ -93,14 +104,13 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs,
 	size_t n = ulp_plan_chunk_count(p->plan);
 	int rc = ULP_OK;
 	for (size_t i = 0; i < n && !rc; i++) {
-		enc_slot s;
+		enc_slot *s = &p->slots[i % p->window];
 		uint64_t off;
 		uint32_t len;
 		pthread_mutex_lock(&p->mu);
-		while (!p->slots[i % p->window].done && !p->abort)
+		while (!s->done && !p->abort)
 			pthread_cond_wait(&p->cv_done, &p->mu);
-		s = p->slots[i % p->window];
-		if (!s.done) {
+		if (!s->done) {
 			/* Another chunk failed: find its error. */
 			for (size_t k = 0; k < p->window; k++)
 				if (p->slots[k].done && p->slots[k].rc)
@@ -108,23 +118,25 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs,
 			pthread_mutex_unlock(&p->mu);
 			return rc ? rc : ULP_ERR_IO;
 		}
-		p->slots[i % p->window] = (enc_slot){0};
+		pthread_mutex_unlock(&p->mu);
+
+		rc = s->rc;
+		ulp_plan_chunk_range(p->plan, i, &off, &len);
+		if (!rc)
+			rc = ulp_writer_add_chunk(w, off, len, s->buf.p,
+			                          s->buf.len, s->dec_hash);
+		if (!rc) {
+			XXH3_128bits_update(hs, job->cur + off, len);
+			if (stats)
+				ulp_stats_add(stats, &s->st);
+		}
+		/* Hand the slot back only after its bytes are written. */
+		pthread_mutex_lock(&p->mu);
+		s->done = 0;
 		p->next_write++;
 		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
-
-		rc = s.rc;
-		ulp_plan_chunk_range(p->plan, i, &off, &len);
-		if (!rc)
-			rc = ulp_writer_add_chunk(w, off, len, s.enc, s.len,
-			                          s.dec_hash);
-		free(s.enc);
-		if (rc)
-			break;
-		XXH3_128bits_update(hs, job->cur + off, len);
-		if (stats)
-			ulp_stats_add(stats, &s.st);
-		if (job->progress)
+		if (!rc && job->progress)
 			job->progress(job->progress_opaque, off + len,
 			              job->cur_size);
 	}
@@ -152,12 +164,14 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	ulp_writer *w = NULL;
 	XXH3_state_t *hs = NULL;
 	pthread_t th[256];
+	enc_worker wk[256];
 	unsigned nth, started = 0;
 	enc_pipe p = {0};
 	int rc;
 
 	if (!job || (!job->cur && job->cur_size) || !job->write ||
-	    (job->has_ref && !job->ref_read))
+	    (job->has_ref && !job->ref_read) ||
+	    (job->cctx && (!job->nthreads || job->nthreads > 256)))
 		return ULP_ERR_ARG;
 	static const ulp_tensor_map none = {ULP_FMT_UNKNOWN, 0, NULL};
 	const ulp_tensor_map *rm = job->ref_map ? job->ref_map : &none;
@@ -192,16 +206,18 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv_done, NULL);
 	pthread_cond_init(&p.cv_space, NULL);
-	for (; started < nth; started++)
-		if (pthread_create(&th[started], NULL, worker, &p))
+	for (; started < nth; started++) {
+		wk[started] = (enc_worker){&p, started};
+		if (pthread_create(&th[started], NULL, worker, &wk[started]))
 			break;
+	}
 	rc = started ? drain(&p, w, hs, stats) : ULP_ERR_NOMEM;
 	if (!started)
 		p.abort = 1;
 	for (unsigned t = 0; t < started; t++)
 		pthread_join(th[t], NULL);
 	for (size_t k = 0; k < p.window; k++)
-		free(p.slots[k].enc);
+		ulp_buf_free(&p.slots[k].buf);
 	pthread_cond_destroy(&p.cv_space);
 	pthread_cond_destroy(&p.cv_done);
 	pthread_mutex_destroy(&p.mu);

@@ -30,6 +30,10 @@ typedef struct ulp_rans_dtab {
 
 struct ulp_rans_scratch {
 	uint8_t remap[ULP_RANS_NCTX];  /* context -> table index */
+	/* context -> its table, resolved once per block so that a step
+	 * costs one load for the table instead of two and a multiply */
+	const ulp_rans_esym *ebase[ULP_RANS_NCTX];
+	const uint32_t *dbase[ULP_RANS_NCTX];
 	uint16_t norm[ULP_RANS_MAXTAB][ULP_RANS_MAXSYM];
 	uint32_t esc_hist[ULP_RANS_MAXSYM];
 	ulp_rans_esym *esym;           /* ntab * nsym, grown on demand */
@@ -179,6 +183,7 @@ static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
 	unsigned ntab = 0;
 	*has_esc = 0;
 	memset(sc->esc_hist, 0, sizeof(sc->esc_hist));
+	memset(sc->remap, 0, sizeof(sc->remap));
 	for (unsigned c = 0; c < nctx; c++) {
 		if (!ctx_count[c])
 			continue;
@@ -266,16 +271,16 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
 	 * words of scratch suffice. */
 	uint16_t *wend = sc->words + n;
 	uint16_t *w = wend;
-	const ulp_rans_esym *E = sc->esym;
-	const uint8_t *remap = sc->remap;
+	const ulp_rans_esym *const *eb = sc->ebase;
+	for (unsigned c = 0; c < nctx; c++)
+		sc->ebase[c] = sc->esym + (size_t)sc->remap[c] * nsym;
 	uint32_t x[ULP_RANS_WAYS];
 	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
 		x[k] = ULP_RANS_L;
 #define RANS_ENC_STEP(xs, i)                                                  \
 	do {                                                                 \
-		unsigned t_ = ctx ? remap[ctx[i]] : 0;                       \
-		const ulp_rans_esym *e_ = &E[(size_t)t_ * nsym + sym[i]];    \
-		assert(sym[i] < nsym && sc->norm[t_][sym[i]]);               \
+		const ulp_rans_esym *e_ = eb[ctx ? ctx[i] : 0] + sym[i];     \
+		assert(sym[i] < nsym);                                       \
 		unsigned r_ = xs > e_->x_max_m1;                             \
 		w[-1] = (uint16_t)xs; /* kept only when r_: branch-free */   \
 		w -= r_;                                                     \
@@ -313,9 +318,8 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
 	return ULP_OK;
 }
 
-int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
-                    const uint8_t *ctx, size_t n, unsigned nsym,
-                    uint8_t *sym, size_t *used)
+int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                       unsigned nsym, ulp_rans_dec *d)
 {
 	const uint8_t *p = in, *end = in + len;
 	uint8_t own[ULP_RANS_NCTX];
@@ -334,8 +338,6 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	memcpy(own, p, nown);
 	p += nown;
 	ntab = (unsigned)nown + (unsigned)has_esc;
-	if (ntab == 0 && n > 0)
-		return ULP_ERR_CORRUPT;
 	if (ntab > 256)
 		return ULP_ERR_CORRUPT;
 	/* Contexts without a table of their own use the escape table. */
@@ -345,15 +347,17 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 			return ULP_ERR_CORRUPT;
 		sc->remap[own[t]] = (uint8_t)t;
 	}
-	if (sc->dtab_cap < ntab) {
+	if (sc->dtab_cap < ntab || !sc->dtab) {
 		free(sc->dtab);
 		sc->dtab = malloc(sizeof(ulp_rans_dtab) * (ntab ? ntab : 1));
-		sc->dtab_cap = sc->dtab ? ntab : 0;
+		sc->dtab_cap = sc->dtab ? (ntab ? ntab : 1) : 0;
 		if (!sc->dtab)
 			return ULP_ERR_NOMEM;
 	}
+	if (ntab == 0) /* only valid for zero symbols: a table that fails */
+		memset(sc->dtab[0].e, 0, sizeof(sc->dtab[0].e));
 	for (unsigned t = 0; t < ntab; t++) {
-		ulp_rans_dtab *d = &sc->dtab[t];
+		ulp_rans_dtab *dt = &sc->dtab[t];
 		uint16_t f[ULP_RANS_MAXSYM];
 		uint32_t cum = 0;
 		rc = rans_get_table(&p, end, nsym, f);
@@ -362,83 +366,81 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		for (unsigned s = 0; s < nsym; s++) {
 			uint32_t hi = (uint32_t)s << 24 | (f[s] - 1u);
 			for (uint32_t k = 0; k < f[s]; k++)
-				d->e[cum + k] = hi | k << 12;
+				dt->e[cum + k] = hi | k << 12;
 			cum += f[s];
 		}
 	}
 	if ((size_t)(end - p) < 4 * ULP_RANS_WAYS)
 		return ULP_ERR_CORRUPT;
-	uint32_t x[ULP_RANS_WAYS];
 	for (unsigned k = 0; k < ULP_RANS_WAYS; k++) {
-		x[k] = ulp_le32(p + 4 * k);
-		if (x[k] < ULP_RANS_L)
+		d->x[k] = ulp_le32(p + 4 * k);
+		if (d->x[k] < ULP_RANS_L)
 			return ULP_ERR_CORRUPT;
 	}
 	p += 4 * ULP_RANS_WAYS;
-	if (!ctx && ntab != 1 && n > 0)
-		return ULP_ERR_CORRUPT;
-
-	const ulp_rans_dtab *D = sc->dtab;
-	const uint8_t *remap = sc->remap;
 	/* Unknown contexts of a crafted payload select table 0: decoding
 	 * stays in bounds and the chunk checksum rejects the result. */
 	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
-		if (sc->remap[c] >= ntab)
-			sc->remap[c] = 0;
-#define RANS_DEC_STEP(xs, i, tab)                                             \
-	do {                                                                 \
-		uint32_t e_ = (tab)[xs & (ULP_RANS_M - 1)];                  \
-		xs = ((e_ & 0xfff) + 1) * (xs >> ULP_RANS_SCALE) +           \
-		     ((e_ >> 12) & 0xfff);                                   \
-		/* renormalise without a branch: the word is read anyway */ \
-		unsigned r_ = xs < ULP_RANS_L;                               \
-		uint32_t y_ = (xs << 16) | ulp_le16(p);                      \
-		xs = r_ ? y_ : xs;                                           \
-		p += 2 * r_;                                                 \
-		sym[i] = (uint8_t)(e_ >> 24);                                \
-	} while (0)
+		sc->dbase[c] =
+		        sc->dtab[sc->remap[c] < ntab ? sc->remap[c] : 0].e;
+	d->tab = sc->dbase;
+	d->p = p;
+	d->end = end;
+	d->ntab = ntab;
+	return ULP_OK;
+}
+
+int ulp_rans_dec_end(const ulp_rans_dec *d, const uint8_t *in, size_t *used)
+{
+	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
+		if (d->x[k] != ULP_RANS_L)
+			return ULP_ERR_CORRUPT;
+	*used = (size_t)(d->p - in);
+	return ULP_OK;
+}
+
+int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                    const uint8_t *ctx, size_t n, unsigned nsym,
+                    uint8_t *sym, size_t *used)
+{
+	ulp_rans_dec d;
+	int rc = ulp_rans_dec_begin(sc, in, len, nsym, &d);
+	if (rc)
+		return rc;
+	if (n > 0 && (d.ntab == 0 || (!ctx && d.ntab != 1)))
+		return ULP_ERR_CORRUPT;
+	const uint32_t *const *db = d.tab;
+	const uint8_t *p = d.p;
+	uint32_t x0 = d.x[0], x1 = d.x[1], x2 = d.x[2], x3 = d.x[3];
+	unsigned s0, s1, s2, s3;
+	size_t i = 0;
 	/* Whole groups while the input surely holds their (at most four)
 	 * renormalisation words; then one symbol at a time with checks. */
-	uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-	size_t i = 0;
-	if (ctx) {
-		for (; i + 4 <= n && end - p >= 8; i += 4) {
-			RANS_DEC_STEP(x0, i, D[remap[ctx[i]]].e);
-			RANS_DEC_STEP(x1, i + 1, D[remap[ctx[i + 1]]].e);
-			RANS_DEC_STEP(x2, i + 2, D[remap[ctx[i + 2]]].e);
-			RANS_DEC_STEP(x3, i + 3, D[remap[ctx[i + 3]]].e);
-		}
-	} else {
-		for (; i + 4 <= n && end - p >= 8; i += 4) {
-			RANS_DEC_STEP(x0, i, D[0].e);
-			RANS_DEC_STEP(x1, i + 1, D[0].e);
-			RANS_DEC_STEP(x2, i + 2, D[0].e);
-			RANS_DEC_STEP(x3, i + 3, D[0].e);
-		}
+	for (; i + 4 <= n && d.end - p >= 8; i += 4) {
+		const uint32_t *t0 = db[ctx ? ctx[i] : 0];
+		const uint32_t *t1 = db[ctx ? ctx[i + 1] : 0];
+		const uint32_t *t2 = db[ctx ? ctx[i + 2] : 0];
+		const uint32_t *t3 = db[ctx ? ctx[i + 3] : 0];
+		x0 = ulp_rans_dec_step(x0, t0, &p, &s0);
+		x1 = ulp_rans_dec_step(x1, t1, &p, &s1);
+		x2 = ulp_rans_dec_step(x2, t2, &p, &s2);
+		x3 = ulp_rans_dec_step(x3, t3, &p, &s3);
+		sym[i] = (uint8_t)s0;
+		sym[i + 1] = (uint8_t)s1;
+		sym[i + 2] = (uint8_t)s2;
+		sym[i + 3] = (uint8_t)s3;
 	}
-	x[0] = x0;
-	x[1] = x1;
-	x[2] = x2;
-	x[3] = x3;
+	d.p = p;
+	d.x[0] = x0;
+	d.x[1] = x1;
+	d.x[2] = x2;
+	d.x[3] = x3;
 	for (; i < n; i++) {
-		uint32_t v = x[i % ULP_RANS_WAYS];
-		unsigned t = ctx ? remap[ctx[i]] : 0;
-		uint32_t e = D[t].e[v & (ULP_RANS_M - 1)];
-		v = ((e & 0xfff) + 1) * (v >> ULP_RANS_SCALE) +
-		    ((e >> 12) & 0xfff);
-		if (v < ULP_RANS_L) {
-			if (end - p < 2)
-				return ULP_ERR_CORRUPT;
-			v = (v << 16) | ulp_le16(p);
-			p += 2;
-		}
-		x[i % ULP_RANS_WAYS] = v;
-		sym[i] = (uint8_t)(e >> 24);
-	}
-#undef RANS_DEC_STEP
-	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
-		if (x[k] != ULP_RANS_L)
+		unsigned s;
+		if (ulp_rans_dec_step_checked(&d, &d.x[i % ULP_RANS_WAYS],
+		                              db[ctx ? ctx[i] : 0], &s))
 			return ULP_ERR_CORRUPT;
-	*used = (size_t)(p - in);
-	return ULP_OK;
+		sym[i] = (uint8_t)s;
+	}
+	return ulp_rans_dec_end(&d, in, used);
 }

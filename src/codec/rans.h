@@ -52,6 +52,57 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                     const uint8_t *ctx, size_t n, unsigned nsym,
                     uint8_t *sym, size_t *used);
 
+/* Incremental decoding, for callers that fuse symbol decoding with their
+ * own per-element work (and compute contexts on the fly).  After
+ * ulp_rans_dec_begin, symbol i is decoded by state x[i % 4] with
+ * tab[context of i]; ulp_rans_dec_end checks the final states. */
+typedef struct ulp_rans_dec {
+	const uint8_t *p, *end;        /* renormalisation words */
+	uint32_t x[ULP_RANS_WAYS];
+	const uint32_t *const *tab;    /* per context: decoding table */
+	unsigned ntab;                 /* tables sent (0: no symbols) */
+} ulp_rans_dec;
+
+int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                       unsigned nsym, ulp_rans_dec *d);
+int ulp_rans_dec_end(const ulp_rans_dec *d, const uint8_t *in, size_t *used);
+
+/* One step of state x with table tab: returns the new state and stores
+ * the symbol.  Reads a renormalisation word whether it is needed or not,
+ * and renormalises with arithmetic instead of a branch (an unpredictable
+ * one), so the caller must know that 2 bytes remain at *p:
+ * end - p >= 8 covers a group of 4 steps. */
+static inline uint32_t ulp_rans_dec_step(uint32_t x, const uint32_t *tab,
+                                         const uint8_t **p, unsigned *sym)
+{
+	uint32_t e = tab[x & (ULP_RANS_M - 1)];
+	x = ((e & 0xfff) + 1) * (x >> ULP_RANS_SCALE) + ((e >> 12) & 0xfff);
+	uint32_t r = x < ULP_RANS_L;
+	x = (x << (r << 4)) | (ulp_le16(*p) & (0u - r));
+	*p += r << 1;
+	*sym = e >> 24;
+	return x;
+}
+
+/* The same near the end of the input: fails instead of over-reading. */
+static inline int ulp_rans_dec_step_checked(ulp_rans_dec *d, uint32_t *x,
+                                            const uint32_t *tab,
+                                            unsigned *sym)
+{
+	uint32_t v = *x;
+	uint32_t e = tab[v & (ULP_RANS_M - 1)];
+	v = ((e & 0xfff) + 1) * (v >> ULP_RANS_SCALE) + ((e >> 12) & 0xfff);
+	if (v < ULP_RANS_L) {
+		if (d->end - d->p < 2)
+			return ULP_ERR_CORRUPT;
+		v = (v << 16) | ulp_le16(d->p);
+		d->p += 2;
+	}
+	*x = v;
+	*sym = e >> 24;
+	return ULP_OK;
+}
+
 /* Empirical entropy in bits of a histogram: sum c * log2(total / c). */
 double ulp_hist_bits(const uint32_t *h, unsigned nsym);
 
