@@ -1,15 +1,18 @@
 /*
  * chunk.c - encoding and decoding of one chunk.
  *
- * A chunk is a list of runs followed by one stream per class of runs:
- * class 0 gathers every generic run (zstd, with the reference bytes of
- * those runs as a prefix), and each (float dtype, with/without reference)
- * pair is one float stream.  Gathering runs of a class into one stream
- * lets many small tensors share one set of entropy tables.
+ * A chunk is a list of runs followed by streams, each gathering some runs:
+ * stream 0 holds every generic run (zstd, with the reference bytes of
+ * those runs as a prefix); every large float run has a stream of its own
+ * (its own tables, and its own choice of delta or standalone coding: Adam's
+ * two moments sit side by side in a chunk and want different codings);
+ * small float runs share one stream per (dtype, with/without reference),
+ * so that many small tensors share one set of tables.  The assignment is
+ * a function of the runs list, which the decoder reads first.
  *
  * Payload: [ULP_CHUNK_RUNS][varint nruns]
  *          nruns x ([varint len][u8 dtype | has_ref << 7][varint ref_off])
- *          per present class: [varint stream_len][stream]
+ *          per present stream, in id order: [varint stream_len][stream]
  */
 #include <stdlib.h>
 
@@ -20,6 +23,8 @@
 #include "floatcode.h"
 
 #define NCLASS (1 + 2 * (ULP_DT_COUNT - 1))
+/* Float runs of at least this many elements get a stream of their own. */
+#define OWN_STREAM_ELEMS (64u << 10)
 #define ULP_ZSTD_WINDOWLOG_MAX 27
 
 static unsigned run_class(const ulp_run *r)
@@ -41,6 +46,30 @@ static uint64_t run_ref_len(const ulp_run *r, uint64_t ref_size)
 	return r->len < avail ? r->len : avail;
 }
 
+/* Stream id of every run (see the top of this file); returns the number
+ * of stream ids, some of which (0 without generic runs) may be empty. */
+static uint32_t assign_streams(const ulp_run *runs, size_t n, uint32_t *sid)
+{
+	uint32_t next = 1, small[NCLASS] = {0};
+	for (size_t i = 0; i < n; i++) {
+		const ulp_run *r = &runs[i];
+		sid[i] = 0;
+		if (r->dtype && r->len / ulp_dtype_size(r->dtype) >=
+		                        OWN_STREAM_ELEMS)
+			sid[i] = next++;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const ulp_run *r = &runs[i];
+		if (!r->dtype || sid[i])
+			continue;
+		unsigned cls = run_class(r);
+		if (!small[cls])
+			small[cls] = next++;
+		sid[i] = small[cls];
+	}
+	return next;
+}
+
 typedef struct chunk_scratch {
 	ulp_float_scratch *fs;
 	ulp_buf cur;    /* gathered logical bytes of one class */
@@ -48,6 +77,8 @@ typedef struct chunk_scratch {
 	ulp_buf stream; /* one encoded or decoded stream */
 	ulp_run *runs;  /* decoder: parsed runs */
 	size_t runs_cap;
+	uint32_t *sid;  /* stream id of each run */
+	size_t sid_cap;
 } chunk_scratch;
 
 struct ulp_cctx {
@@ -76,6 +107,17 @@ static void scratch_fini(chunk_scratch *s)
 	ulp_buf_free(&s->ref);
 	ulp_buf_free(&s->stream);
 	free(s->runs);
+	free(s->sid);
+}
+
+static int sid_reserve(chunk_scratch *s, size_t n)
+{
+	if (s->sid_cap >= n && s->sid)
+		return ULP_OK;
+	free(s->sid);
+	s->sid = malloc(sizeof(uint32_t) * (n ? n : 1));
+	s->sid_cap = s->sid ? n : 0;
+	return s->sid ? ULP_OK : ULP_ERR_NOMEM;
 }
 
 ulp_cctx *ulp_cctx_new(void)
@@ -123,9 +165,9 @@ void ulp_dctx_free(ulp_dctx *d)
 }
 
 /* Gather the logical bytes (from src, relative to the chunk start) and the
- * reference bytes of every run of class cls. */
+ * reference bytes of every run of stream id. */
 static int gather(chunk_scratch *s, const ulp_run *runs, size_t nruns,
-                  unsigned cls, const uint8_t *src, uint64_t ref_size,
+                  uint32_t id, const uint8_t *src, uint64_t ref_size,
                   ulp_ref_read_fn ref_read, void *ref_opaque)
 {
 	uint64_t pos = 0;
@@ -133,7 +175,7 @@ static int gather(chunk_scratch *s, const ulp_run *runs, size_t nruns,
 	s->cur.len = s->ref.len = 0;
 	for (size_t i = 0; i < nruns; i++) {
 		const ulp_run *r = &runs[i];
-		if (run_class(r) == cls) {
+		if (s->sid[i] == id) {
 			uint64_t rl = run_ref_len(r, ref_size);
 			if (src) {
 				if (ulp_buf_reserve(&s->cur, s->cur.len + r->len))
@@ -158,13 +200,14 @@ static int gather(chunk_scratch *s, const ulp_run *runs, size_t nruns,
 	return ULP_OK;
 }
 
-/* Copy a class's contiguous decoded bytes back to their runs in dst. */
-static void scatter(const ulp_run *runs, size_t nruns, unsigned cls,
-                    const uint8_t *from, uint8_t *dst)
+/* Copy a stream's contiguous decoded bytes back to its runs in dst. */
+static void scatter(const chunk_scratch *s, const ulp_run *runs,
+                    size_t nruns, uint32_t id, const uint8_t *from,
+                    uint8_t *dst)
 {
 	uint64_t pos = 0;
 	for (size_t i = 0; i < nruns; i++) {
-		if (run_class(&runs[i]) == cls) {
+		if (s->sid[i] == id) {
 			memcpy(dst + pos, from, runs[i].len);
 			from += runs[i].len;
 		}
@@ -289,20 +332,23 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 		return ULP_ERR_NOMEM;
 	put_runs(o, runs, cp->nruns);
 
-	for (unsigned cls = 0; cls < NCLASS; cls++) {
-		ulp_dtype dt = cls ? (ulp_dtype)(1 + (cls - 1) / 2) : 0;
-		int present = 0;
-		for (size_t r = 0; r < cp->nruns && !present; r++)
-			present = run_class(&runs[r]) == cls;
-		if (!present)
+	if (sid_reserve(&c->s, cp->nruns))
+		return ULP_ERR_NOMEM;
+	uint32_t nstreams = assign_streams(runs, cp->nruns, c->s.sid);
+	for (uint32_t id = 0; id < nstreams; id++) {
+		size_t first = 0;
+		while (first < cp->nruns && c->s.sid[first] != id)
+			first++;
+		if (first == cp->nruns)
 			continue;
-		rc = gather(&c->s, runs, cp->nruns, cls, src, plan->ref_size,
+		ulp_dtype dt = (ulp_dtype)runs[first].dtype;
+		rc = gather(&c->s, runs, cp->nruns, id, src, plan->ref_size,
 		            ref_read, ref_opaque);
 		if (rc)
 			return rc;
 		ulp_buf *sb = &c->s.stream;
 		sb->len = 0;
-		if (cls == 0) {
+		if (id == 0) {
 			rc = generic_encode(c, &plan->params, sb);
 			local.dt[0].bytes_in += c->s.cur.len;
 			local.dt[0].bytes_out += sb->len;
@@ -422,37 +468,41 @@ static int decode_payload(ulp_dctx *d, const ulp_object *obj, size_t i,
 	int rc = parse_runs(s, &p, end, obj, ch->len, &nruns);
 	if (rc)
 		return rc;
-	for (unsigned cls = 0; cls < NCLASS; cls++) {
-		ulp_dtype dt = cls ? (ulp_dtype)(1 + (cls - 1) / 2) : 0;
-		size_t n = 0, nin = 0;
-		uint64_t slen;
-		for (size_t r = 0; r < nruns; r++)
-			if (run_class(&s->runs[r]) == cls) {
+	if (sid_reserve(s, nruns))
+		return ULP_ERR_NOMEM;
+	uint32_t nstreams = assign_streams(s->runs, nruns, s->sid);
+	for (uint32_t id = 0; id < nstreams; id++) {
+		size_t n = 0, nin = 0, first = nruns;
+		uint64_t slen, pos = 0, first_pos = 0;
+		for (size_t r = 0; r < nruns; r++) {
+			if (s->sid[r] == id) {
+				if (first == nruns) {
+					first = r;
+					first_pos = pos;
+				}
 				n += s->runs[r].len;
 				nin++;
 			}
+			pos += s->runs[r].len;
+		}
 		if (!nin)
 			continue;
+		ulp_dtype dt = (ulp_dtype)s->runs[first].dtype;
 		if (ulp_varint_get(&p, end, &slen) ||
 		    slen > (uint64_t)(end - p))
 			return ULP_ERR_CORRUPT;
-		rc = gather(s, s->runs, nruns, cls, NULL, obj->ref_size,
+		rc = gather(s, s->runs, nruns, id, NULL, obj->ref_size,
 		            ref_read, ref_opaque);
 		if (rc)
 			return rc;
-		/* A class made of one run decodes in place. */
-		uint8_t *to = dst;
+		/* A stream made of one run decodes in place. */
+		uint8_t *to = dst + first_pos;
 		if (nin > 1) {
 			if (ulp_buf_reserve(&s->stream, n))
 				return ULP_ERR_NOMEM;
 			to = s->stream.p;
-		} else {
-			uint64_t pos = 0;
-			for (size_t r = 0; run_class(&s->runs[r]) != cls; r++)
-				pos += s->runs[r].len;
-			to = dst + pos;
 		}
-		if (cls == 0)
+		if (id == 0)
 			rc = generic_decode(d, p, slen, to, n);
 		else
 			rc = ulp_float_decode(s->fs, ulp_dtype_fmt(dt), p, slen,
@@ -461,7 +511,7 @@ static int decode_payload(ulp_dctx *d, const ulp_object *obj, size_t i,
 		if (rc)
 			return rc;
 		if (nin > 1)
-			scatter(s->runs, nruns, cls, to, dst);
+			scatter(s, s->runs, nruns, id, to, dst);
 		p += slen;
 	}
 	return p == end ? ULP_OK : ULP_ERR_CORRUPT;

@@ -17,6 +17,9 @@
 /* Delta symbols: 0 for d == 0, else 2k - 1 + (d < 0) with k = bitlen|d|. */
 #define DELTA_NSYM(W) (2 * (W) + 1)
 #define MAX_DELTA_NSYM DELTA_NSYM(64)
+/* Standalone second symbol: sign and up to 3 top mantissa bits. */
+#define SA_TOP_BITS 3
+#define SA_MAX_NB (1u << (SA_TOP_BITS + 1))
 /* Previous-k buckets for the alternative model statistic. */
 #define PK_BUCKETS 4
 
@@ -29,6 +32,8 @@ struct ulp_float_scratch {
 	/* Four interleaved partial delta histograms, summed into hist_d. */
 	uint32_t hist_d4[ULP_RANS_NCTX * MAX_DELTA_NSYM * 4];
 	uint32_t hist_s[ULP_RANS_MAXSYM];
+	/* standalone: (sign, top mantissa bits) in the exponent's context */
+	uint32_t hist_b[ULP_RANS_NCTX * SA_MAX_NB];
 	uint32_t hist_pk[PK_BUCKETS * ULP_RANS_NCTX * MAX_DELTA_NSYM];
 };
 
@@ -162,11 +167,55 @@ ULP_INLINE unsigned pk_bucket(unsigned k)
 	return k == 0 ? 0 : k <= 2 ? 1 : k <= 6 ? 2 : 3;
 }
 
-/* Standalone split: the top min(ebits, 8) exponent bits are the symbol,
- * everything else (sign, low exponent bits, mantissa) is raw. */
+/* Standalone split of an element into two symbols and raw bits:
+ *   A: the top min(ebits, 8) exponent bits, order-0;
+ *   B: the sign and the top (up to 3) mantissa bits, in the context of A
+ *      (the sign of Adam's second moment is constant, and the leading
+ *      mantissa bits are far from uniform);
+ *   raw: the low exponent bits (f64 only) and the remaining mantissa. */
 ULP_INLINE unsigned sa_symbits(ulp_float_fmt f)
 {
 	return f.ebits < 8 ? f.ebits : 8;
+}
+
+ULP_INLINE unsigned sa_topbits(ulp_float_fmt f)
+{
+	return f.mbits < SA_TOP_BITS ? f.mbits : SA_TOP_BITS;
+}
+
+ULP_INLINE unsigned sa_nraw(ulp_float_fmt f)
+{
+	return f.ebits - sa_symbits(f) + f.mbits - sa_topbits(f);
+}
+
+typedef struct sa_parts {
+	unsigned a, b;
+	uint64_t raw;
+} sa_parts;
+
+ULP_INLINE sa_parts sa_split(uint64_t c, ulp_float_fmt f, unsigned W)
+{
+	const unsigned lowe = f.ebits - sa_symbits(f);
+	const unsigned lowm = f.mbits - sa_topbits(f);
+	uint64_t e = (c >> f.mbits) & ((1ull << f.ebits) - 1);
+	uint64_t m = c & ((1ull << f.mbits) - 1);
+	sa_parts r;
+	r.a = (unsigned)(e >> lowe);
+	r.b = (unsigned)(((c >> (W - 1)) << sa_topbits(f)) | (m >> lowm));
+	r.raw = ((e & ((1ull << lowe) - 1)) << lowm) | (m & ((1ull << lowm) - 1));
+	return r;
+}
+
+ULP_INLINE uint64_t sa_join(unsigned a, unsigned b, uint64_t raw,
+                            ulp_float_fmt f, unsigned W)
+{
+	const unsigned lowe = f.ebits - sa_symbits(f);
+	const unsigned lowm = f.mbits - sa_topbits(f);
+	const unsigned tb = sa_topbits(f);
+	uint64_t e = ((uint64_t)a << lowe) | (raw >> lowm);
+	uint64_t m = ((uint64_t)(b & ((1u << tb) - 1)) << lowm) |
+	             (raw & ((1ull << lowm) - 1));
+	return ((uint64_t)(b >> tb) << (W - 1)) | (e << f.mbits) | m;
 }
 
 /* ------------------------------------------------------------ encoder */
@@ -184,10 +233,10 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
                              size_t n, int alt, delta_pass *dp, unsigned W)
 {
 	const unsigned nsym = DELTA_NSYM(W);
-	const unsigned sbits = sa_symbits(f);
-	const unsigned sshift = W - 1 - sbits;
+	const unsigned nb = 2u << sa_topbits(f);
 	uint8_t *restrict sym = fs->sym;
 	uint8_t *restrict ctx = fs->ctx;
+	uint32_t *restrict hb = fs->hist_b;
 	uint32_t *restrict h4 = fs->hist_d4;
 	const size_t hsize = (size_t)ULP_RANS_NCTX * nsym;
 	uint32_t *restrict hs = fs->hist_s;
@@ -209,8 +258,11 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		ctx[i] = (uint8_t)cx;
 		/* The standalone estimate only steers the choice of coding:
 		 * a 1-in-8 sample of the exponents is plenty. */
-		if ((i & 7) == 0)
-			hs[(c >> sshift) & ((1u << sbits) - 1)] += 8;
+		if ((i & 7) == 0) {
+			sa_parts sp = sa_split(c, f, W);
+			hs[sp.a] += 8;
+			hb[sp.a * nb + sp.b] += 8;
+		}
 		unsigned nraw = k - (k > 0);
 		uint64_t low = mag & ((1ull << nraw) - 1);
 		if (W == 64)
@@ -246,27 +298,28 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	dp->raw_bits = raw_bits;
 }
 
-/* Standalone pass: exponent symbols and raw sign/mantissa bits. */
+/* Standalone pass: A symbols into sym[], B symbols into ctx[] (the
+ * second rANS block codes ctx[] in the context of sym[]), raw bits. */
 ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
                             const uint8_t *cur, size_t n, unsigned W)
 {
-	const unsigned sbits = sa_symbits(f);
-	const unsigned sshift = W - 1 - sbits;
-	const unsigned nraw = W - sbits;
-	const uint64_t lowmask = (1ull << sshift) - 1;
-	uint8_t *restrict sym = fs->sym;
+	const unsigned nraw = sa_nraw(f);
+	const unsigned nb = 2u << sa_topbits(f);
+	uint8_t *restrict a = fs->sym;
+	uint8_t *restrict b = fs->ctx;
 	uint32_t *restrict hs = fs->hist_s;
+	uint32_t *restrict hb = fs->hist_b;
 	ulp_bitw bw = {fs->raw.p, 0, 0};
 	for (size_t i = 0; i < n; i++) {
-		uint64_t c = el_load(cur, i, W);
-		unsigned s = (unsigned)(c >> sshift) & ((1u << sbits) - 1);
-		uint64_t raw = (c & lowmask) | ((c >> (W - 1)) << sshift);
-		sym[i] = (uint8_t)s;
-		hs[s]++;
+		sa_parts sp = sa_split(el_load(cur, i, W), f, W);
+		a[i] = (uint8_t)sp.a;
+		b[i] = (uint8_t)sp.b;
+		hs[sp.a]++;
+		hb[sp.a * nb + sp.b]++;
 		if (W == 64)
-			ulp_bitw_put64(&bw, raw, nraw);
+			ulp_bitw_put64(&bw, sp.raw, nraw);
 		else
-			ulp_bitw_put(&bw, raw, nraw);
+			ulp_bitw_put(&bw, sp.raw, nraw);
 	}
 	return (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
 }
@@ -359,33 +412,44 @@ static double noctx_bits(const uint32_t *h, unsigned nsym)
 	return ulp_hist_bits(m, nsym);
 }
 
-static int emit(ulp_float_scratch *fs, uint8_t coding, size_t n,
-                unsigned nsym, unsigned nctx, const uint32_t *hist,
-                int use_ctx, size_t raw_bytes, ulp_buf *out)
+/* One rANS block, preceded by a varint of its length. */
+static int emit_block(ulp_float_scratch *fs, const uint8_t *sym,
+                      const uint8_t *ctx, size_t n, unsigned nsym,
+                      unsigned nctx, const uint32_t *hist, ulp_buf *out)
 {
 	size_t start = out->len;
 	int rc;
-	/* The rANS block goes after a varint of its length: encode it
-	 * behind a maximal gap and close the gap afterwards. */
-	if (ulp_buf_reserve(out, out->len + 1 + ULP_VARINT_MAX))
+	/* Encode behind a maximal varint gap and close the gap afterwards. */
+	if (ulp_buf_reserve(out, out->len + ULP_VARINT_MAX))
 		return ULP_ERR_NOMEM;
-	out->p[out->len] = coding;
-	out->len += 1 + ULP_VARINT_MAX;
+	out->len += ULP_VARINT_MAX;
 	size_t block = out->len;
-	rc = ulp_rans_encode(fs->rs, fs->sym, use_ctx ? fs->ctx : NULL, n,
-	                     nsym, nctx, hist, out);
+	rc = ulp_rans_encode(fs->rs, sym, ctx, n, nsym, nctx, hist, out);
 	if (rc)
 		return rc;
 	size_t blen = out->len - block;
 	uint8_t vi[ULP_VARINT_MAX];
 	size_t vn = ulp_varint_put(vi, blen);
-	memmove(out->p + start + 1 + vn, out->p + block, blen);
-	memcpy(out->p + start + 1, vi, vn);
-	out->len = start + 1 + vn + blen;
+	memmove(out->p + start + vn, out->p + block, blen);
+	memcpy(out->p + start, vi, vn);
+	out->len = start + vn + blen;
+	return ULP_OK;
+}
+
+static int emit_raw(ulp_float_scratch *fs, size_t raw_bytes, ulp_buf *out)
+{
 	if (ulp_buf_reserve(out, out->len + raw_bytes))
 		return ULP_ERR_NOMEM;
 	memcpy(out->p + out->len, fs->raw.p, raw_bytes);
 	out->len += raw_bytes;
+	return ULP_OK;
+}
+
+static int emit_coding(uint8_t coding, ulp_buf *out)
+{
+	if (ulp_buf_reserve(out, out->len + 1))
+		return ULP_ERR_NOMEM;
+	out->p[out->len++] = coding;
 	return ULP_OK;
 }
 
@@ -423,7 +487,9 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
 	    ulp_buf_reserve(&fs->raw, nbytes + 16))
 		return ULP_ERR_NOMEM;
 
+	const unsigned nb = 2u << sa_topbits(f);
 	memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
+	memset(fs->hist_b, 0, sizeof(uint32_t) * ULP_RANS_NCTX * nb);
 	int use_delta = 0;
 	size_t raw_bytes = 0;
 	double sa_bits = 0;
@@ -438,8 +504,11 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
 		double dbits = hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym,
 		                          &dcells) +
 		               (double)dp.raw_bits;
+		size_t bcells;
 		sa_bits = hist2_bits(fs->hist_s, 1, snsym, &scells) +
-		          (double)n * (W - sbits);
+		          hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, &bcells) +
+		          (double)n * sa_nraw(f);
+		scells += bcells;
 		use_delta = dbits + 16.0 * dcells < sa_bits + 16.0 * scells;
 		if (use_delta) {
 			raw_bytes = dp.raw_bytes;
@@ -457,16 +526,27 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
 		}
 	}
 	if (use_delta) {
-		rc = emit(fs, ULP_SC_DELTA, n, dnsym, ULP_RANS_NCTX,
-		          fs->hist_d, 1, raw_bytes, out);
+		rc = emit_coding(ULP_SC_DELTA, out);
+		if (!rc)
+			rc = emit_block(fs, fs->sym, fs->ctx, n, dnsym,
+			                ULP_RANS_NCTX, fs->hist_d, out);
 	} else {
 		memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
+		memset(fs->hist_b, 0, sizeof(uint32_t) * ULP_RANS_NCTX * nb);
 		raw_bytes = sa_pass_any(fs, f, cur, n);
 		model_bits = hist2_bits(fs->hist_s, 1, snsym, NULL) +
-		             (double)n * (W - sbits);
-		rc = emit(fs, ULP_SC_STANDALONE, n, snsym, 1, fs->hist_s, 0,
-		          raw_bytes, out);
+		             hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, NULL) +
+		             (double)n * sa_nraw(f);
+		rc = emit_coding(ULP_SC_STANDALONE, out);
+		if (!rc)
+			rc = emit_block(fs, fs->sym, NULL, n, snsym, 1,
+			                fs->hist_s, out);
+		if (!rc)
+			rc = emit_block(fs, fs->ctx, fs->sym, n, nb,
+			                1u << sbits, fs->hist_b, out);
 	}
+	if (!rc)
+		rc = emit_raw(fs, raw_bytes, out);
 	if (rc)
 		return rc;
 	if (out->len - start > nbytes + 1) {
@@ -648,20 +728,16 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
                            const uint8_t *rawp, size_t rawlen, size_t n,
                            uint8_t *dst, unsigned W)
 {
-	const unsigned sbits = sa_symbits(f);
-	const unsigned sshift = W - 1 - sbits;
-	const unsigned nraw = W - sbits;
-	const uint64_t lowmask = (1ull << sshift) - 1;
-	const uint8_t *restrict sym = fs->sym;
+	const unsigned nraw = sa_nraw(f);
+	const uint8_t *restrict a = fs->sym;
+	const uint8_t *restrict b = fs->ctx;
 	ulp_bitr br;
 	ulp_bitr_init(&br, rawp, rawlen);
 	for (size_t i = 0; i < n; i++) {
 		ulp_bitr_refill(&br);
 		uint64_t raw = W == 64 ? ulp_bitr_get64(&br, nraw)
 		                       : ulp_bitr_get(&br, nraw);
-		uint64_t c = (raw & lowmask) | ((uint64_t)sym[i] << sshift) |
-		             ((raw >> sshift) << (W - 1));
-		el_store(dst, i, c, W);
+		el_store(dst, i, sa_join(a[i], b[i], raw, f, W), W);
 	}
 	return br.overrun || ulp_bitr_left(&br) ? ULP_ERR_CORRUPT : ULP_OK;
 }
@@ -726,12 +802,24 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 		ULP_DISPATCH_FMT(f, DELTA_CALL);
 		return rc;
 	}
+	/* standalone: block A (exponents), block B (in A's context), raw */
 	rc = ulp_rans_decode(fs->rs, p, blen, NULL, n, 1u << sa_symbits(f),
 	                     fs->sym, &used);
 	if (rc)
 		return rc;
 	if (used != blen)
 		return ULP_ERR_CORRUPT;
+	p += blen;
+	if (ulp_varint_get(&p, end, &blen) || blen > (uint64_t)(end - p))
+		return ULP_ERR_CORRUPT;
+	rc = ulp_rans_decode(fs->rs, p, blen, fs->sym, n, 2u << sa_topbits(f),
+	                     fs->ctx, &used);
+	if (rc)
+		return rc;
+	if (used != blen)
+		return ULP_ERR_CORRUPT;
+	rawp = p + blen;
+	rawlen = (size_t)(end - rawp);
 #define SA_CALL(F, w) rc = sa_decode_w(fs, F, rawp, rawlen, n, dst, w)
 	ULP_DISPATCH_FMT(f, SA_CALL);
 	return rc;
