@@ -14,8 +14,11 @@
 
 #define ULP_INLINE static inline __attribute__((always_inline))
 
-/* Delta symbols: 0 for d == 0, else 2k - 1 + (d < 0) with k = bitlen|d|. */
-#define DELTA_NSYM(W) (2 * (W) + 1)
+/* Delta symbols, with k = bitlen|d|: 0 for d == 0; 1 + (d < 0) for k = 1;
+ * for k >= 2, 4k - 5 + 2 (d < 0) + b where b is the first bit below the
+ * leading one (it is 0 more often than not: residuals fall off within a
+ * power of two), leaving k - 2 raw bits. */
+#define DELTA_NSYM(W) (4 * (W) - 1)
 #define MAX_DELTA_NSYM DELTA_NSYM(64)
 /* Standalone second symbol: sign and up to 3 top mantissa bits. */
 #define SA_TOP_BITS 3
@@ -252,7 +255,10 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		/* branch-free: zero residuals are common and unpredictable */
 		unsigned k = 64u - (unsigned)__builtin_clzll(mag | 1) -
 		             (mag == 0);
-		unsigned s = 2 * k - (k != 0) + (unsigned)neg;
+		unsigned nraw = k > 2 ? k - 2 : 0;
+		unsigned b1 = (unsigned)(mag >> nraw) & (k >= 2);
+		unsigned s = k < 2 ? k + (unsigned)neg
+		                   : 4 * k - 5 + 2 * (unsigned)neg + b1;
 		unsigned cx = el_ctx(r, f);
 		sym[i] = (uint8_t)s;
 		ctx[i] = (uint8_t)cx;
@@ -263,7 +269,6 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 			hs[sp.a] += 8;
 			hb[sp.a * nb + sp.b] += 8;
 		}
-		unsigned nraw = k - (k > 0);
 		uint64_t low = mag & ((1ull << nraw) - 1);
 		if (W == 64)
 			ulp_bitw_put64(&bw, low, nraw);
@@ -402,14 +407,39 @@ static double hist2_bits(const uint32_t *h, unsigned nctx, unsigned nsym,
 	return bits;
 }
 
-/* Entropy of the delta symbols with no context (FM-Delta-like). */
+/* The (k, sign) symbol of a delta symbol: what FM-Delta and ULPack code
+ * (the first bit below the leading one then counts as raw). */
+static unsigned fold_ks(unsigned s)
+{
+	return s < 3 ? s : 2 * ((s + 5) >> 2) - 1 + (((s + 5) >> 1) & 1);
+}
+
+/* Entropy of (k, sign) symbols in rows contexts (1: no context), plus
+ * one raw bit for each element with k >= 2. */
+static double ks_bits(const uint32_t *h, unsigned rows, unsigned nsym)
+{
+	uint32_t m[MAX_DELTA_NSYM];
+	double bits = 0;
+	for (unsigned c = 0; c < rows; c++) {
+		memset(m, 0, sizeof(m));
+		for (unsigned s = 0; s < nsym; s++) {
+			m[fold_ks(s)] += h[(size_t)c * nsym + s];
+			if (s >= 3)
+				bits += h[(size_t)c * nsym + s];
+		}
+		bits += ulp_hist_bits(m, nsym);
+	}
+	return bits;
+}
+
+/* Without context: the rows summed (FM-Delta-like). */
 static double noctx_bits(const uint32_t *h, unsigned nsym)
 {
 	uint32_t m[MAX_DELTA_NSYM] = {0};
 	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
 		for (unsigned s = 0; s < nsym; s++)
 			m[s] += h[(size_t)c * nsym + s];
-	return ulp_hist_bits(m, nsym);
+	return ks_bits(m, 1, nsym);
 }
 
 /* One rANS block, preceded by a varint of its length. */
@@ -515,13 +545,14 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
 			model_bits = dbits;
 		}
 		if (st && alt_stats) {
-			st->delta_ctx_bits += dbits;
+			st->delta_ctx_bits +=
+			        ks_bits(fs->hist_d, ULP_RANS_NCTX, dnsym) +
+			        dp.raw_bits;
 			st->delta_noctx_bits +=
 			        noctx_bits(fs->hist_d, dnsym) + dp.raw_bits;
 			st->delta_prevk_bits +=
-			        hist2_bits(fs->hist_pk,
-			                   PK_BUCKETS * ULP_RANS_NCTX, dnsym,
-			                   NULL) +
+			        ks_bits(fs->hist_pk, PK_BUCKETS * ULP_RANS_NCTX,
+			                dnsym) +
 			        dp.raw_bits;
 		}
 	}
@@ -573,10 +604,23 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
 
 /* Per-symbol facts for branch-free reconstruction. */
 typedef struct dsym_info {
-	uint64_t lead; /* 1 << (k-1), or 0 */
+	uint64_t lead; /* the leading one and the modelled bit below it */
 	uint64_t neg;  /* all ones for a negative residual */
-	unsigned nraw; /* k - 1, or 0 */
+	unsigned nraw; /* raw bits below those */
 } dsym_info;
+
+static void dsym_info_init(dsym_info *info, unsigned W)
+{
+	info[0] = (dsym_info){0, 0, 0};
+	info[1] = (dsym_info){1, 0, 0};
+	info[2] = (dsym_info){1, ~0ull, 0};
+	for (unsigned k = 2; k <= W; k++)
+		for (unsigned ng = 0; ng < 2; ng++)
+			for (unsigned b = 0; b < 2; b++)
+				info[4 * k - 5 + 2 * ng + b] = (dsym_info){
+				        (2ull | b) << (k - 2), ng ? ~0ull : 0,
+				        k - 2};
+}
 
 ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp, size_t rawlen,
                               const uint8_t *ref, size_t n, uint8_t *dst,
@@ -584,11 +628,7 @@ ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp, size_t
 {
 	dsym_info info[MAX_DELTA_NSYM];
 	ulp_bitr br;
-	info[0] = (dsym_info){0, 0, 0};
-	for (unsigned k = 1; k <= W; k++)
-		for (unsigned ng = 0; ng < 2; ng++)
-			info[2 * k - 1 + ng] = (dsym_info){
-			        1ull << (k - 1), ng ? ~0ull : 0, k - 1};
+	dsym_info_init(info, W);
 	const uint8_t *restrict sym = fs->sym;
 	size_t i = 0;
 	if (W <= 32) {
@@ -663,11 +703,7 @@ ULP_INLINE int delta_decode_fused_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		return rc;
 	if (n > 0 && rd.ntab == 0)
 		return ULP_ERR_CORRUPT;
-	info[0] = (dsym_info){0, 0, 0};
-	for (unsigned k = 1; k <= W; k++)
-		for (unsigned ng = 0; ng < 2; ng++)
-			info[2 * k - 1 + ng] = (dsym_info){
-			        1ull << (k - 1), ng ? ~0ull : 0, k - 1};
+	dsym_info_init(info, W);
 	const uint32_t *const *tab = rd.tab;
 	const uint8_t *p = rd.p;
 	uint32_t x0 = rd.x[0], x1 = rd.x[1], x2 = rd.x[2], x3 = rd.x[3];
