@@ -30,6 +30,8 @@ struct ulp_writer {
 	ulp_buf index;
 	size_t nchunks;
 	int failed;
+	int finished;
+	int has_ref;
 };
 
 static int w_out(ulp_writer *w, const void *p, size_t n)
@@ -56,6 +58,7 @@ int ulp_writer_new(ulp_write_fn write, void *opaque, const uint8_t *ref_hash,
 		return ULP_ERR_NOMEM;
 	w->write = write;
 	w->opaque = opaque;
+	w->has_ref = ref_hash != NULL;
 	memcpy(h, ULP_OBJ_MAGIC, 8);
 	ulp_put16(h + 8, ULP_OBJ_FORMAT);
 	ulp_put16(h + 10, ref_hash ? ULP_OBJ_FLAG_HAS_REF : 0);
@@ -81,10 +84,11 @@ int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
 	int needs, rc;
 	if (w->failed)
 		return ULP_ERR_IO;
-	if (off != w->logical || len == 0 || enc_len > UINT32_MAX)
+	if (w->finished || off != w->logical || len == 0 ||
+	    enc_len > UINT32_MAX)
 		return ULP_ERR_ARG;
 	rc = ulp_chunk_needs_ref(enc, enc_len, &needs);
-	if (rc)
+	if (rc || (needs && !w->has_ref))
 		return ULP_ERR_ARG;
 	ulp_put32(e, len);
 	ulp_put32(e + 4, (uint32_t)enc_len);
@@ -111,6 +115,9 @@ int ulp_writer_finish(ulp_writer *w, const uint8_t file_hash[16],
 	int rc;
 	if (w->failed)
 		return ULP_ERR_IO;
+	if (w->finished)
+		return ULP_ERR_ARG;
+	w->finished = 1;
 	if (w->index.len) {
 		rc = w_out(w, w->index.p, w->index.len);
 		if (rc)

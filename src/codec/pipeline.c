@@ -170,7 +170,7 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	int rc;
 
 	if (!job || (!job->cur && job->cur_size) || !job->write ||
-	    (job->has_ref && !job->ref_read) ||
+	    (job->has_ref && (!job->ref_read || !job->ref_hash)) ||
 	    (job->cctx && (!job->nthreads || job->nthreads > 256)))
 		return ULP_ERR_ARG;
 	static const ulp_tensor_map none = {ULP_FMT_UNKNOWN, 0, NULL};

@@ -75,6 +75,12 @@ static const ulp_tensor *find_ref(const ulp_tensor_map *ref,
 	return NULL;
 }
 
+/* A reference tensor can only be used if it lies inside the reference. */
+static int ref_usable(const ulp_tensor *t, uint64_t ref_size)
+{
+	return t->offset <= ref_size && t->nbytes <= ref_size - t->offset;
+}
+
 static int push(run_vec *rv, ulp_run r)
 {
 	if (rv->n == rv->cap) {
@@ -111,7 +117,8 @@ static int segments(const ulp_tensor_map *cur, uint64_t size,
 	for (size_t i = 0; cur && i < cur->n; i++) {
 		const ulp_tensor *t = &cur->v[i];
 		if (t->offset < pos || t->offset > size ||
-		    t->nbytes > size - t->offset)
+		    t->nbytes > size - t->offset ||
+		    (unsigned)t->dtype >= ULP_DT_COUNT)
 			return ULP_ERR_ARG;
 		if (t->offset > pos &&
 		    (rc = push(seg, generic_seg(t->offset - pos, pos, has_ref,
@@ -119,6 +126,8 @@ static int segments(const ulp_tensor_map *cur, uint64_t size,
 			return rc;
 		const ulp_tensor *m =
 		        has_ref && ref && ref->n ? find_ref(ref, keys, t) : NULL;
+		if (m && !ref_usable(m, ref_size))
+			m = NULL;
 		unsigned w = ulp_dtype_size(t->dtype);
 		uint64_t whole = t->dtype ? t->nbytes / w * w : 0;
 		uint64_t ref_at = m ? m->offset : t->offset;
