@@ -138,7 +138,7 @@ static void check_layout(const tu_buf *o, const tu_file *cur,
 		ulp_plan_chunk_range(pl, i, &poff, &plen);
 		TU_ASSERT(off == poff && len == plen && off == next && len > 0,
 		          "chunk %zu: [%" PRIu64 ", +%u) plan [%" PRIu64 ", "
-		                                                         "+%u)",
+		          "+%u)",
 		          i, off, len, poff, plen);
 		TU_ASSERT(ulp_object_chunk_at(obj, off) == i &&
 		                  ulp_object_chunk_at(obj, off + len - 1) == i,
@@ -358,8 +358,8 @@ static void check_plan(const tu_file *cur, const tu_file *ref,
 				unsigned w = ulp_dtype_size(r->dtype);
 				TU_ASSERT(t && t->dtype == r->dtype,
 				          "float run at %" PRIu64 " outside a "
-				                                  "tensor of "
-				                                  "its type",
+				          "tensor of "
+				          "its type",
 				          at);
 				uint64_t whole = t->nbytes / w * w;
 				TU_ASSERT(r->len % w == 0 &&
@@ -382,7 +382,7 @@ static void check_plan(const tu_file *cur, const tu_file *ref,
 					                  at - t->offset,
 					          "run of %s points at ref "
 					          "%" PRIu64 ", tensor at "
-					                     "%" PRIu64,
+					          "%" PRIu64,
 					          t->name, r->ref_off,
 					          m->offset);
 			} else {
@@ -404,8 +404,8 @@ static void check_plan(const tu_file *cur, const tu_file *ref,
 				int want = ref && exp < ref->size;
 				TU_ASSERT(r->has_ref == want,
 				          "generic run at %" PRIu64 ": has_ref "
-				                                    "%d, want "
-				                                    "%d",
+				          "%d, want "
+				          "%d",
 				          at, r->has_ref, want);
 				if (want)
 					TU_ASSERT(r->ref_off == exp,
@@ -989,8 +989,8 @@ Test(codec, unchanged_file_is_tiny)
 	TU_ASSERT(st.chunks_copy == n && st.chunks_delta == 0 &&
 	                  st.chunks_standalone == 0,
 	          "copy %" PRIu64 " delta %" PRIu64 " standalone %" PRIu64 " of"
-	                                                                   " %"
-	                                                                   "zu",
+	          " %"
+	          "zu",
 	          st.chunks_copy, st.chunks_delta, st.chunks_standalone, n);
 	/* an index entry (32 bytes) and a runs list with one-byte streams
 	 * per chunk: nothing else */

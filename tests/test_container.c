@@ -360,7 +360,7 @@ Test(container, forged_payloads_never_crash_or_lie)
 				                  (!with_ref &&
 				                   t.read_rc == ULP_ERR_REF),
 				          "payload byte %" PRIu64 " ^ %02x: rc "
-				                                  "%d (%s)",
+				          "%d (%s)",
 				          pos, masks[k], t.read_rc,
 				          ulp_strerror(t.read_rc));
 				if (with_ref) {

@@ -41,7 +41,10 @@ static void b_put(buf *b, const void *p, size_t n)
 	b->len += n;
 }
 
-static void b_str(buf *b, const char *s) { b_put(b, s, strlen(s)); }
+static void b_str(buf *b, const char *s)
+{
+	b_put(b, s, strlen(s));
+}
 
 static void b_le(buf *b, uint64_t v, int n)
 {
@@ -135,8 +138,7 @@ static void expect_reject(parse_fn fn, const void *p, size_t n,
 }
 
 /* Parse with an exact-size copy; return rc and leave the map in *m. */
-static int parse_exact(parse_fn fn, const void *p, size_t n,
-                       ulp_tensor_map *m)
+static int parse_exact(parse_fn fn, const void *p, size_t n, ulp_tensor_map *m)
 {
 	uint8_t *d = dup_exact(p, n);
 	int rc = fn(d, n, m);
@@ -145,8 +147,7 @@ static int parse_exact(parse_fn fn, const void *p, size_t n,
 	return rc;
 }
 
-static const ulp_tensor *find_tensor(const ulp_tensor_map *m,
-                                     const char *name)
+static const ulp_tensor *find_tensor(const ulp_tensor_map *m, const char *name)
 {
 	for (size_t i = 0; i < m->n; i++)
 		if (strcmp(m->v[i].name, name) == 0)
@@ -173,7 +174,7 @@ static void check_map_invariants(const ulp_tensor_map *m, uint64_t size)
 /* 8-byte header length, the JSON, then dlen bytes of data (0, 1, 2, ...). */
 static buf st_build(const char *json, size_t dlen)
 {
-	buf b = {0};
+	buf b = { 0 };
 
 	b_le(&b, strlen(json), 8);
 	b_str(&b, json);
@@ -196,14 +197,19 @@ static void st_reject(const char *json, size_t dlen, const char *what)
 /* Header order differs from offset order on purpose. */
 static const char st_valid_json[] =
 	"{\"__metadata__\":{\"format\":\"pt\",\"note\":\"x\"},"
-	"\"b.bf16\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[16,22]},"
+	"\"b.bf16\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[16,22]}"
+        ","
 	"\"a.f32\":{\"dtype\":\"F32\",\"shape\":[2,2],\"data_offsets\":[0,16]},"
-	"\"e.empty\":{\"dtype\":\"U8\",\"shape\":[0,5],\"data_offsets\":[22,22]},"
+	"\"e.empty\":{\"dtype\":\"U8\",\"shape\":[0,5],\"data_offsets\":[22,22]"
+        "},"
 	"\"c.f64\":{\"dtype\":\"F64\",\"shape\":[],\"data_offsets\":[24,32]},"
-	"\"d.i64\":{\"dtype\":\"I64\",\"shape\":[1,1],\"data_offsets\":[32,40]},"
+	"\"d.i64\":{\"dtype\":\"I64\",\"shape\":[1,1],\"data_offsets\":[32,40]}"
+        ","
 	"\"f.f16\":{\"dtype\":\"F16\",\"shape\":[1],\"data_offsets\":[40,42]},"
-	"\"g.e4\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[42,44]},"
-	"\"h.e5\":{\"dtype\":\"F8_E5M2\",\"shape\":[1],\"data_offsets\":[44,45]},"
+	"\"g.e4\":{\"dtype\":\"F8_E4M3\",\"shape\":[2],\"data_offsets\":[42,44]"
+        "},"
+	"\"h.e5\":{\"dtype\":\"F8_E5M2\",\"shape\":[1],\"data_offsets\":[44,45]"
+        "},"
 	"\"i.bool\":{\"dtype\":\"BOOL\",\"shape\":[3],\"data_offsets\":[45,48]}"
 	"}";
 
@@ -218,18 +224,19 @@ Test(safetensors, valid_mixed)
 		uint64_t off, nbytes;
 		uint32_t ndim;
 	} want[] = {
-		{"a.f32", "F32", ULP_DT_F32, 0, 16, 2},
-		{"b.bf16", "BF16", ULP_DT_BF16, 16, 6, 1},
-		{"e.empty", "U8", ULP_DT_GENERIC, 22, 0, 2},
-		{"c.f64", "F64", ULP_DT_F64, 24, 8, 0},
-		{"d.i64", "I64", ULP_DT_GENERIC, 32, 8, 2},
-		{"f.f16", "F16", ULP_DT_F16, 40, 2, 1},
-		{"g.e4", "F8_E4M3", ULP_DT_F8E4M3, 42, 2, 1},
-		{"h.e5", "F8_E5M2", ULP_DT_F8E5M2, 44, 1, 1},
-		{"i.bool", "BOOL", ULP_DT_GENERIC, 45, 3, 1},
+		{ "a.f32", "F32", ULP_DT_F32, 0, 16, 2 },
+		{ "b.bf16", "BF16", ULP_DT_BF16, 16, 6, 1 },
+		{ "e.empty", "U8", ULP_DT_GENERIC, 22, 0, 2 },
+		{ "c.f64", "F64", ULP_DT_F64, 24, 8, 0 },
+		{ "d.i64", "I64", ULP_DT_GENERIC, 32, 8, 2 },
+		{ "f.f16", "F16", ULP_DT_F16, 40, 2, 1 },
+		{ "g.e4", "F8_E4M3", ULP_DT_F8E4M3, 42, 2, 1 },
+		{ "h.e5", "F8_E5M2", ULP_DT_F8E5M2, 44, 1, 1 },
+		{ "i.bool", "BOOL", ULP_DT_GENERIC, 45, 3, 1 },
 	};
 
-	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m), ULP_OK);
+	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m),
+	             ULP_OK);
 	cr_assert_eq(m.format, ULP_FMT_SAFETENSORS);
 	cr_assert_eq(m.n, sizeof want / sizeof want[0]);
 	for (size_t i = 0; i < m.n; i++) {
@@ -263,14 +270,21 @@ Test(safetensors, every_dtype_size)
 		unsigned size;
 		ulp_dtype dtype;
 	} dts[] = {
-		{"F64", 8, ULP_DT_F64},    {"F32", 4, ULP_DT_F32},
-		{"F16", 2, ULP_DT_F16},    {"BF16", 2, ULP_DT_BF16},
-		{"I64", 8, ULP_DT_GENERIC}, {"I32", 4, ULP_DT_GENERIC},
-		{"I16", 2, ULP_DT_GENERIC}, {"I8", 1, ULP_DT_GENERIC},
-		{"U8", 1, ULP_DT_GENERIC},  {"U16", 2, ULP_DT_GENERIC},
-		{"U32", 4, ULP_DT_GENERIC}, {"U64", 8, ULP_DT_GENERIC},
-		{"BOOL", 1, ULP_DT_GENERIC},
-		{"F8_E4M3", 1, ULP_DT_F8E4M3}, {"F8_E5M2", 1, ULP_DT_F8E5M2},
+		{ "F64", 8, ULP_DT_F64 },
+		{ "F32", 4, ULP_DT_F32 },
+		{ "F16", 2, ULP_DT_F16 },
+		{ "BF16", 2, ULP_DT_BF16 },
+		{ "I64", 8, ULP_DT_GENERIC },
+		{ "I32", 4, ULP_DT_GENERIC },
+		{ "I16", 2, ULP_DT_GENERIC },
+		{ "I8", 1, ULP_DT_GENERIC },
+		{ "U8", 1, ULP_DT_GENERIC },
+		{ "U16", 2, ULP_DT_GENERIC },
+		{ "U32", 4, ULP_DT_GENERIC },
+		{ "U64", 8, ULP_DT_GENERIC },
+		{ "BOOL", 1, ULP_DT_GENERIC },
+		{ "F8_E4M3", 1, ULP_DT_F8E4M3 },
+		{ "F8_E5M2", 1, ULP_DT_F8E5M2 },
 	};
 
 	for (size_t i = 0; i < sizeof dts / sizeof dts[0]; i++) {
@@ -300,13 +314,13 @@ Test(safetensors, every_dtype_size)
 
 Test(safetensors, padding_trailing_data_and_empty)
 {
-	const char *padded =
-		"{\"x\":{\"dtype\":\"F32\",\"shape\":[1],"
-		"\"data_offsets\":[0,4]}}      ";
+	const char *padded = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],"
+			     "\"data_offsets\":[0,4]}}      ";
 	ulp_tensor_map m;
 	buf b = st_build(padded, 4 + 100); /* trailing bytes are allowed */
 
-	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m), ULP_OK);
+	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m),
+	             ULP_OK);
 	cr_expect_eq(m.n, 1);
 	cr_expect_eq(m.v[0].offset, 8 + strlen(padded));
 	ulp_tensor_map_free(&m);
@@ -314,13 +328,15 @@ Test(safetensors, padding_trailing_data_and_empty)
 
 	/* No tensors at all is a valid (empty) file. */
 	b = st_build("{}", 0);
-	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m), ULP_OK);
+	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m),
+	             ULP_OK);
 	cr_expect_eq(m.n, 0);
 	cr_expect_eq(m.format, ULP_FMT_SAFETENSORS);
 	ulp_tensor_map_free(&m);
 	free(b.p);
 	b = st_build("{\"__metadata__\":{}}", 0);
-	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m), ULP_OK);
+	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m),
+	             ULP_OK);
 	cr_expect_eq(m.n, 0);
 	ulp_tensor_map_free(&m);
 	free(b.p);
@@ -329,15 +345,19 @@ Test(safetensors, padding_trailing_data_and_empty)
 Test(safetensors, zero_size_tensors_share_offset)
 {
 	/* Ties are ordered by name whatever the header order. */
-	const char *json =
-		"{\"z2\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
-		"\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]},"
-		"\"z1\":{\"dtype\":\"BF16\",\"shape\":[3,0],\"data_offsets\":[4,4]},"
-		"\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+	const char *json = "{\"z2\":{\"dtype\":\"F32\",\"shape\":[0],\"data_"
+	                   "offsets\":[4,4]},"
+			   "\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_"
+	                   "offsets\":[4,8]},"
+			   "\"z1\":{\"dtype\":\"BF16\",\"shape\":[3,0],\"data_"
+	                   "offsets\":[4,4]},"
+			   "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_"
+	                   "offsets\":[0,4]}}";
 	ulp_tensor_map m;
 	buf b = st_build(json, 8);
 
-	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m), ULP_OK);
+	cr_assert_eq(parse_exact(ulp_safetensors_parse, b.p, b.len, &m),
+	             ULP_OK);
 	cr_assert_eq(m.n, 4);
 	cr_expect_str_eq(m.v[0].name, "a");
 	cr_expect_str_eq(m.v[1].name, "z1");
@@ -351,8 +371,9 @@ Test(safetensors, hostile_header_length)
 {
 	const char *json = "{}";
 	buf b = st_build(json, 0);
-	uint64_t lens[] = {0, 1, 3, 4, UINT64_MAX, (uint64_t)1 << 63,
-	                   (100u << 20) + 1};
+	uint64_t lens[] = {
+		0, 1, 3, 4, UINT64_MAX, (uint64_t)1 << 63, (100u << 20) + 1
+	};
 
 	for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
 		put_le(b.p, lens[i], 8);
@@ -371,86 +392,127 @@ Test(safetensors, hostile_json)
 		const char *json, *what;
 		size_t dlen;
 	} cases[] = {
-		{"not json at all", "non-json", 0},
-		{"[1,2,3]", "array top", 0},
-		{"\"str\"", "string top", 0},
-		{"{\"a\":1} x", "trailing garbage", 0},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1]", "unterminated", 4},
-		{"{\"a\":5}", "tensor not object", 0},
-		{"{\"a\":{\"shape\":[1],\"data_offsets\":[0,4]}}", "no dtype", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}", "no shape", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", "no offsets", 4},
-		{"{\"a\":{\"dtype\":7,\"shape\":[1],\"data_offsets\":[0,4]}}",
-		 "dtype not string", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":1,\"data_offsets\":[0,4]}}",
-		 "shape not array", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}",
-		 "negative dim", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":[0,4]}}",
-		 "float dim", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1e0],\"data_offsets\":[0,4]}}",
-		 "exp dim", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[\"1\"],\"data_offsets\":[0,4]}}",
-		 "string dim", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[null],\"data_offsets\":[0,4]}}",
-		 "null dim", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[[1]],\"data_offsets\":[0,4]}}",
-		 "nested dim", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,"
-		 "1,1,1],\"data_offsets\":[0,4]}}", "17 dims", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[99999999999999999999],"
-		 "\"data_offsets\":[0,4]}}", "dim beyond int64", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
-		 "\"data_offsets\":[0,0]}}", "numel overflow", 4},
-		{"{\"a\":{\"dtype\":\"F64\",\"shape\":[2305843009213693952,1],"
-		 "\"data_offsets\":[0,0]}}", "bytes overflow", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904],"
-		 "\"data_offsets\":[0,0]}}", "bytes wrap to 0", 4},
-		{"{\"a\":{\"dtype\":\"F4\",\"shape\":[1],\"data_offsets\":[0,1]}}",
-		 "unknown dtype", 4},
-		{"{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
-		 "lower-case dtype", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}}",
-		 "reversed", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]}}",
-		 "one offset", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]}}",
-		 "three offsets", 8},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-4,0]}}",
-		 "negative offset", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0.0,4]}}",
-		 "float offset", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[\"0\",4]}}",
-		 "string offset", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
-		 "past end", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":"
-		 "[18446744073709551612,18446744073709551616]}}", "huge offsets", 4},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}",
-		 "size != numel*dtype", 8},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-		 "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
-		 "overlap", 8},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-		 "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
-		 "same range", 8},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
-		 "\"b\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]}}",
-		 "empty inside another", 8},
-		{"{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
-		 "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
-		 "duplicate key", 8},
-		{"{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],"
-		 "\"data_offsets\":[0,4]}}", "duplicate field", 4},
-		{"{\"__metadata__\":{\"k\":1}}", "metadata int", 0},
-		{"{\"__metadata__\":[\"k\"]}", "metadata array", 0},
-		{"{\"__metadata__\":{\"k\":{\"n\":\"v\"}}}", "metadata nested", 0},
-		{"{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],"
-		 "\"data_offsets\":[0,4]}}", "NUL in key", 4},
-		{"{\"a\":{\"dtype\":\"F32\\u0000\",\"shape\":[1],"
-		 "\"data_offsets\":[0,4]}}", "NUL in dtype", 4},
-		{"{\"\xff\":{\"dtype\":\"F32\",\"shape\":[1],"
-		 "\"data_offsets\":[0,4]}}", "bad utf-8", 4},
+		{ "not json at all", "non-json", 0 },
+		{ "[1,2,3]", "array top", 0 },
+		{ "\"str\"", "string top", 0 },
+		{ "{\"a\":1} x", "trailing garbage", 0 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]", "unterminated",
+		  4 },
+		{ "{\"a\":5}", "tensor not object", 0 },
+		{ "{\"a\":{\"shape\":[1],\"data_offsets\":[0,4]}}", "no dtype",
+		  4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"data_offsets\":[0,4]}}",
+		  "no shape", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", "no offsets",
+		  4 },
+		{ "{\"a\":{\"dtype\":7,\"shape\":[1],\"data_offsets\":[0,4]}}",
+		  "dtype not string", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":1,\"data_offsets\":[0,4]"
+		  "}}",
+		  "shape not array", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":["
+		  "0,4]}}",
+		  "negative dim", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1.0],\"data_offsets\":["
+		  "0,4]}}",
+		  "float dim", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1e0],\"data_offsets\":["
+		  "0,4]}}",
+		  "exp dim", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[\"1\"],\"data_"
+		  "offsets\":[0,4]}}",
+		  "string dim", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[null],\"data_offsets\":"
+		  "[0,4]}}",
+		  "null dim", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[[1]],\"data_offsets\":["
+		  "0,4]}}",
+		  "nested dim", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1,1,1,1,1,1,1,1,1,1,1,"
+		  "1,1,1,"
+		  "1,1,1],\"data_offsets\":[0,4]}}",
+		  "17 dims", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[99999999999999999999],"
+		  "\"data_offsets\":[0,4]}}",
+		  "dim beyond int64", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],"
+		  "\"data_offsets\":[0,0]}}",
+		  "numel overflow", 4 },
+		{ "{\"a\":{\"dtype\":\"F64\",\"shape\":[2305843009213693952,1],"
+		  "\"data_offsets\":[0,0]}}",
+		  "bytes overflow", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[4611686018427387904],"
+		  "\"data_offsets\":[0,0]}}",
+		  "bytes wrap to 0", 4 },
+		{ "{\"a\":{\"dtype\":\"F4\",\"shape\":[1],\"data_offsets\":[0,"
+		  "1]}}",
+		  "unknown dtype", 4 },
+		{ "{\"a\":{\"dtype\":\"f32\",\"shape\":[1],\"data_offsets\":[0,"
+		  "4]}}",
+		  "lower-case dtype", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,"
+		  "0]}}",
+		  "reversed", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0]"
+		  "}}",
+		  "one offset", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,"
+		  "4,8]}}",
+		  "three offsets", 8 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[-"
+		  "4,0]}}",
+		  "negative offset", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0."
+		  "0,4]}}",
+		  "float offset", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":["
+		  "\"0\",4]}}",
+		  "string offset", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,"
+		  "8]}}",
+		  "past end", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":"
+		  "[18446744073709551612,18446744073709551616]}}",
+		  "huge offsets", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,"
+		  "4]}}",
+		  "size != numel*dtype", 8 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,"
+		  "8]},"
+		  "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,"
+		  "8]}}",
+		  "overlap", 8 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,"
+		  "8]},"
+		  "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,"
+		  "8]}}",
+		  "same range", 8 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,"
+		  "8]},"
+		  "\"b\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,"
+		  "4]}}",
+		  "empty inside another", 8 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,"
+		  "4]},"
+		  "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,"
+		  "8]}}",
+		  "duplicate key", 8 },
+		{ "{\"a\":{\"dtype\":\"F32\",\"dtype\":\"F32\",\"shape\":[1],"
+		  "\"data_offsets\":[0,4]}}",
+		  "duplicate field", 4 },
+		{ "{\"__metadata__\":{\"k\":1}}", "metadata int", 0 },
+		{ "{\"__metadata__\":[\"k\"]}", "metadata array", 0 },
+		{ "{\"__metadata__\":{\"k\":{\"n\":\"v\"}}}", "metadata nested",
+		  0 },
+		{ "{\"a\\u0000b\":{\"dtype\":\"F32\",\"shape\":[1],"
+		  "\"data_offsets\":[0,4]}}",
+		  "NUL in key", 4 },
+		{ "{\"a\":{\"dtype\":\"F32\\u0000\",\"shape\":[1],"
+		  "\"data_offsets\":[0,4]}}",
+		  "NUL in dtype", 4 },
+		{ "{\"\xff\":{\"dtype\":\"F32\",\"shape\":[1],"
+		  "\"data_offsets\":[0,4]}}",
+		  "bad utf-8", 4 },
 	};
 
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
@@ -524,7 +586,7 @@ typedef struct pstor {
 
 static buf pkl_build(const pstor *s, size_t n)
 {
-	buf b = {0};
+	buf b = { 0 };
 
 	b_str(&b, "\x80\x02]q");
 	b_le(&b, 0, 1);
@@ -562,8 +624,9 @@ static int scan(const void *p, size_t n, ulp_pickle_scan *sc)
 
 Test(pickle, torch_fixture_pickle)
 {
-	pstor st[] = {{"0", "FloatStorage", 6}, {"1", "BFloat16Storage", 3},
-	              {"2", "LongStorage", 1}};
+	pstor st[] = { { "0", "FloatStorage", 6 },
+		       { "1", "BFloat16Storage", 3 },
+		       { "2", "LongStorage", 1 } };
 	buf b = pkl_build(st, 3);
 	ulp_pickle_scan sc;
 
@@ -586,29 +649,119 @@ Test(pickle, torch_fixture_pickle)
  * then one persistent id built from memoized SHORT_BINUNICODE strings, a
  * STACK_GLOBAL, a BINSTRING key and a LONG1 numel.  Checked against
  * CPython's pickletools and unpickler when written. */
-static const char kitchen_sink[] =
-	"\x80\x04""\x95\x09\x00\x00\x00\x00\x00\x00\x00""K\x01K\x02K\x03""000"
-	"N0""F1.5\x0a""0""I42\x0a""0""I01\x0a""0""L12L\x0a""0"
-	"J\xff\xff\xff\xff""0""K\x07""0""M\x01\x02""0""\x8a\x02\x01\x02""0"
-	"\x8b\x03\x00\x00\x00\x01\x02\x03""0""S'abc'\x0a""0"
-	"T\x03\x00\x00\x00""abc0""U\x03""abc0""B\x02\x00\x00\x00xy0""C\x02xy0"
-	"\x8e\x02\x00\x00\x00\x00\x00\x00\x00xy0"
-	"\x96\x02\x00\x00\x00\x00\x00\x00\x00xy0""Vabc\x0a""0""\x8c\x03""abc0"
-	"X\x03\x00\x00\x00""abc0""\x8d\x03\x00\x00\x00\x00\x00\x00\x00""abc0"
-	"G@\x04\x00\x00\x00\x00\x00\x00""0""N0\x88""0\x89""0]0)0}0\x8f""0"
-	"]K\x01""a0""](K\x01K\x02""e0""(K\x01l0""(K\x01t0""K\x01\x85""0"
-	"K\x01K\x02\x86""0""K\x01K\x02K\x03\x87""0""(K\x01K\x02""d0"
-	"}K\x01K\x02s0""}(K\x01K\x02u0""\x8f(K\x01\x90""0""(K\x01\x91""0"
-	"cmod\x0aname\x0a""0""(K\x01imod\x0aname\x0a""0"
-	"\x8c\x01m\x8c\x01n\x93""0""(cmod\x0aname\x0aK\x01o0"
-	"cmod\x0aname\x0a)R0""cmod\x0aname\x0a)R}b0""cmod\x0aname\x0a)\x81""0"
-	"cmod\x0aname\x0a)}\x92""0""Pabc\x0a""0""\x97""0""N\x98""0"
-	"\x82\x01""0""\x83\x01\x00""0""\x84\x01\x00\x00\x00""0""(1""(0"
-	"K\x01""200""K\x01p20\x0a""0g20\x0a""0""K\x01q\x15""0h\x15""0"
-	"K\x01r\x16\x00\x00\x00""0j\x16\x00\x00\x00""0""K\x01\x94""0"
-	"(\x8c\x07storage\x94\x8c\x05torch\x8c\x0c""FloatStorage\x93\x94"
-	"T\x02\x00\x00\x00""78U\x03""cpu\x8a\x02\x00\x01tQ"
-	".";
+static const char kitchen_sink[] = "\x80\x04"
+				   "\x95\x09\x00\x00\x00\x00\x00\x00\x00"
+				   "K\x01K\x02K\x03"
+				   "000"
+				   "N0"
+				   "F1.5\x0a"
+				   "0"
+				   "I42\x0a"
+				   "0"
+				   "I01\x0a"
+				   "0"
+				   "L12L\x0a"
+				   "0"
+				   "J\xff\xff\xff\xff"
+				   "0"
+				   "K\x07"
+				   "0"
+				   "M\x01\x02"
+				   "0"
+				   "\x8a\x02\x01\x02"
+				   "0"
+				   "\x8b\x03\x00\x00\x00\x01\x02\x03"
+				   "0"
+				   "S'abc'\x0a"
+				   "0"
+				   "T\x03\x00\x00\x00"
+				   "abc0"
+				   "U\x03"
+				   "abc0"
+				   "B\x02\x00\x00\x00xy0"
+				   "C\x02xy0"
+				   "\x8e\x02\x00\x00\x00\x00\x00\x00\x00xy0"
+				   "\x96\x02\x00\x00\x00\x00\x00\x00\x00xy0"
+				   "Vabc\x0a"
+				   "0"
+				   "\x8c\x03"
+				   "abc0"
+				   "X\x03\x00\x00\x00"
+				   "abc0"
+				   "\x8d\x03\x00\x00\x00\x00\x00\x00\x00"
+				   "abc0"
+				   "G@\x04\x00\x00\x00\x00\x00\x00"
+				   "0"
+				   "N0\x88"
+				   "0\x89"
+				   "0]0)0}0\x8f"
+				   "0"
+				   "]K\x01"
+				   "a0"
+				   "](K\x01K\x02"
+				   "e0"
+				   "(K\x01l0"
+				   "(K\x01t0"
+				   "K\x01\x85"
+				   "0"
+				   "K\x01K\x02\x86"
+				   "0"
+				   "K\x01K\x02K\x03\x87"
+				   "0"
+				   "(K\x01K\x02"
+				   "d0"
+				   "}K\x01K\x02s0"
+				   "}(K\x01K\x02u0"
+				   "\x8f(K\x01\x90"
+				   "0"
+				   "(K\x01\x91"
+				   "0"
+				   "cmod\x0aname\x0a"
+				   "0"
+				   "(K\x01imod\x0aname\x0a"
+				   "0"
+				   "\x8c\x01m\x8c\x01n\x93"
+				   "0"
+				   "(cmod\x0aname\x0aK\x01o0"
+				   "cmod\x0aname\x0a)R0"
+				   "cmod\x0aname\x0a)R}b0"
+				   "cmod\x0aname\x0a)\x81"
+				   "0"
+				   "cmod\x0aname\x0a)}\x92"
+				   "0"
+				   "Pabc\x0a"
+				   "0"
+				   "\x97"
+				   "0"
+				   "N\x98"
+				   "0"
+				   "\x82\x01"
+				   "0"
+				   "\x83\x01\x00"
+				   "0"
+				   "\x84\x01\x00\x00\x00"
+				   "0"
+				   "(1"
+				   "(0"
+				   "K\x01"
+				   "200"
+				   "K\x01p20\x0a"
+				   "0g20\x0a"
+				   "0"
+				   "K\x01q\x15"
+				   "0h\x15"
+				   "0"
+				   "K\x01r\x16\x00\x00\x00"
+				   "0j\x16\x00\x00\x00"
+				   "0"
+				   "K\x01\x94"
+				   "0"
+				   "(\x8c\x07storage\x94\x8c\x05torch\x8c\x0c"
+				   "FloatStorage\x93\x94"
+				   "T\x02\x00\x00\x00"
+				   "78U\x03"
+				   "cpu\x8a\x02\x00\x01tQ"
+				   ".";
 
 Test(pickle, every_opcode_skipped_correctly)
 {
@@ -637,18 +790,22 @@ Test(pickle, memo_and_shared_storage)
 {
 	/* A second reference to storage "0" fetches everything from the
 	 * memo, as torch writes a shared storage; text GET/PUT too. */
-	static const char p[] =
-		"\x80\x02]q\x00("
-		"(X\x07\x00\x00\x00storageq\x01""ctorch\nHalfStorage\nq\x02"
-		"X\x01\x00\x00\x00""0q\x03X\x03\x00\x00\x00""cpuq\x04K\x05tQ"
-		"(h\x01h\x02h\x03h\x04K\x05tQ"
-		"(g1\nj\x02\x00\x00\x00X\x01\x00\x00\x00""1p9\nh\x04K\x02tQ"
-		"(g1\ng2\ng9\nh\x04\x8a\x00tQ"
-		"e.";
+	static const char p[] = "\x80\x02]q\x00("
+				"(X\x07\x00\x00\x00storageq\x01"
+				"ctorch\nHalfStorage\nq\x02"
+				"X\x01\x00\x00\x00"
+				"0q\x03X\x03\x00\x00\x00"
+				"cpuq\x04K\x05tQ"
+				"(h\x01h\x02h\x03h\x04K\x05tQ"
+				"(g1\nj\x02\x00\x00\x00X\x01\x00\x00\x00"
+				"1p9\nh\x04K\x02tQ"
+				"(g1\ng2\ng9\nh\x04\x8a\x00tQ"
+				"e.";
 	ulp_pickle_scan sc;
 
-	cr_assert_eq(ulp_pickle_scan_storages((const uint8_t *)p,
-	                                      sizeof p - 1, &sc), ULP_OK);
+	cr_assert_eq(ulp_pickle_scan_storages((const uint8_t *)p, sizeof p - 1,
+	                                      &sc),
+	             ULP_OK);
 	cr_assert_eq(sc.n, 4);
 	for (size_t i = 0; i < 4; i++)
 		cr_expect_str_eq(sc.v[i].type, "Half");
@@ -665,31 +822,39 @@ Test(pickle, non_storage_tuples_ignored)
 		size_t n;
 	} ok[] = {
 		/* 4-tuple */
-		{LIT("\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\n"
-		     "X\x01\x00\x00\x00""0X\x03\x00\x00\x00""cputQ.")},
+		{ LIT("\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\n"
+		      "X\x01\x00\x00\x00"
+		      "0X\x03\x00\x00\x00"
+		      "cputQ.") },
 		/* wrong module */
-		{LIT("\x80\x02(X\x07\x00\x00\x00storagecnumpy\nFloatStorage\n"
-		     "X\x01\x00\x00\x00""0NK\x01tQ.")},
+		{ LIT("\x80\x02(X\x07\x00\x00\x00storagecnumpy\nFloatStorage\n"
+		      "X\x01\x00\x00\x00"
+		      "0NK\x01tQ.") },
 		/* class name not ending in Storage */
-		{LIT("\x80\x02(X\x07\x00\x00\x00storagectorch\nTensor\n"
-		     "X\x01\x00\x00\x00""0NK\x01tQ.")},
+		{ LIT("\x80\x02(X\x07\x00\x00\x00storagectorch\nTensor\n"
+		      "X\x01\x00\x00\x00"
+		      "0NK\x01tQ.") },
 		/* first item is not 'storage' */
-		{LIT("\x80\x02(X\x07\x00\x00\x00storxgectorch\nFloatStorage\n"
-		     "X\x01\x00\x00\x00""0NK\x01tQ.")},
+		{ LIT("\x80\x02(X\x07\x00\x00\x00storxgectorch\nFloatStorage\n"
+		      "X\x01\x00\x00\x00"
+		      "0NK\x01tQ.") },
 		/* key is bytes, not str */
-		{LIT("\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\n"
-		     "C\x01""0NK\x01tQ.")},
+		{ LIT("\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\n"
+		      "C\x01"
+		      "0NK\x01tQ.") },
 		/* a storage tuple that is never persisted */
-		{LIT("\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\n"
-		     "X\x01\x00\x00\x00""0NK\x01t.")},
+		{ LIT("\x80\x02(X\x07\x00\x00\x00storagectorch\nFloatStorage\n"
+		      "X\x01\x00\x00\x00"
+		      "0NK\x01t.") },
 		/* protocol 0 PERSID */
-		{LIT("Pstorage\n.")},
+		{ LIT("Pstorage\n.") },
 	};
 
 	for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
 		ulp_pickle_scan sc;
 
-		cr_assert_eq(scan(ok[i].p, ok[i].n, &sc), ULP_OK, "case %zu", i);
+		cr_assert_eq(scan(ok[i].p, ok[i].n, &sc), ULP_OK, "case %zu",
+		             i);
 		cr_expect_eq(sc.n, 0, "case %zu", i);
 		ulp_pickle_scan_free(&sc);
 	}
@@ -702,61 +867,85 @@ Test(pickle, hostile)
 		size_t n;
 		const char *what;
 	} bad[] = {
-		{LIT(""), "empty"},
-		{LIT("\x80\x02N"), "no STOP"},
-		{LIT("."), "STOP on empty stack"},
-		{LIT("\x80\x02\xff."), "opcode 0xff"},
-		{LIT("\x80\x02NA."), "opcode A"},
-		{LIT("\x80\x02NZ."), "opcode Z"},
-		{LIT("\x80\x06N."), "protocol 6"},
-		{LIT("\x80"), "PROTO without arg"},
-		{LIT("\x80\x02X\xff\xff\xff\xff"), "BINUNICODE huge"},
-		{LIT("\x80\x02X\x05\x00\x00\x00""abc."), "BINUNICODE short"},
-		{LIT("\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\x7f."),
-		 "BINUNICODE8 huge"},
-		{LIT("\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\xff."),
-		 "BINUNICODE8 2^64-1"},
-		{LIT("\x80\x02\x8e\x00\x00\x00\x00\x00\x00\x00\x80."),
-		 "BINBYTES8 huge"},
-		{LIT("\x80\x02T\xff\xff\xff\xff."), "BINSTRING negative"},
-		{LIT("\x80\x02\x8b\xfe\xff\xff\xff."), "LONG4 negative"},
-		{LIT("\x80\x02\x8a\x09\x01\x02."), "LONG1 short"},
-		{LIT("\x80\x02U\x05""ab."), "SHORT_BINSTRING short"},
-		{LIT("\x80\x02J\x01\x02."), "BININT short"},
-		{LIT("\x80\x02G\x01\x02\x03."), "BINFLOAT short"},
-		{LIT("\x80\x02""ctorch\nFloatStorage"), "GLOBAL no newline"},
-		{LIT("\x80\x02""F1.5"), "FLOAT no newline"},
-		{LIT("\x80\x02S'abc\n."), "STRING unquoted"},
-		{LIT("\x80\x02Sabc\n."), "STRING no quotes"},
-		{LIT("\x80\x02h\x05."), "BINGET missing"},
-		{LIT("\x80\x02j\x05\x00\x00\x00."), "LONG_BINGET missing"},
-		{LIT("\x80\x02N\x94\x94h\x02."), "BINGET past MEMOIZE"},
-		{LIT("\x80\x02g7\n."), "GET missing"},
-		{LIT("\x80\x02Ng-1\n."), "GET negative"},
-		{LIT("\x80\x02Np1x\n."), "PUT not a number"},
-		{LIT("\x80\x02q\x01N."), "BINPUT on empty stack"},
-		{LIT("\x80\x02\x94N."), "MEMOIZE on empty stack"},
-		{LIT("\x80\x02R."), "REDUCE underflow"},
-		{LIT("\x80\x02NR."), "REDUCE one item"},
-		{LIT("\x80\x02]N(a."), "APPEND across MARK"},
-		{LIT("\x80\x02t."), "TUPLE without MARK"},
-		{LIT("\x80\x02N(."), "STOP right after a MARK"},
-		{LIT("\x80\x02(KKu."), "SETITEMS into nothing"},
-		{LIT("\x80\x02}(K\x01u."), "SETITEMS odd"},
-		{LIT("\x80\x02(K\x01""d."), "DICT odd"},
-		{LIT("\x80\x02(o."), "OBJ without class"},
-		{LIT("\x80\x02\x85."), "TUPLE1 underflow"},
-		{LIT("\x80\x02NN\x87."), "TUPLE3 underflow"},
-		{LIT("\x80\x02Q."), "BINPERSID underflow"},
-		{LIT("\x80\x02""1."), "POP_MARK without MARK"},
-		{LIT("\x80\x02""0."), "POP on empty"},
-		{LIT("\x80\x02""2."), "DUP on empty"},
-		{LIT("\x80\x02K\x01\x93."), "STACK_GLOBAL underflow"},
-		{LIT("\x80\x02K\x01K\x02\x93."), "STACK_GLOBAL ints"},
-		{LIT("\x80\x02\x95\x10\x00\x00\x00\x00\x00\x00\x00N."),
-		 "FRAME past end"},
-		{LIT("\x80\x02\x98."), "READONLY_BUFFER empty"},
-		{LIT("\x80\x02\x84\x01\x00."), "EXT4 short"},
+		{ LIT(""), "empty" },
+		{ LIT("\x80\x02N"), "no STOP" },
+		{ LIT("."), "STOP on empty stack" },
+		{ LIT("\x80\x02\xff."), "opcode 0xff" },
+		{ LIT("\x80\x02NA."), "opcode A" },
+		{ LIT("\x80\x02NZ."), "opcode Z" },
+		{ LIT("\x80\x06N."), "protocol 6" },
+		{ LIT("\x80"), "PROTO without arg" },
+		{ LIT("\x80\x02X\xff\xff\xff\xff"), "BINUNICODE huge" },
+		{ LIT("\x80\x02X\x05\x00\x00\x00"
+		      "abc."),
+		  "BINUNICODE short" },
+		{ LIT("\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\x7f."), "BINUNI"
+		                                                        "CODE8 "
+		                                                        "hug"
+		                                                        "e" },
+		{ LIT("\x80\x02\x8d\xff\xff\xff\xff\xff\xff\xff\xff."), "BINUNI"
+		                                                        "CODE8 "
+		                                                        "2^64-"
+		                                                        "1" },
+		{ LIT("\x80\x02\x8e\x00\x00\x00\x00\x00\x00\x00\x80."), "BINBYT"
+		                                                        "ES8 "
+		                                                        "hug"
+		                                                        "e" },
+		{ LIT("\x80\x02T\xff\xff\xff\xff."), "BINSTRING negative" },
+		{ LIT("\x80\x02\x8b\xfe\xff\xff\xff."), "LONG4 negative" },
+		{ LIT("\x80\x02\x8a\x09\x01\x02."), "LONG1 short" },
+		{ LIT("\x80\x02U\x05"
+		      "ab."),
+		  "SHORT_BINSTRING short" },
+		{ LIT("\x80\x02J\x01\x02."), "BININT short" },
+		{ LIT("\x80\x02G\x01\x02\x03."), "BINFLOAT short" },
+		{ LIT("\x80\x02"
+		      "ctorch\nFloatStorage"),
+		  "GLOBAL no newline" },
+		{ LIT("\x80\x02"
+		      "F1.5"),
+		  "FLOAT no newline" },
+		{ LIT("\x80\x02S'abc\n."), "STRING unquoted" },
+		{ LIT("\x80\x02Sabc\n."), "STRING no quotes" },
+		{ LIT("\x80\x02h\x05."), "BINGET missing" },
+		{ LIT("\x80\x02j\x05\x00\x00\x00."), "LONG_BINGET missing" },
+		{ LIT("\x80\x02N\x94\x94h\x02."), "BINGET past MEMOIZE" },
+		{ LIT("\x80\x02g7\n."), "GET missing" },
+		{ LIT("\x80\x02Ng-1\n."), "GET negative" },
+		{ LIT("\x80\x02Np1x\n."), "PUT not a number" },
+		{ LIT("\x80\x02q\x01N."), "BINPUT on empty stack" },
+		{ LIT("\x80\x02\x94N."), "MEMOIZE on empty stack" },
+		{ LIT("\x80\x02R."), "REDUCE underflow" },
+		{ LIT("\x80\x02NR."), "REDUCE one item" },
+		{ LIT("\x80\x02]N(a."), "APPEND across MARK" },
+		{ LIT("\x80\x02t."), "TUPLE without MARK" },
+		{ LIT("\x80\x02N(."), "STOP right after a MARK" },
+		{ LIT("\x80\x02(KKu."), "SETITEMS into nothing" },
+		{ LIT("\x80\x02}(K\x01u."), "SETITEMS odd" },
+		{ LIT("\x80\x02(K\x01"
+		      "d."),
+		  "DICT odd" },
+		{ LIT("\x80\x02(o."), "OBJ without class" },
+		{ LIT("\x80\x02\x85."), "TUPLE1 underflow" },
+		{ LIT("\x80\x02NN\x87."), "TUPLE3 underflow" },
+		{ LIT("\x80\x02Q."), "BINPERSID underflow" },
+		{ LIT("\x80\x02"
+		      "1."),
+		  "POP_MARK without MARK" },
+		{ LIT("\x80\x02"
+		      "0."),
+		  "POP on empty" },
+		{ LIT("\x80\x02"
+		      "2."),
+		  "DUP on empty" },
+		{ LIT("\x80\x02K\x01\x93."), "STACK_GLOBAL underflow" },
+		{ LIT("\x80\x02K\x01K\x02\x93."), "STACK_GLOBAL ints" },
+		{ LIT("\x80\x02\x95\x10\x00\x00\x00\x00\x00\x00\x00N."), "FRAME"
+		                                                         " past"
+		                                                         " en"
+		                                                         "d" },
+		{ LIT("\x80\x02\x98."), "READONLY_BUFFER empty" },
+		{ LIT("\x80\x02\x84\x01\x00."), "EXT4 short" },
 	};
 
 	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -771,7 +960,7 @@ Test(pickle, hostile)
 /* n copies of op after a prefix, then suffix. */
 static buf repeat(const char *prefix, char op, size_t n, const char *suffix)
 {
-	buf b = {0};
+	buf b = { 0 };
 
 	b_str(&b, prefix);
 	b.cap = b.len + n + strlen(suffix) + 1;
@@ -811,7 +1000,7 @@ Test(pickle, bounds)
 	free(b.p);
 
 	/* Sparse memo indices cost memory per entry, not per index. */
-	b = (buf){0};
+	b = (buf){ 0 };
 	b_str(&b, "\x80\x02Nr");
 	b_le(&b, 0xFFFFFFF0u, 4);
 	b_str(&b, "j");
@@ -880,7 +1069,7 @@ static void zw_bytes(zb_out *o, const void *p, uint64_t n)
 static uint64_t zb_write(const zb_entry *e, size_t n, int zip64,
                          const char *comment, uint8_t *out)
 {
-	zb_out o = {out, 0};
+	zb_out o = { out, 0 };
 	uint64_t lho[64], cd_off, cd_size, z64;
 	uint32_t sat = zip64 ? 0xFFFFFFFFu : 0;
 
@@ -958,10 +1147,9 @@ static uint64_t zb_write(const zb_entry *e, size_t n, int zip64,
 	return o.pos;
 }
 
-static buf zb_build(const zb_entry *e, size_t n, int zip64,
-                    const char *comment)
+static buf zb_build(const zb_entry *e, size_t n, int zip64, const char *comment)
 {
-	buf b = {0};
+	buf b = { 0 };
 
 	b.len = b.cap = zb_write(e, n, zip64, comment, NULL);
 	b.p = calloc(1, b.len);
@@ -970,12 +1158,12 @@ static buf zb_build(const zb_entry *e, size_t n, int zip64,
 	return b;
 }
 
-static const uint8_t zdata[64] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+static const uint8_t zdata[64] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 };
 
 static const pstor tz_storages[] = {
-	{"0", "FloatStorage", 4},
-	{"1", "BFloat16Storage", 3},
-	{"2", "LongStorage", 2},
+	{ "0", "FloatStorage", 4 },
+	{ "1", "BFloat16Storage", 3 },
+	{ "2", "LongStorage", 2 },
 };
 
 /* A torch-like archive: data.pkl, three storages, version. */
@@ -983,11 +1171,11 @@ static buf tz_build(int zip64, const char *comment)
 {
 	buf pkl = pkl_build(tz_storages, 3);
 	zb_entry e[] = {
-		{"archive/data.pkl", pkl.p, pkl.len, 0, 0},
-		{"archive/data/0", zdata, 16, 0, 0},
-		{"archive/data/1", zdata, 6, 0, 0},
-		{"archive/data/2", zdata, 16, 0, 0},
-		{"archive/version", "3\n", 2, 0, 0},
+		{ "archive/data.pkl", pkl.p, pkl.len, 0, 0 },
+		{ "archive/data/0", zdata, 16, 0, 0 },
+		{ "archive/data/1", zdata, 6, 0, 0 },
+		{ "archive/data/2", zdata, 16, 0, 0 },
+		{ "archive/version", "3\n", 2, 0, 0 },
 	};
 	buf b = zb_build(e, 5, zip64, comment);
 
@@ -1037,14 +1225,14 @@ Test(torchzip, fixture_state)
 		ulp_dtype dtype;
 		uint64_t numel;
 	} want[] = {
-		{"tiny_state/data/0", "Float", ULP_DT_F32, 24},
-		{"tiny_state/data/1", "BFloat16", ULP_DT_BF16, 15},
-		{"tiny_state/data/2", "Half", ULP_DT_F16, 7},
-		{"tiny_state/data/3", "Double", ULP_DT_F64, 6},
-		{"tiny_state/data/4", "Long", ULP_DT_GENERIC, 5},
-		{"tiny_state/data/5", "Float", ULP_DT_F32, 1},
-		{"tiny_state/data/6", "Float", ULP_DT_F32, 0},
-		{"tiny_state/data/7", "Bool", ULP_DT_GENERIC, 3},
+		{ "tiny_state/data/0", "Float", ULP_DT_F32, 24 },
+		{ "tiny_state/data/1", "BFloat16", ULP_DT_BF16, 15 },
+		{ "tiny_state/data/2", "Half", ULP_DT_F16, 7 },
+		{ "tiny_state/data/3", "Double", ULP_DT_F64, 6 },
+		{ "tiny_state/data/4", "Long", ULP_DT_GENERIC, 5 },
+		{ "tiny_state/data/5", "Float", ULP_DT_F32, 1 },
+		{ "tiny_state/data/6", "Float", ULP_DT_F32, 0 },
+		{ "tiny_state/data/7", "Bool", ULP_DT_GENERIC, 3 },
 	};
 
 	cr_assert_eq(ulp_torchzip_parse(d, len, &m), ULP_OK);
@@ -1116,7 +1304,7 @@ Test(torchzip, fixture_optim_and_protocol5)
 
 Test(torchzip, fixture_truncated_everywhere)
 {
-	static const char *const files[] = {"tiny_state.pt", "tiny_optim.pt"};
+	static const char *const files[] = { "tiny_state.pt", "tiny_optim.pt" };
 
 	for (size_t f = 0; f < 2; f++) {
 		size_t len;
@@ -1179,20 +1367,20 @@ Test(torchzip, eocd_fields)
 		int64_t delta;
 		const char *what;
 	} flips[] = {
-		{0, 4, 1, "signature"},
-		{4, 2, 1, "disk number"},
-		{6, 2, 1, "cd disk"},
-		{8, 2, 1, "entries on disk"},
-		{10, 2, 1, "entries +1"},
-		{10, 2, -1, "entries -1"},
-		{8, 2, 0x10000 - 10, "entries 0"},
-		{12, 4, 1, "cd size +1"},
-		{12, 4, -1, "cd size -1"},
-		{16, 4, 1, "cd offset +1"},
-		{16, 4, -1, "cd offset -1"},
-		{16, 4, 0x80000000, "cd offset huge"},
-		{12, 4, 0x80000000, "cd size huge"},
-		{20, 2, 1, "comment length"},
+		{ 0, 4, 1, "signature" },
+		{ 4, 2, 1, "disk number" },
+		{ 6, 2, 1, "cd disk" },
+		{ 8, 2, 1, "entries on disk" },
+		{ 10, 2, 1, "entries +1" },
+		{ 10, 2, -1, "entries -1" },
+		{ 8, 2, 0x10000 - 10, "entries 0" },
+		{ 12, 4, 1, "cd size +1" },
+		{ 12, 4, -1, "cd size -1" },
+		{ 16, 4, 1, "cd offset +1" },
+		{ 16, 4, -1, "cd offset -1" },
+		{ 16, 4, 0x80000000, "cd offset huge" },
+		{ 12, 4, 0x80000000, "cd size huge" },
+		{ 20, 2, 1, "comment length" },
 	};
 
 	cr_assert_eq(e, len - 22);
@@ -1225,18 +1413,18 @@ Test(torchzip, central_entry_fields)
 		uint64_t value;
 		const char *what;
 	} sets[] = {
-		{0, 4, 0x02014b51, "signature"},
-		{8, 2, 1, "encrypted"},
-		{10, 2, 8, "method vs local header"},
-		{20, 4, 0x7FFFFFFF, "csize past end"},
-		{24, 4, 0x7FFFFFFF, "usize != csize"},
-		{20, 4, 0xFFFFFFFF, "csize zip64 without extra"},
-		{28, 2, 0xFFFF, "name length past directory"},
-		{30, 2, 0x1000, "extra length past directory"},
-		{34, 2, 1, "disk start"},
-		{42, 4, 0x7FFFFFFF, "local header past end"},
-		{42, 4, 1, "local header misplaced"},
-		{46, 1, 'X', "name differs from local header"},
+		{ 0, 4, 0x02014b51, "signature" },
+		{ 8, 2, 1, "encrypted" },
+		{ 10, 2, 8, "method vs local header" },
+		{ 20, 4, 0x7FFFFFFF, "csize past end" },
+		{ 24, 4, 0x7FFFFFFF, "usize != csize" },
+		{ 20, 4, 0xFFFFFFFF, "csize zip64 without extra" },
+		{ 28, 2, 0xFFFF, "name length past directory" },
+		{ 30, 2, 0x1000, "extra length past directory" },
+		{ 34, 2, 1, "disk start" },
+		{ 42, 4, 0x7FFFFFFF, "local header past end" },
+		{ 42, 4, 1, "local header misplaced" },
+		{ 46, 1, 'X', "name differs from local header" },
 	};
 
 	for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
@@ -1297,29 +1485,31 @@ Test(torchzip, zip64_records)
 		uint64_t value;
 		const char *what;
 	} sets[] = {
-		{0, 4, 4, 1, "locator disk"},
-		{0, 8, 8, 0xFFFFFFFFFFFFull, "locator offset huge"},
-		{0, 8, 8, 1, "locator offset wrong"},
-		{0, 16, 4, 2, "two disks"},
-		{1, 0, 4, 0x06064b51, "EOCD64 signature"},
-		{1, 4, 8, 10, "EOCD64 record too short"},
-		{1, 4, 8, 0xFFFFFFFFFFFFFFF0ull, "EOCD64 record size huge"},
-		{1, 24, 8, 4, "EOCD64 entries on disk"},
-		{1, 32, 8, 4, "EOCD64 total entries"},
-		{1, 32, 8, 0x0100000000000000ull, "EOCD64 count huge"},
-		{1, 40, 8, 0x0100000000000000ull, "EOCD64 cd size huge"},
-		{1, 48, 8, 0xFFFFFFFFFFFFFFFFull, "EOCD64 cd offset huge"},
-		{1, 48, 8, 1, "EOCD64 cd offset wrong"},
-		{2, 46 + 16 + 2, 2, 16, "extra too short for 3 fields"},
-		{2, 46 + 16, 2, 0x0009, "no zip64 extra"},
-		{2, 46 + 16 + 4 + 16, 8, 0xFFFFFFFFFFull, "extra offset huge"},
-		{2, 46 + 16 + 4, 8, 0xFFFFFFFFFFull, "extra size huge"},
+		{ 0, 4, 4, 1, "locator disk" },
+		{ 0, 8, 8, 0xFFFFFFFFFFFFull, "locator offset huge" },
+		{ 0, 8, 8, 1, "locator offset wrong" },
+		{ 0, 16, 4, 2, "two disks" },
+		{ 1, 0, 4, 0x06064b51, "EOCD64 signature" },
+		{ 1, 4, 8, 10, "EOCD64 record too short" },
+		{ 1, 4, 8, 0xFFFFFFFFFFFFFFF0ull, "EOCD64 record size huge" },
+		{ 1, 24, 8, 4, "EOCD64 entries on disk" },
+		{ 1, 32, 8, 4, "EOCD64 total entries" },
+		{ 1, 32, 8, 0x0100000000000000ull, "EOCD64 count huge" },
+		{ 1, 40, 8, 0x0100000000000000ull, "EOCD64 cd size huge" },
+		{ 1, 48, 8, 0xFFFFFFFFFFFFFFFFull, "EOCD64 cd offset huge" },
+		{ 1, 48, 8, 1, "EOCD64 cd offset wrong" },
+		{ 2, 46 + 16 + 2, 2, 16, "extra too short for 3 fields" },
+		{ 2, 46 + 16, 2, 0x0009, "no zip64 extra" },
+		{ 2, 46 + 16 + 4 + 16, 8, 0xFFFFFFFFFFull,
+		  "extra offset huge" },
+		{ 2, 46 + 16 + 4, 8, 0xFFFFFFFFFFull, "extra size huge" },
 	};
 
 	for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++) {
 		uint8_t *c = dup_exact(b.p, b.len);
-		uint64_t at = sets[i].rec == 0 ? loc
-		              : sets[i].rec == 1 ? z64 : cd;
+		uint64_t at = sets[i].rec == 0   ? loc
+		              : sets[i].rec == 1 ? z64
+		                                 : cd;
 
 		put_le(c + at + sets[i].off, sets[i].value, (int)sets[i].width);
 		expect_reject(ulp_torchzip_parse, c, b.len, sets[i].what);
@@ -1337,8 +1527,8 @@ Test(torchzip, zip64_records)
 	free(b.p);
 }
 
-static void tz_case(const zb_entry *e, size_t n, int want_rc,
-                    const char *what, ulp_tensor_map *m)
+static void tz_case(const zb_entry *e, size_t n, int want_rc, const char *what,
+                    ulp_tensor_map *m)
 {
 	buf b = zb_build(e, n, 0, NULL);
 	int rc = parse_exact(ulp_torchzip_parse, b.p, b.len, m);
@@ -1352,39 +1542,47 @@ static void tz_case(const zb_entry *e, size_t n, int want_rc,
 Test(torchzip, archive_structure)
 {
 	buf pkl = pkl_build(tz_storages, 3);
-	pstor clash[] = {{"0", "FloatStorage", 4}, {"0", "HalfStorage", 8}};
-	pstor wrongn[] = {{"0", "FloatStorage", 5}};
+	pstor clash[] = { { "0", "FloatStorage", 4 },
+		          { "0", "HalfStorage", 8 } };
+	pstor wrongn[] = { { "0", "FloatStorage", 5 } };
 	buf pclash = pkl_build(clash, 2), pwrong = pkl_build(wrongn, 1);
 	ulp_tensor_map m;
 	const ulp_tensor *t;
 
-#define PKL(name, b) {name, (b).p, (b).len, 0, 0}
-#define REC(name, n) {name, zdata, n, 0, 0}
-	zb_entry no_pkl[] = {REC("archive/data/0", 16)};
-	zb_entry deflated_pkl[] = {{"archive/data.pkl", pkl.p, pkl.len, 8, 0},
-	                           REC("archive/data/0", 16)};
-	zb_entry two_pkl[] = {PKL("archive/data.pkl", pkl),
-	                      PKL("archive/data.pkl", pkl)};
-	zb_entry top_file[] = {REC("version", 2), PKL("archive/data.pkl", pkl)};
-	zb_entry other_prefix[] = {PKL("archive/data.pkl", pkl),
-	                           REC("other/data/0", 16)};
-	zb_entry dup_rec[] = {PKL("archive/data.pkl", pkl),
-	                      REC("archive/data/0", 16),
-	                      REC("archive/data/0", 16)};
-	zb_entry clash_pkl[] = {PKL("a/data.pkl", pclash), REC("a/data/0", 16)};
-	zb_entry wrong_numel[] = {PKL("a/data.pkl", pwrong), REC("a/data/0", 16)};
-	zb_entry ragged[] = {PKL("a/data.pkl", pkl), REC("a/data/0", 15)};
-	zb_entry encrypted[] = {PKL("archive/data.pkl", pkl),
-	                        {"archive/data/0", zdata, 16, 0, 1}};
-	zb_entry bad_pkl[] = {{"archive/data.pkl", "\x80\x02\xff.", 4, 0, 0},
-	                      REC("archive/data/0", 16)};
+#define PKL(name, b) { name, (b).p, (b).len, 0, 0 }
+#define REC(name, n)                 \
+	{                            \
+		name, zdata, n, 0, 0 \
+	}
+	zb_entry no_pkl[] = { REC("archive/data/0", 16) };
+	zb_entry deflated_pkl[] = { { "archive/data.pkl", pkl.p, pkl.len, 8,
+		                      0 },
+		                    REC("archive/data/0", 16) };
+	zb_entry two_pkl[] = { PKL("archive/data.pkl", pkl),
+		               PKL("archive/data.pkl", pkl) };
+	zb_entry top_file[] = { REC("version", 2),
+		                PKL("archive/data.pkl", pkl) };
+	zb_entry other_prefix[] = { PKL("archive/data.pkl", pkl),
+		                    REC("other/data/0", 16) };
+	zb_entry dup_rec[] = { PKL("archive/data.pkl", pkl),
+		               REC("archive/data/0", 16),
+		               REC("archive/data/0", 16) };
+	zb_entry clash_pkl[] = { PKL("a/data.pkl", pclash),
+		                 REC("a/data/0", 16) };
+	zb_entry wrong_numel[] = { PKL("a/data.pkl", pwrong),
+		                   REC("a/data/0", 16) };
+	zb_entry ragged[] = { PKL("a/data.pkl", pkl), REC("a/data/0", 15) };
+	zb_entry encrypted[] = { PKL("archive/data.pkl", pkl),
+		                 { "archive/data/0", zdata, 16, 0, 1 } };
+	zb_entry bad_pkl[] = { { "archive/data.pkl", "\x80\x02\xff.", 4, 0, 0 },
+		               REC("archive/data/0", 16) };
 	zb_entry mixed[] = {
 		PKL("stem/data.pkl", pkl),
 		REC("stem/data/0", 16),
-		{"stem/data/1", zdata, 6, 8, 0}, /* deflated: not a storage */
-		REC("stem/data/9", 5),           /* not in the pickle */
-		REC("stem/data/x/y", 4),         /* nested: not a storage */
-		REC("stem/data/", 4),            /* empty key */
+		{ "stem/data/1", zdata, 6, 8, 0 }, /* deflated: not a storage */
+		REC("stem/data/9", 5),             /* not in the pickle */
+		REC("stem/data/x/y", 4),           /* nested: not a storage */
+		REC("stem/data/", 4),              /* empty key */
 		REC("stem/extra/2", 4),
 	};
 
@@ -1456,7 +1654,7 @@ Test(torchzip, directory_accounts_for_every_byte)
 
 Test(torchzip, not_torch)
 {
-	zb_entry e[] = {{"hello.txt", "hello\n", 6, 0, 0}};
+	zb_entry e[] = { { "hello.txt", "hello\n", 6, 0, 0 } };
 	buf b = zb_build(e, 1, 0, NULL);
 
 	expect_reject(ulp_torchzip_parse, b.p, b.len, "plain zip");
@@ -1475,13 +1673,13 @@ Test(torchzip, not_torch)
 Test(torchzip, zip64_beyond_4gib)
 {
 	const uint64_t big = (4ull << 30) + 4096;
-	pstor st[] = {{"0", "FloatStorage", (int32_t)(big / 4)},
-	              {"1", "HalfStorage", 2}};
+	pstor st[] = { { "0", "FloatStorage", (int32_t)(big / 4) },
+		       { "1", "HalfStorage", 2 } };
 	buf pkl = pkl_build(st, 2);
 	zb_entry e[] = {
-		{"archive/data.pkl", pkl.p, pkl.len, 0, 0},
-		{"archive/data/0", NULL, big, 0, 0},
-		{"archive/data/1", zdata, 4, 0, 0},
+		{ "archive/data.pkl", pkl.p, pkl.len, 0, 0 },
+		{ "archive/data/0", NULL, big, 0, 0 },
+		{ "archive/data/1", zdata, 4, 0, 0 },
 	};
 	uint64_t size = zb_write(e, 3, 1, NULL, NULL);
 	uint8_t *d = mmap(NULL, size, PROT_READ | PROT_WRITE,
@@ -1513,22 +1711,23 @@ Test(format, detection_never_fails)
 		const char *p;
 		size_t n;
 	} junk[] = {
-		{LIT("")},
-		{LIT("x")},
-		{LIT("\x02\0\0\0\0\0\0\0{}")},            /* safetensors, empty */
-		{LIT("\x02\0\0\0\0\0\0\0[]")},            /* not '{' */
-		{LIT("\x03\0\0\0\0\0\0\0{} ")},
-		{LIT("\xff\xff\xff\xff\xff\xff\xff\xff{}")},
-		{LIT("PK\x03\x04 not really a zip at all")},
-		{LIT("\x80\x02}q\x00.")},                 /* legacy torch pickle */
-		{LIT("GGUF\x03\0\0\0")},
+		{ LIT("") },
+		{ LIT("x") },
+		{ LIT("\x02\0\0\0\0\0\0\0{}") }, /* safetensors, empty */
+		{ LIT("\x02\0\0\0\0\0\0\0[]") }, /* not '{' */
+		{ LIT("\x03\0\0\0\0\0\0\0{} ") },
+		{ LIT("\xff\xff\xff\xff\xff\xff\xff\xff{}") },
+		{ LIT("PK\x03\x04 not really a zip at all") },
+		{ LIT("\x80\x02}q\x00.") }, /* legacy torch pickle */
+		{ LIT("GGUF\x03\0\0\0") },
 	};
 	ulp_tensor_map m;
 	uint64_t x = 88172645463325252ull;
 
 	for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++) {
 		cr_assert_eq(parse_exact(ulp_format_parse, junk[i].p, junk[i].n,
-		                         &m), ULP_OK);
+		                         &m),
+		             ULP_OK);
 		cr_expect_eq(m.n, 0, "case %zu", i);
 		ulp_tensor_map_free(&m);
 	}
@@ -1566,11 +1765,12 @@ static uint64_t st_hash(const char *json, size_t dlen)
 
 Test(format, layout_hash)
 {
-	uint64_t base = st_hash(
-		"{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
-		"\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[24,32]}}",
-		32);
-	ulp_tensor_map empty = {0};
+	uint64_t base = st_hash("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+	                        "\"data_offsets\":[0,24]},"
+	                        "\"b\":{\"dtype\":\"BF16\",\"shape\":[4],"
+	                        "\"data_offsets\":[24,32]}}",
+	                        32);
+	ulp_tensor_map empty = { 0 };
 	size_t len;
 	uint8_t *d;
 	ulp_tensor_map m1, m2;
@@ -1578,30 +1778,45 @@ Test(format, layout_hash)
 	cr_expect_neq(base, 0);
 	/* Same layout: other offsets, gaps, padding, metadata.  (Order
 	 * matters: the hash follows the map, which is in offset order.) */
-	cr_expect_eq(base, st_hash(
-		"{\"__metadata__\":{\"step\":\"7\"},"
-		"\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[32,40]},"
-		"\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[4,28]}}  ",
-		48));
-	cr_expect_neq(base, st_hash(
-		"{\"a\":{\"dtype\":\"F32\",\"shape\":[3,2],\"data_offsets\":[0,24]},"
-		"\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[24,32]}}",
-		32), "shape");
-	cr_expect_neq(base, st_hash(
-		"{\"a\":{\"dtype\":\"F32\",\"shape\":[6],\"data_offsets\":[0,24]},"
-		"\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[24,32]}}",
-		32), "rank");
-	cr_expect_neq(base, st_hash(
-		"{\"a\":{\"dtype\":\"I32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
-		"\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[24,32]}}",
-		32), "dtype");
-	cr_expect_neq(base, st_hash(
-		"{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]},"
-		"\"c\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_offsets\":[24,32]}}",
-		32), "name");
-	cr_expect_neq(base, st_hash(
-		"{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],\"data_offsets\":[0,24]}}",
-		32), "fewer tensors");
+	cr_expect_eq(base, st_hash("{\"__metadata__\":{\"step\":\"7\"},"
+	                           "\"b\":{\"dtype\":\"BF16\",\"shape\":[4],"
+	                           "\"data_offsets\":[32,40]},"
+	                           "\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+	                           "\"data_offsets\":[4,28]}}  ",
+	                           48));
+	cr_expect_neq(base,
+	              st_hash("{\"a\":{\"dtype\":\"F32\",\"shape\":[3,2],"
+	                      "\"data_offsets\":[0,24]},"
+	                      "\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_"
+	                      "offsets\":[24,32]}}",
+	                      32),
+	              "shape");
+	cr_expect_neq(base,
+	              st_hash("{\"a\":{\"dtype\":\"F32\",\"shape\":[6],\"data_"
+	                      "offsets\":[0,24]},"
+	                      "\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_"
+	                      "offsets\":[24,32]}}",
+	                      32),
+	              "rank");
+	cr_expect_neq(base,
+	              st_hash("{\"a\":{\"dtype\":\"I32\",\"shape\":[2,3],"
+	                      "\"data_offsets\":[0,24]},"
+	                      "\"b\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_"
+	                      "offsets\":[24,32]}}",
+	                      32),
+	              "dtype");
+	cr_expect_neq(base,
+	              st_hash("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+	                      "\"data_offsets\":[0,24]},"
+	                      "\"c\":{\"dtype\":\"BF16\",\"shape\":[4],\"data_"
+	                      "offsets\":[24,32]}}",
+	                      32),
+	              "name");
+	cr_expect_neq(base,
+	              st_hash("{\"a\":{\"dtype\":\"F32\",\"shape\":[2,3],"
+	                      "\"data_offsets\":[0,24]}}",
+	                      32),
+	              "fewer tensors");
 
 	cr_expect_eq(ulp_tensor_map_layout_hash(&empty), 0);
 	cr_expect_eq(ulp_tensor_map_layout_hash(NULL), 0);

@@ -35,8 +35,9 @@ extern "C" {
 
 enum {
 	ULP_OK = 0,
-	ULP_ERR_NOMEM = -1,   /* allocation failed */
-	ULP_ERR_CORRUPT = -2, /* checksum mismatch, truncated or malformed data */
+	ULP_ERR_NOMEM = -1, /* allocation failed */
+	ULP_ERR_CORRUPT =
+		-2, /* checksum mismatch, truncated or malformed data */
 	ULP_ERR_VERSION = -3, /* object format newer than this library */
 	ULP_ERR_IO = -4,      /* a read or write callback failed */
 	ULP_ERR_ARG = -5,     /* invalid argument (a caller bug) */
@@ -180,7 +181,7 @@ typedef struct ulp_stats {
 	ulp_dtype_stats dt[ULP_DT_COUNT]; /* [ULP_DT_GENERIC]: generic bytes */
 	uint64_t chunks_copy;             /* chunks identical to reference */
 	uint64_t chunks_delta;            /* chunks with delta-coded floats */
-	uint64_t chunks_standalone;       /* chunks with standalone floats only */
+	uint64_t chunks_standalone; /* chunks with standalone floats only */
 } ulp_stats;
 
 void ulp_stats_add(ulp_stats *acc, const ulp_stats *s);
@@ -277,7 +278,7 @@ int ulp_object_open(ulp_read_at_fn read_at, void *opaque, uint64_t obj_size,
                     ulp_object **out);
 void ulp_object_close(ulp_object *obj);
 
-uint64_t ulp_object_size(const ulp_object *obj);       /* logical bytes */
+uint64_t ulp_object_size(const ulp_object *obj); /* logical bytes */
 size_t ulp_object_chunk_count(const ulp_object *obj);
 /* Whether the object was coded against a reference, its logical size and
  * its XXH3-128 (canonical form). */

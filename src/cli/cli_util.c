@@ -230,12 +230,14 @@ static int dec_drain(dec_pool *p)
 	return ULP_OK;
 }
 
-int cli_decode_all(const ulp_object *obj, const cli_map *ref,
-                   unsigned nthreads, ulp_dctx *const *dctx, uint8_t *dst,
-                   int out_fd)
+int cli_decode_all(const ulp_object *obj, const cli_map *ref, unsigned nthreads,
+                   ulp_dctx *const *dctx, uint8_t *dst, int out_fd)
 {
-	dec_pool p = {.dctx = dctx, .obj = obj, .ref = ref, .dst = dst,
-	              .out_fd = out_fd};
+	dec_pool p = { .dctx = dctx,
+		       .obj = obj,
+		       .ref = ref,
+		       .dst = dst,
+		       .out_fd = out_fd };
 	pthread_t th[64];
 	unsigned started = 0;
 	int rc = ULP_OK;

@@ -55,7 +55,7 @@ static int sink_read_at(void *opaque, uint64_t off, void *buf, size_t len)
 typedef struct file_row {
 	const char *path;
 	char *base;
-	int ref;        /* index of its reference, or -1 */
+	int ref; /* index of its reference, or -1 */
 	uint64_t raw, ulp, z3, z19, bg;
 	double enc1, dec1, encn, decn; /* MB/s */
 	double z3enc, z3dec;           /* MB/s */
@@ -87,9 +87,8 @@ static double median(double *v, size_t n)
 
 /* Encode with nthreads, reps times; the object of the last rep stays in
  * sink.  Returns the median MB/s or a negative error. */
-static double time_encode(ulp_encode_job *job, unsigned nthreads,
-                          unsigned reps, mem_sink *sink, ulp_stats *st,
-                          const bench_opts *o)
+static double time_encode(ulp_encode_job *job, unsigned nthreads, unsigned reps,
+                          mem_sink *sink, ulp_stats *st, const bench_opts *o)
 {
 	double v[32];
 	job->nthreads = nthreads;
@@ -130,8 +129,7 @@ static double time_decode(const ulp_object *obj, const cli_map *ref,
 }
 
 /* zstd of the whole file at level; speeds in MB/s when asked. */
-static uint64_t zstd_size(const cli_map *m, int level, double *enc,
-                          double *dec)
+static uint64_t zstd_size(const cli_map *m, int level, double *enc, double *dec)
 {
 	size_t bound = ZSTD_compressBound(m->size);
 	uint8_t *buf = malloc(bound ? bound : 1);
@@ -191,7 +189,7 @@ static uint64_t bytegroup_size(const cli_map *m, const ulp_tensor_map *map)
 	}
 	memcpy(rest + nrest, m->data + pos, m->size - pos);
 	nrest += m->size - pos;
-	cli_map r = {"", rest, nrest};
+	cli_map r = { "", rest, nrest };
 	total += nrest ? zstd_size(&r, 3, NULL, NULL) : 0;
 	free(rest);
 	return total;
@@ -204,8 +202,8 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 	const cli_map *m = &maps[i];
 	const cli_map *ref = row->ref >= 0 ? &maps[row->ref] : NULL;
 	uint8_t ref_hash[16];
-	mem_sink sink = {0};
-	ulp_encode_job job = {0};
+	mem_sink sink = { 0 };
+	ulp_encode_job job = { 0 };
 	ulp_object *obj = NULL;
 	int mismatch = 0, rc;
 	uint8_t *dst = malloc(m->size ? m->size : 1);
@@ -232,8 +230,8 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 	if (v >= 0)
 		v = row->enc1 = time_encode(&job, 1, o->reps, &sink, NULL, o);
 	if (v >= 0 && o->threads > 1)
-		v = row->encn = time_encode(&job, o->threads, o->reps, &sink,
-		                            NULL, o);
+		v = row->encn =
+			time_encode(&job, o->threads, o->reps, &sink, NULL, o);
 	if (v < 0) {
 		rc = (int)v;
 		goto out;
@@ -273,9 +271,8 @@ static void print_sizes(const char *name, uint64_t raw, uint64_t ulp,
 	printf("%-44.44s %12llu %12llu %6.3f", name, (unsigned long long)raw,
 	       (unsigned long long)ulp, raw ? (double)ulp / (double)raw : 0);
 	if (z3)
-		printf(" %12llu %12llu %12llu %+6.1f%%",
-		       (unsigned long long)z3, (unsigned long long)z19,
-		       (unsigned long long)bg,
+		printf(" %12llu %12llu %12llu %+6.1f%%", (unsigned long long)z3,
+		       (unsigned long long)z19, (unsigned long long)bg,
 		       z19 ? 100.0 * ((double)ulp / (double)z19 - 1) : 0);
 	putchar('\n');
 }
@@ -302,7 +299,7 @@ static void print_groups(const file_row *rows, size_t n, int baselines)
 		if (!first)
 			continue;
 		for (int delta_only = 0; delta_only < 2; delta_only++) {
-			uint64_t s[5] = {0};
+			uint64_t s[5] = { 0 };
 			for (size_t j = i; j < n; j++) {
 				if (strcmp(rows[j].base, rows[i].base) ||
 				    (delta_only && rows[j].ref < 0))
@@ -324,7 +321,7 @@ static void print_groups(const file_row *rows, size_t n, int baselines)
 
 static void print_dtypes(const file_row *rows, size_t n)
 {
-	ulp_stats t = {0};
+	ulp_stats t = { 0 };
 	for (size_t i = 0; i < n; i++)
 		ulp_stats_add(&t, &rows[i].st);
 	printf("\n== floats: bits per element (ulpfs = coded size incl. "
@@ -345,9 +342,10 @@ static void print_dtypes(const file_row *rows, size_t n)
 		       (unsigned long long)s->elems, s->bytes_out * 8.0 / e,
 		       s->model_bits / e,
 		       s->model_bits > 0
-		               ? 100.0 * (s->bytes_out * 8.0 / s->model_bits - 1)
+		               ? 100.0 * (s->bytes_out * 8.0 / s->model_bits -
+		                          1)
 		               : 0);
-		ulp_dtype_stats r = {0};
+		ulp_dtype_stats r = { 0 };
 		for (size_t i = 0; i < n; i++)
 			if (rows[i].ref >= 0) {
 				const ulp_dtype_stats *x = &rows[i].st.dt[d];
@@ -402,9 +400,9 @@ static void print_speeds(const file_row *rows, size_t n, const bench_opts *o)
 			for (size_t j = i; j < n; j++) {
 				if (strcmp(rows[j].base, rows[i].base))
 					continue;
-				double x[6] = {rows[j].enc1,  rows[j].dec1,
-				               rows[j].encn,  rows[j].decn,
-				               rows[j].z3enc, rows[j].z3dec};
+				double x[6] = { rows[j].enc1,  rows[j].dec1,
+					        rows[j].encn,  rows[j].decn,
+					        rows[j].z3enc, rows[j].z3dec };
 				v[m++] = x[k];
 			}
 			med[k] = median(v, m);
@@ -421,7 +419,8 @@ static void print_speeds(const file_row *rows, size_t n, const bench_opts *o)
 
 static void bench_usage(FILE *f)
 {
-	fputs("usage: ulpfs bench [--threads N] [--reps R] [--chunk-size SIZE]\n"
+	fputs("usage: ulpfs bench [--threads N] [--reps R] [--chunk-size "
+	      "SIZE]\n"
 	      "                   [--no-baselines] [--no-zstd19] FILE...\n"
 	      "Code FILE... as a trajectory (each against the latest earlier "
 	      "file\nwith the same base name), verify every round trip and "
@@ -431,23 +430,23 @@ static void bench_usage(FILE *f)
 }
 
 static const struct option bench_longopts[] = {
-	{"threads", required_argument, NULL, 't'},
-	{"reps", required_argument, NULL, 'r'},
-	{"chunk-size", required_argument, NULL, 'c'},
-	{"no-baselines", no_argument, NULL, 'B'},
-	{"no-zstd19", no_argument, NULL, 'Z'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+	{ "threads", required_argument, NULL, 't' },
+	{ "reps", required_argument, NULL, 'r' },
+	{ "chunk-size", required_argument, NULL, 'c' },
+	{ "no-baselines", no_argument, NULL, 'B' },
+	{ "no-zstd19", no_argument, NULL, 'Z' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
 };
 
 int cmd_bench(int argc, char **argv)
 {
-	bench_opts o = {.threads = 2, .reps = 3, .baselines = 1, .zstd19 = 1};
+	bench_opts o = { .threads = 2, .reps = 3, .baselines = 1, .zstd19 = 1 };
 	uint64_t chunk = 0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:r:c:h", bench_longopts,
-	                        NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:r:c:h", bench_longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 't':
 			if (cli_parse_uint(optarg, 64, &o.threads) < 0 ||
@@ -457,7 +456,8 @@ int cmd_bench(int argc, char **argv)
 			}
 			break;
 		case 'r':
-			if (cli_parse_uint(optarg, 31, &o.reps) < 0 || !o.reps) {
+			if (cli_parse_uint(optarg, 31, &o.reps) < 0 ||
+			    !o.reps) {
 				cli_err("bench: --reps must be 1..31");
 				return CLI_USAGE;
 			}
@@ -527,7 +527,8 @@ int cmd_bench(int argc, char **argv)
 			break;
 		}
 		r->raw = maps[i].size;
-		int rc = ulp_format_parse(maps[i].data, maps[i].size, &tmaps[i]);
+		int rc =
+			ulp_format_parse(maps[i].data, maps[i].size, &tmaps[i]);
 		if (!rc)
 			rc = bench_file(rows, i, maps, tmaps, &o);
 		if (rc) {
@@ -540,7 +541,7 @@ int cmd_bench(int argc, char **argv)
 	}
 	size_t done = fail ? 0 : n;
 	if (done) {
-		uint64_t s[5] = {0};
+		uint64_t s[5] = { 0 };
 		for (size_t i = 0; i < n; i++) {
 			s[0] += rows[i].raw;
 			s[1] += rows[i].ulp;

@@ -75,7 +75,8 @@ static int out_close(out_file *o, int ok)
 
 static void pack_usage(FILE *f)
 {
-	fputs("usage: ulpfs pack [--ref OLD] [--threads N] [--chunk-size SIZE]\n"
+	fputs("usage: ulpfs pack [--ref OLD] [--threads N] [--chunk-size "
+	      "SIZE]\n"
 	      "                  [--level L] IN -o OUT\n"
 	      "Encode IN (as a delta against OLD when given) into the object "
 	      "OUT.\n"
@@ -89,19 +90,19 @@ static void pack_usage(FILE *f)
 }
 
 static const struct option pack_opts[] = {
-	{"ref", required_argument, NULL, 'r'},
-	{"threads", required_argument, NULL, 't'},
-	{"chunk-size", required_argument, NULL, 'c'},
-	{"level", required_argument, NULL, 'l'},
-	{"output", required_argument, NULL, 'o'},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+	{ "ref", required_argument, NULL, 'r' },
+	{ "threads", required_argument, NULL, 't' },
+	{ "chunk-size", required_argument, NULL, 'c' },
+	{ "level", required_argument, NULL, 'l' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
 };
 
 int cmd_pack(int argc, char **argv)
 {
 	const char *ref_path = NULL, *out_path = NULL;
-	ulp_encode_job job = {0};
+	ulp_encode_job job = { 0 };
 	unsigned threads = 0, level = 0;
 	uint64_t chunk = 0;
 	int c;
@@ -149,8 +150,8 @@ int cmd_pack(int argc, char **argv)
 		return CLI_USAGE;
 	}
 
-	cli_map in, ref = {0};
-	ulp_tensor_map in_map = {0}, ref_map = {0};
+	cli_map in, ref = { 0 };
+	ulp_tensor_map in_map = { 0 }, ref_map = { 0 };
 	uint8_t ref_hash[16];
 	cli_progress prog;
 	out_file out;
@@ -218,7 +219,8 @@ int cmd_unpack(int argc, char **argv)
 	unsigned threads = 0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "r:t:o:h", pack_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:t:o:h", pack_opts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 'r':
 			ref_path = optarg;
@@ -246,7 +248,7 @@ int cmd_unpack(int argc, char **argv)
 	}
 
 	const char *in_path = argv[optind];
-	cli_map ref = {0};
+	cli_map ref = { 0 };
 	ulp_object *obj = NULL;
 	struct stat st;
 	out_file out;
@@ -271,8 +273,8 @@ int cmd_unpack(int argc, char **argv)
 		goto done;
 	if (out_open(&out, out_path) < 0)
 		goto done;
-	rc = cli_decode_all(obj, ulp_object_has_ref(obj) ? &ref : NULL,
-	                    threads, NULL, NULL, out.fd);
+	rc = cli_decode_all(obj, ulp_object_has_ref(obj) ? &ref : NULL, threads,
+	                    NULL, NULL, out.fd);
 	if (rc)
 		cli_err("%s: %s", rc == ULP_ERR_IO ? out_path : in_path,
 		        rc == ULP_ERR_IO ? strerror(errno) : ulp_strerror(rc));

@@ -15,7 +15,7 @@ int ulp_baseline_bytegroup(const void *data, size_t len, unsigned width,
 	const uint8_t *src = data;
 	const size_t block = ULP_CHUNK_SIZE_DEFAULT;
 	uint32_t hist[256];
-	ulp_buf out = {0};
+	ulp_buf out = { 0 };
 	uint64_t total = 0;
 	int rc = ULP_OK;
 

@@ -50,12 +50,12 @@ static uint64_t run_ref_len(const ulp_run *r, uint64_t ref_size)
  * of stream ids, some of which (0 without generic runs) may be empty. */
 static uint32_t assign_streams(const ulp_run *runs, size_t n, uint32_t *sid)
 {
-	uint32_t next = 1, small[NCLASS] = {0};
+	uint32_t next = 1, small[NCLASS] = { 0 };
 	for (size_t i = 0; i < n; i++) {
 		const ulp_run *r = &runs[i];
 		sid[i] = 0;
-		if (r->dtype && r->len / ulp_dtype_size(r->dtype) >=
-		                        OWN_STREAM_ELEMS)
+		if (r->dtype &&
+		    r->len / ulp_dtype_size(r->dtype) >= OWN_STREAM_ELEMS)
 			sid[i] = next++;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -77,7 +77,7 @@ typedef struct chunk_scratch {
 	ulp_buf stream; /* one encoded or decoded stream */
 	ulp_run *runs;  /* decoder: parsed runs */
 	size_t runs_cap;
-	uint32_t *sid;  /* stream id of each run */
+	uint32_t *sid; /* stream id of each run */
 	size_t sid_cap;
 } chunk_scratch;
 
@@ -178,9 +178,11 @@ static int gather(chunk_scratch *s, const ulp_run *runs, size_t nruns,
 		if (s->sid[i] == id) {
 			uint64_t rl = run_ref_len(r, ref_size);
 			if (src) {
-				if (ulp_buf_reserve(&s->cur, s->cur.len + r->len))
+				if (ulp_buf_reserve(&s->cur,
+				                    s->cur.len + r->len))
 					return ULP_ERR_NOMEM;
-				memcpy(s->cur.p + s->cur.len, src + pos, r->len);
+				memcpy(s->cur.p + s->cur.len, src + pos,
+				       r->len);
 				s->cur.len += r->len;
 			}
 			if (rl) {
@@ -201,9 +203,8 @@ static int gather(chunk_scratch *s, const ulp_run *runs, size_t nruns,
 }
 
 /* Copy a stream's contiguous decoded bytes back to its runs in dst. */
-static void scatter(const chunk_scratch *s, const ulp_run *runs,
-                    size_t nruns, uint32_t id, const uint8_t *from,
-                    uint8_t *dst)
+static void scatter(const chunk_scratch *s, const ulp_run *runs, size_t nruns,
+                    uint32_t id, const uint8_t *from, uint8_t *dst)
 {
 	uint64_t pos = 0;
 	for (size_t i = 0; i < nruns; i++) {
@@ -387,9 +388,8 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 }
 
 /* Parse and validate the runs list of a chunk of logical length len. */
-static int parse_runs(chunk_scratch *s, const uint8_t **pp,
-                      const uint8_t *end, const ulp_object *obj,
-                      uint32_t len, size_t *nruns_out)
+static int parse_runs(chunk_scratch *s, const uint8_t **pp, const uint8_t *end,
+                      const ulp_object *obj, uint32_t len, size_t *nruns_out)
 {
 	uint64_t nruns, total = 0;
 	const uint8_t *p = *pp;
@@ -397,8 +397,7 @@ static int parse_runs(chunk_scratch *s, const uint8_t **pp,
 		return ULP_ERR_CORRUPT;
 	/* Every run takes at least two payload bytes: this bounds the
 	 * allocation below by what the object really holds. */
-	if (ulp_varint_get(&p, end, &nruns) ||
-	    nruns > (uint64_t)(end - p) / 2)
+	if (ulp_varint_get(&p, end, &nruns) || nruns > (uint64_t)(end - p) / 2)
 		return ULP_ERR_CORRUPT;
 	if (s->runs_cap < nruns) {
 		free(s->runs);
@@ -527,8 +526,7 @@ int ulp_chunk_decode(ulp_dctx *d, const ulp_object *obj, size_t i,
 	ch = &obj->chunks[i];
 	if (ulp_buf_reserve(&d->in, ch->stored_len))
 		return ULP_ERR_NOMEM;
-	rc = obj->read_at(obj->opaque, ch->stored_off, d->in.p,
-	                  ch->stored_len);
+	rc = obj->read_at(obj->opaque, ch->stored_off, d->in.p, ch->stored_len);
 	if (rc)
 		return rc < 0 ? rc : ULP_ERR_IO;
 	if (XXH3_64bits(d->in.p, ch->stored_len) != ch->pay_hash)

@@ -120,7 +120,7 @@ void ulp_buf_free(ulp_buf *b);
 typedef struct ulp_run {
 	uint64_t len;
 	uint64_t ref_off;
-	uint8_t dtype;   /* ulp_dtype */
+	uint8_t dtype; /* ulp_dtype */
 	uint8_t has_ref;
 } ulp_run;
 

@@ -48,7 +48,7 @@ static int w_out(ulp_writer *w, const void *p, size_t n)
 int ulp_writer_new(ulp_write_fn write, void *opaque, const uint8_t *ref_hash,
                    uint64_t ref_size, ulp_writer **out)
 {
-	uint8_t h[ULP_OBJ_HEADER_SIZE] = {0};
+	uint8_t h[ULP_OBJ_HEADER_SIZE] = { 0 };
 	ulp_writer *w;
 	int rc;
 	if (!write || !out)
@@ -77,10 +77,9 @@ int ulp_writer_new(ulp_write_fn write, void *opaque, const uint8_t *ref_hash,
 }
 
 int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
-                         const void *enc, size_t enc_len,
-                         uint64_t decoded_xxh3)
+                         const void *enc, size_t enc_len, uint64_t decoded_xxh3)
 {
-	uint8_t e[ULP_OBJ_INDEX_ENTRY] = {0};
+	uint8_t e[ULP_OBJ_INDEX_ENTRY] = { 0 };
 	int needs, rc;
 	if (w->failed)
 		return ULP_ERR_IO;
@@ -148,8 +147,7 @@ void ulp_writer_free(ulp_writer *w)
 
 /* ------------------------------------------------------------ reading */
 
-static int read_exact(const ulp_object *o, uint64_t off, void *buf,
-                      size_t len)
+static int read_exact(const ulp_object *o, uint64_t off, void *buf, size_t len)
 {
 	int rc = o->read_at(o->opaque, off, buf, len);
 	return rc ? (rc < 0 ? rc : ULP_ERR_IO) : ULP_OK;
@@ -339,15 +337,13 @@ int ulp_object_chunk_needs_ref(const ulp_object *o, size_t i)
 	return (o->chunks[i].flags & ULP_IDX_FLAG_NEEDS_REF) != 0;
 }
 
-int ulp_object_read(ulp_dctx *d, const ulp_object *o, uint64_t off,
-                    void *dst, size_t len, ulp_ref_read_fn ref_read,
-                    void *ref_opaque)
+int ulp_object_read(ulp_dctx *d, const ulp_object *o, uint64_t off, void *dst,
+                    size_t len, ulp_ref_read_fn ref_read, void *ref_opaque)
 {
 	uint8_t *out = dst;
 	uint8_t *tmp = NULL;
 	int rc = ULP_OK;
-	if (!d || !o || (len && !dst) || off > o->size ||
-	    len > o->size - off)
+	if (!d || !o || (len && !dst) || off > o->size || len > o->size - off)
 		return ULP_ERR_ARG;
 	while (len > 0 && !rc) {
 		size_t i = ulp_object_chunk_at(o, off);
@@ -355,11 +351,13 @@ int ulp_object_read(ulp_dctx *d, const ulp_object *o, uint64_t off,
 		uint64_t in = off - c->off;
 		size_t take = c->len - in < len ? (size_t)(c->len - in) : len;
 		if (in == 0 && take == c->len) {
-			rc = ulp_chunk_decode(d, o, i, ref_read, ref_opaque, out);
+			rc = ulp_chunk_decode(d, o, i, ref_read, ref_opaque,
+			                      out);
 		} else {
 			if (!tmp && !(tmp = malloc(o->max_len)))
 				return ULP_ERR_NOMEM;
-			rc = ulp_chunk_decode(d, o, i, ref_read, ref_opaque, tmp);
+			rc = ulp_chunk_decode(d, o, i, ref_read, ref_opaque,
+			                      tmp);
 			if (!rc)
 				memcpy(out, tmp + in, take);
 		}

@@ -18,7 +18,7 @@
  * for k >= 2, 4k - 5 + 2 (d < 0) + b where b is the first bit below the
  * leading one (it is 0 more often than not: residuals fall off within a
  * power of two), leaving k - 2 raw bits. */
-#define DELTA_NSYM(W) (4 * (W) - 1)
+#define DELTA_NSYM(W) (4 * (W)-1)
 #define MAX_DELTA_NSYM DELTA_NSYM(64)
 /* Standalone second symbol: sign and up to 3 top mantissa bits. */
 #define SA_TOP_BITS 3
@@ -157,7 +157,6 @@ ULP_INLINE uint64_t el_unord(uint64_t o, unsigned W)
 	return (o ^ (m | sb)) & el_mask(W);
 }
 
-
 /* Context of a reference element: its exponent, folded to 8 bits. */
 ULP_INLINE unsigned el_ctx(uint64_t r, ulp_float_fmt f)
 {
@@ -205,7 +204,8 @@ ULP_INLINE sa_parts sa_split(uint64_t c, ulp_float_fmt f, unsigned W)
 	sa_parts r;
 	r.a = (unsigned)(e >> lowe);
 	r.b = (unsigned)(((c >> (W - 1)) << sa_topbits(f)) | (m >> lowm));
-	r.raw = ((e & ((1ull << lowe) - 1)) << lowm) | (m & ((1ull << lowm) - 1));
+	r.raw = ((e & ((1ull << lowe) - 1)) << lowm) |
+	        (m & ((1ull << lowm) - 1));
 	return r;
 }
 
@@ -224,16 +224,16 @@ ULP_INLINE uint64_t sa_join(unsigned a, unsigned b, uint64_t raw,
 /* ------------------------------------------------------------ encoder */
 
 typedef struct delta_pass {
-	uint64_t raw_bits;  /* raw bits the delta coding needs */
-	size_t raw_bytes;   /* bytes written to fs->raw */
+	uint64_t raw_bits; /* raw bits the delta coding needs */
+	size_t raw_bytes;  /* bytes written to fs->raw */
 } delta_pass;
 
 /* One pass over a stream with a reference: delta symbols, contexts and
  * raw bits, plus the standalone exponent histogram so the choice between
  * the two codings costs no second pass where delta wins. */
 ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
-                             const uint8_t *cur, const uint8_t *ref,
-                             size_t n, int alt, delta_pass *dp, unsigned W)
+                             const uint8_t *cur, const uint8_t *ref, size_t n,
+                             int alt, delta_pass *dp, unsigned W)
 {
 	const unsigned nsym = DELTA_NSYM(W);
 	const unsigned nb = 2u << sa_topbits(f);
@@ -243,7 +243,7 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	uint32_t *restrict h4 = fs->hist_d4;
 	const size_t hsize = (size_t)ULP_RANS_NCTX * nsym;
 	uint32_t *restrict hs = fs->hist_s;
-	ulp_bitw bw = {fs->raw.p, 0, 0};
+	ulp_bitw bw = { fs->raw.p, 0, 0 };
 	uint64_t raw_bits = 0;
 	unsigned kprev = 0;
 	memset(h4, 0, sizeof(uint32_t) * 4 * hsize);
@@ -253,8 +253,8 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		uint64_t neg = diff >> (W - 1);
 		uint64_t mag = ((diff ^ (0 - neg)) + neg) & el_mask(W);
 		/* branch-free: zero residuals are common and unpredictable */
-		unsigned k = 64u - (unsigned)__builtin_clzll(mag | 1) -
-		             (mag == 0);
+		unsigned k =
+			64u - (unsigned)__builtin_clzll(mag | 1) - (mag == 0);
 		unsigned nraw = k > 2 ? k - 2 : 0;
 		unsigned b1 = (unsigned)(mag >> nraw) & (k >= 2);
 		unsigned s = k < 2 ? k + (unsigned)neg
@@ -314,7 +314,7 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	uint8_t *restrict b = fs->ctx;
 	uint32_t *restrict hs = fs->hist_s;
 	uint32_t *restrict hb = fs->hist_b;
-	ulp_bitw bw = {fs->raw.p, 0, 0};
+	ulp_bitw bw = { fs->raw.p, 0, 0 };
 	for (size_t i = 0; i < n; i++) {
 		sa_parts sp = sa_split(el_load(cur, i, W), f, W);
 		a[i] = (uint8_t)sp.a;
@@ -331,27 +331,27 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 
 /* Instantiate a call for each supported format with the format as a
  * compile-time constant, so that shifts and masks fold away. */
-#define ULP_DISPATCH_FMT(f, CALL)                                             \
-	do {                                                                 \
-		if ((f).width == 16 && (f).ebits == 8)                       \
-			CALL(((ulp_float_fmt){16, 8, 7}), 16);               \
-		else if ((f).width == 16)                                    \
-			CALL(((ulp_float_fmt){16, 5, 10}), 16);              \
-		else if ((f).width == 32)                                    \
-			CALL(((ulp_float_fmt){32, 8, 23}), 32);              \
-		else if ((f).width == 64)                                    \
-			CALL(((ulp_float_fmt){64, 11, 52}), 64);             \
-		else if ((f).ebits == 4)                                     \
-			CALL(((ulp_float_fmt){8, 4, 3}), 8);                 \
-		else                                                         \
-			CALL(((ulp_float_fmt){8, 5, 2}), 8);                 \
+#define ULP_DISPATCH_FMT(f, CALL)                                  \
+	do {                                                       \
+		if ((f).width == 16 && (f).ebits == 8)             \
+			CALL(((ulp_float_fmt){ 16, 8, 7 }), 16);   \
+		else if ((f).width == 16)                          \
+			CALL(((ulp_float_fmt){ 16, 5, 10 }), 16);  \
+		else if ((f).width == 32)                          \
+			CALL(((ulp_float_fmt){ 32, 8, 23 }), 32);  \
+		else if ((f).width == 64)                          \
+			CALL(((ulp_float_fmt){ 64, 11, 52 }), 64); \
+		else if ((f).ebits == 4)                           \
+			CALL(((ulp_float_fmt){ 8, 4, 3 }), 8);     \
+		else                                               \
+			CALL(((ulp_float_fmt){ 8, 5, 2 }), 8);     \
 	} while (0)
 
 static int fmt_supported(ulp_float_fmt f)
 {
-	static const ulp_float_fmt known[] = {{16, 8, 7},  {16, 5, 10},
-	                                      {32, 8, 23}, {64, 11, 52},
-	                                      {8, 4, 3},   {8, 5, 2}};
+	static const ulp_float_fmt known[] = { { 16, 8, 7 },  { 16, 5, 10 },
+		                               { 32, 8, 23 }, { 64, 11, 52 },
+		                               { 8, 4, 3 },   { 8, 5, 2 } };
 	for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
 		if (known[i].width == f.width && known[i].ebits == f.ebits &&
 		    known[i].mbits == f.mbits)
@@ -435,7 +435,7 @@ static double ks_bits(const uint32_t *h, unsigned rows, unsigned nsym)
 /* Without context: the rows summed (FM-Delta-like). */
 static double noctx_bits(const uint32_t *h, unsigned nsym)
 {
-	uint32_t m[MAX_DELTA_NSYM] = {0};
+	uint32_t m[MAX_DELTA_NSYM] = { 0 };
 	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
 		for (unsigned s = 0; s < nsym; s++)
 			m[s] += h[(size_t)c * nsym + s];
@@ -483,9 +483,9 @@ static int emit_coding(uint8_t coding, ulp_buf *out)
 	return ULP_OK;
 }
 
-int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
-                     const uint8_t *cur, const uint8_t *ref, size_t n,
-                     int alt_stats, ulp_buf *out, ulp_dtype_stats *st)
+int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
+                     const uint8_t *ref, size_t n, int alt_stats, ulp_buf *out,
+                     ulp_dtype_stats *st)
 {
 	const unsigned W = f.width;
 	const size_t nbytes = n * (W / 8);
@@ -513,8 +513,7 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
 		}
 		return ULP_OK;
 	}
-	if (scratch_reserve(fs, n) ||
-	    ulp_buf_reserve(&fs->raw, nbytes + 16))
+	if (scratch_reserve(fs, n) || ulp_buf_reserve(&fs->raw, nbytes + 16))
 		return ULP_ERR_NOMEM;
 
 	const unsigned nb = 2u << sa_topbits(f);
@@ -528,12 +527,12 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
 		size_t dcells, scells;
 		if (alt_stats)
 			memset(fs->hist_pk, 0,
-			       sizeof(uint32_t) * PK_BUCKETS *
-			               ULP_RANS_NCTX * dnsym);
+			       sizeof(uint32_t) * PK_BUCKETS * ULP_RANS_NCTX *
+			               dnsym);
 		delta_pass_any(fs, f, cur, ref, n, alt_stats, &dp);
-		double dbits = hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym,
-		                          &dcells) +
-		               (double)dp.raw_bits;
+		double dbits =
+			hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym, &dcells) +
+			(double)dp.raw_bits;
 		size_t bcells;
 		sa_bits = hist2_bits(fs->hist_s, 1, snsym, &scells) +
 		          hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, &bcells) +
@@ -546,14 +545,14 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
 		}
 		if (st && alt_stats) {
 			st->delta_ctx_bits +=
-			        ks_bits(fs->hist_d, ULP_RANS_NCTX, dnsym) +
-			        dp.raw_bits;
+				ks_bits(fs->hist_d, ULP_RANS_NCTX, dnsym) +
+				dp.raw_bits;
 			st->delta_noctx_bits +=
-			        noctx_bits(fs->hist_d, dnsym) + dp.raw_bits;
+				noctx_bits(fs->hist_d, dnsym) + dp.raw_bits;
 			st->delta_prevk_bits +=
-			        ks_bits(fs->hist_pk, PK_BUCKETS * ULP_RANS_NCTX,
+				ks_bits(fs->hist_pk, PK_BUCKETS * ULP_RANS_NCTX,
 			                dnsym) +
-			        dp.raw_bits;
+				dp.raw_bits;
 		}
 	}
 	if (use_delta) {
@@ -611,20 +610,20 @@ typedef struct dsym_info {
 
 static void dsym_info_init(dsym_info *info, unsigned W)
 {
-	info[0] = (dsym_info){0, 0, 0};
-	info[1] = (dsym_info){1, 0, 0};
-	info[2] = (dsym_info){1, ~0ull, 0};
+	info[0] = (dsym_info){ 0, 0, 0 };
+	info[1] = (dsym_info){ 1, 0, 0 };
+	info[2] = (dsym_info){ 1, ~0ull, 0 };
 	for (unsigned k = 2; k <= W; k++)
 		for (unsigned ng = 0; ng < 2; ng++)
 			for (unsigned b = 0; b < 2; b++)
-				info[4 * k - 5 + 2 * ng + b] = (dsym_info){
-				        (2ull | b) << (k - 2), ng ? ~0ull : 0,
-				        k - 2};
+				info[4 * k - 5 + 2 * ng + b] =
+					(dsym_info){ (2ull | b) << (k - 2),
+					             ng ? ~0ull : 0, k - 2 };
 }
 
-ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp, size_t rawlen,
-                              const uint8_t *ref, size_t n, uint8_t *dst,
-                              unsigned W)
+ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp,
+                              size_t rawlen, const uint8_t *ref, size_t n,
+                              uint8_t *dst, unsigned W)
 {
 	dsym_info info[MAX_DELTA_NSYM];
 	ulp_bitr br;
@@ -674,8 +673,8 @@ ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp, size_t
 /* One delta element: residual symbol s, raw bits at bit position *pos of
  * rawp (8 readable bytes guaranteed by the caller), reference r. */
 ULP_INLINE uint64_t delta_elem(const dsym_info *info, unsigned s,
-                               const uint8_t *rawp, uint64_t *pos,
-                               uint64_t r, unsigned W)
+                               const uint8_t *rawp, uint64_t *pos, uint64_t r,
+                               unsigned W)
 {
 	const dsym_info *si = &info[s];
 	uint64_t word;
@@ -692,8 +691,8 @@ ULP_INLINE uint64_t delta_elem(const dsym_info *info, unsigned s,
 ULP_INLINE int delta_decode_fused_w(ulp_float_scratch *fs, ulp_float_fmt f,
                                     const uint8_t *in, size_t blen,
                                     const uint8_t *rawp, size_t rawlen,
-                                    const uint8_t *ref, size_t n,
-                                    uint8_t *dst, unsigned W)
+                                    const uint8_t *ref, size_t n, uint8_t *dst,
+                                    unsigned W)
 {
 	dsym_info info[MAX_DELTA_NSYM];
 	ulp_rans_dec rd;
@@ -714,15 +713,19 @@ ULP_INLINE int delta_decode_fused_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	for (; i + 4 <= n && rd.end - p >= 8 && (pos >> 3) + 24 <= rawlen;
 	     i += 4) {
 		uint64_t r0 = el_load(ref, i, W), r1 = el_load(ref, i + 1, W);
-		uint64_t r2 = el_load(ref, i + 2, W), r3 = el_load(ref, i + 3, W);
+		uint64_t r2 = el_load(ref, i + 2, W),
+			 r3 = el_load(ref, i + 3, W);
 		x0 = ulp_rans_dec_step(x0, tab[el_ctx(r0, f)], &p, &s0);
 		x1 = ulp_rans_dec_step(x1, tab[el_ctx(r1, f)], &p, &s1);
 		x2 = ulp_rans_dec_step(x2, tab[el_ctx(r2, f)], &p, &s2);
 		x3 = ulp_rans_dec_step(x3, tab[el_ctx(r3, f)], &p, &s3);
 		el_store(dst, i, delta_elem(info, s0, rawp, &pos, r0, W), W);
-		el_store(dst, i + 1, delta_elem(info, s1, rawp, &pos, r1, W), W);
-		el_store(dst, i + 2, delta_elem(info, s2, rawp, &pos, r2, W), W);
-		el_store(dst, i + 3, delta_elem(info, s3, rawp, &pos, r3, W), W);
+		el_store(dst, i + 1, delta_elem(info, s1, rawp, &pos, r1, W),
+		         W);
+		el_store(dst, i + 2, delta_elem(info, s2, rawp, &pos, r2, W),
+		         W);
+		el_store(dst, i + 3, delta_elem(info, s3, rawp, &pos, r3, W),
+		         W);
 	}
 	rd.p = p;
 	rd.x[0] = x0;
@@ -778,9 +781,8 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	return br.overrun || ulp_bitr_left(&br) ? ULP_ERR_CORRUPT : ULP_OK;
 }
 
-int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f,
-                     const uint8_t *in, size_t len, const uint8_t *ref,
-                     size_t n, uint8_t *dst)
+int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
+                     size_t len, const uint8_t *ref, size_t n, uint8_t *dst)
 {
 	const unsigned W = f.width;
 	const size_t nbytes = n * (W / 8);
@@ -820,7 +822,7 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 	const uint8_t *rawp = p + blen;
 	size_t rawlen = (size_t)(end - rawp);
 	if (in[0] == ULP_SC_DELTA && W <= 32) {
-#define FUSED_CALL(F, w)                                                     \
+#define FUSED_CALL(F, w) \
 	rc = delta_decode_fused_w(fs, F, p, blen, rawp, rawlen, ref, n, dst, w)
 		ULP_DISPATCH_FMT(f, FUSED_CALL);
 		return rc;
@@ -828,8 +830,8 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (in[0] == ULP_SC_DELTA) {
 #define CTX_CALL(F, w) ctx_pass_w(fs, F, ref, n, w)
 		ULP_DISPATCH_FMT(f, CTX_CALL);
-		rc = ulp_rans_decode(fs->rs, p, blen, fs->ctx, n,
-		                     DELTA_NSYM(W), fs->sym, &used);
+		rc = ulp_rans_decode(fs->rs, p, blen, fs->ctx, n, DELTA_NSYM(W),
+		                     fs->sym, &used);
 		if (rc)
 			return rc;
 		if (used != blen)

@@ -35,14 +35,13 @@ size_t ulp_float_bound(size_t n, unsigned width);
  * stream to out.  st, if not NULL, is added to (elems, delta_elems,
  * bytes_in, bytes_out, model_bits and, with alt_stats, the alternative
  * model entropies). */
-int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f,
-                     const uint8_t *cur, const uint8_t *ref, size_t n,
-                     int alt_stats, ulp_buf *out, ulp_dtype_stats *st);
+int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
+                     const uint8_t *ref, size_t n, int alt_stats, ulp_buf *out,
+                     ulp_dtype_stats *st);
 
 /* Decode a stream of exactly len bytes into dst[0..n).  ref must be given
  * when the stream was coded against one. */
-int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f,
-                     const uint8_t *in, size_t len, const uint8_t *ref,
-                     size_t n, uint8_t *dst);
+int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
+                     size_t len, const uint8_t *ref, size_t n, uint8_t *dst);
 
 #endif /* ULP_FLOATCODE_H */

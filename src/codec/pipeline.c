@@ -71,9 +71,9 @@ static void *worker(void *arg)
 		const void *enc = NULL;
 		int rc = cc ? ULP_OK : ULP_ERR_NOMEM;
 		if (!rc)
-			rc = ulp_chunk_encode(cc, p->plan, i, src, job->ref_read,
-			                      job->ref_opaque, &enc, &enc_len,
-			                      &st);
+			rc = ulp_chunk_encode(cc, p->plan, i, src,
+			                      job->ref_read, job->ref_opaque,
+			                      &enc, &enc_len, &st);
 		if (!rc)
 			rc = ulp_buf_reserve(&slot->buf, enc_len);
 		if (!rc) {
@@ -97,8 +97,7 @@ static void *worker(void *arg)
 }
 
 /* Write chunks in order as the workers finish them. */
-static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs,
-                 ulp_stats *stats)
+static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 {
 	const ulp_encode_job *job = p->job;
 	size_t n = ulp_plan_chunk_count(p->plan);
@@ -166,14 +165,14 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	pthread_t th[256];
 	enc_worker wk[256];
 	unsigned nth, started = 0;
-	enc_pipe p = {0};
+	enc_pipe p = { 0 };
 	int rc;
 
 	if (!job || (!job->cur && job->cur_size) || !job->write ||
 	    (job->has_ref && (!job->ref_read || !job->ref_hash)) ||
 	    (job->cctx && (!job->nthreads || job->nthreads > 256)))
 		return ULP_ERR_ARG;
-	static const ulp_tensor_map none = {ULP_FMT_UNKNOWN, 0, NULL};
+	static const ulp_tensor_map none = { ULP_FMT_UNKNOWN, 0, NULL };
 	const ulp_tensor_map *rm = job->ref_map ? job->ref_map : &none;
 	rc = ulp_plan_build(job->cur_map, job->cur_size,
 	                    job->has_ref ? rm : NULL, job->ref_size,
@@ -207,7 +206,7 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	pthread_cond_init(&p.cv_done, NULL);
 	pthread_cond_init(&p.cv_space, NULL);
 	for (; started < nth; started++) {
-		wk[started] = (enc_worker){&p, started};
+		wk[started] = (enc_worker){ &p, started };
 		if (pthread_create(&th[started], NULL, worker, &wk[started]))
 			break;
 	}

@@ -43,8 +43,8 @@ static int same_tensor(const ulp_tensor *a, const ulp_tensor *b)
 {
 	return a->nbytes == b->nbytes && a->ndim == b->ndim &&
 	       strcmp(a->name, b->name) == 0 &&
-	       strncmp(a->dtype_name, b->dtype_name,
-	               sizeof(a->dtype_name)) == 0 &&
+	       strncmp(a->dtype_name, b->dtype_name, sizeof(a->dtype_name)) ==
+	               0 &&
 	       (!a->ndim ||
 	        memcmp(a->shape, b->shape, sizeof(uint64_t) * a->ndim) == 0);
 }
@@ -99,7 +99,7 @@ static int push(run_vec *rv, ulp_run r)
 static ulp_run generic_seg(uint64_t len, uint64_t ref_off, int has_ref,
                            uint64_t ref_size)
 {
-	ulp_run r = {len, 0, ULP_DT_GENERIC, 0};
+	ulp_run r = { len, 0, ULP_DT_GENERIC, 0 };
 	if (has_ref && ref_off < ref_size) {
 		r.has_ref = 1;
 		r.ref_off = ref_off;
@@ -109,8 +109,8 @@ static ulp_run generic_seg(uint64_t len, uint64_t ref_off, int has_ref,
 
 /* Whole-file segments: one per tensor and per gap between tensors. */
 static int segments(const ulp_tensor_map *cur, uint64_t size,
-                    const ulp_tensor_map *ref, const ref_key *keys,
-                    int has_ref, uint64_t ref_size, run_vec *seg)
+                    const ulp_tensor_map *ref, const ref_key *keys, int has_ref,
+                    uint64_t ref_size, run_vec *seg)
 {
 	uint64_t pos = 0;
 	int rc;
@@ -124,28 +124,30 @@ static int segments(const ulp_tensor_map *cur, uint64_t size,
 		    (rc = push(seg, generic_seg(t->offset - pos, pos, has_ref,
 		                                ref_size))))
 			return rc;
-		const ulp_tensor *m =
-		        has_ref && ref && ref->n ? find_ref(ref, keys, t) : NULL;
+		const ulp_tensor *m = has_ref && ref && ref->n
+		                              ? find_ref(ref, keys, t)
+		                              : NULL;
 		if (m && !ref_usable(m, ref_size))
 			m = NULL;
 		unsigned w = ulp_dtype_size(t->dtype);
 		uint64_t whole = t->dtype ? t->nbytes / w * w : 0;
 		uint64_t ref_at = m ? m->offset : t->offset;
 		if (whole) {
-			ulp_run r = {whole, m ? m->offset : 0,
-			             (uint8_t)t->dtype, m != NULL};
+			ulp_run r = { whole, m ? m->offset : 0,
+				      (uint8_t)t->dtype, m != NULL };
 			if ((rc = push(seg, r)))
 				return rc;
 		}
 		if (t->nbytes > whole &&
-		    (rc = push(seg, generic_seg(t->nbytes - whole,
-		                                ref_at + whole, has_ref,
-		                                ref_size))))
+		    (rc = push(seg,
+		               generic_seg(t->nbytes - whole, ref_at + whole,
+		                           has_ref, ref_size))))
 			return rc;
 		pos = t->offset + t->nbytes;
 	}
 	if (pos < size)
-		return push(seg, generic_seg(size - pos, pos, has_ref, ref_size));
+		return push(seg,
+		            generic_seg(size - pos, pos, has_ref, ref_size));
 	return ULP_OK;
 }
 
@@ -153,7 +155,7 @@ static int segments(const ulp_tensor_map *cur, uint64_t size,
  * at element boundaries. */
 static int cut(ulp_plan *pl, const run_vec *seg)
 {
-	run_vec runs = {0};
+	run_vec runs = { 0 };
 	size_t ncap = 16, nch = 0;
 	ulp_chunk_plan *ch = malloc(sizeof(*ch) * ncap);
 	uint64_t off = 0;
@@ -162,7 +164,7 @@ static int cut(ulp_plan *pl, const run_vec *seg)
 	int rc = ULP_OK;
 	if (!ch)
 		return ULP_ERR_NOMEM;
-	ch[0] = (ulp_chunk_plan){0, 0, 0, 0};
+	ch[0] = (ulp_chunk_plan){ 0, 0, 0, 0 };
 	for (size_t i = 0; i < seg->n && !rc; i++) {
 		ulp_run s = seg->v[i];
 		unsigned w = ulp_dtype_size(s.dtype);
@@ -189,7 +191,7 @@ static int cut(ulp_plan *pl, const run_vec *seg)
 			if (fill + w > cs || (take == 0 && fill > 0)) {
 				if (nch + 1 == ncap) {
 					ulp_chunk_plan *n2 = realloc(
-					        ch, sizeof(*ch) * ncap * 2);
+						ch, sizeof(*ch) * ncap * 2);
 					if (!n2) {
 						rc = ULP_ERR_NOMEM;
 						break;
@@ -198,8 +200,9 @@ static int cut(ulp_plan *pl, const run_vec *seg)
 					ncap *= 2;
 				}
 				nch++;
-				ch[nch] = (ulp_chunk_plan){off, 0, (uint32_t)runs.n,
-				                           0};
+				ch[nch] = (ulp_chunk_plan){ off, 0,
+					                    (uint32_t)runs.n,
+					                    0 };
 				fill = 0;
 			}
 		}
@@ -224,7 +227,7 @@ int ulp_plan_build(const ulp_tensor_map *cur, uint64_t cur_size,
 {
 	ulp_plan *pl;
 	ref_key *keys = NULL;
-	run_vec seg = {0};
+	run_vec seg = { 0 };
 	int rc;
 
 	if (!out)
@@ -244,7 +247,7 @@ int ulp_plan_build(const ulp_tensor_map *cur, uint64_t cur_size,
 			goto fail;
 		}
 		for (size_t i = 0; i < ref->n; i++)
-			keys[i] = (ref_key){tensor_key(&ref->v[i]), i};
+			keys[i] = (ref_key){ tensor_key(&ref->v[i]), i };
 		qsort(keys, ref->n, sizeof(*keys), key_cmp);
 	}
 	rc = segments(cur, cur_size, ref, keys, pl->has_ref, pl->ref_size,

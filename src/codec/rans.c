@@ -29,18 +29,18 @@ typedef struct ulp_rans_dtab {
 #define ULP_RANS_MAXTAB (ULP_RANS_NCTX + 1)
 
 struct ulp_rans_scratch {
-	uint8_t remap[ULP_RANS_NCTX];  /* context -> table index */
+	uint8_t remap[ULP_RANS_NCTX]; /* context -> table index */
 	/* context -> its table, resolved once per block so that a step
 	 * costs one load for the table instead of two and a multiply */
 	const ulp_rans_esym *ebase[ULP_RANS_NCTX];
 	const uint32_t *dbase[ULP_RANS_NCTX];
 	uint16_t norm[ULP_RANS_MAXTAB][ULP_RANS_MAXSYM];
 	uint32_t esc_hist[ULP_RANS_MAXSYM];
-	ulp_rans_esym *esym;           /* ntab * nsym, grown on demand */
+	ulp_rans_esym *esym; /* ntab * nsym, grown on demand */
 	size_t esym_cap;
-	ulp_rans_dtab *dtab;           /* grown on demand */
+	ulp_rans_dtab *dtab; /* grown on demand */
 	size_t dtab_cap;
-	uint16_t *words;               /* encoder output, written backwards */
+	uint16_t *words; /* encoder output, written backwards */
 	size_t words_cap;
 };
 
@@ -134,8 +134,8 @@ static size_t rans_put_table(uint8_t *p, const uint16_t *f, unsigned nsym)
 	return n;
 }
 
-static int rans_get_table(const uint8_t **pp, const uint8_t *end,
-                          unsigned nsym, uint16_t *f)
+static int rans_get_table(const uint8_t **pp, const uint8_t *end, unsigned nsym,
+                          uint16_t *f)
 {
 	if (*pp >= end)
 		return ULP_ERR_CORRUPT;
@@ -169,8 +169,10 @@ static void rans_esym_init(ulp_rans_esym *e, uint32_t cum, uint32_t freq)
 	e->shift = shift;
 	e->bias = (uint16_t)cum;
 	e->cmpl = (uint16_t)(ULP_RANS_M - freq);
-	e->x_max_m1 = (uint32_t)(((uint64_t)(ULP_RANS_L >> ULP_RANS_SCALE)
-	                          << 16) * freq - 1);
+	e->x_max_m1 =
+		(uint32_t)(((uint64_t)(ULP_RANS_L >> ULP_RANS_SCALE) << 16) *
+	                           freq -
+	                   1);
 }
 
 /* Choose tables: contexts with enough symbols get their own, the rest
@@ -205,7 +207,8 @@ static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
 	if (*has_esc) {
 		rans_normalize(sc->esc_hist, nsym, sc->norm[ntab]);
 		for (unsigned c = 0; c < nctx; c++)
-			if (ctx_count[c] && ctx_count[c] < ULP_RANS_MIN_OWN_TABLE)
+			if (ctx_count[c] &&
+			    ctx_count[c] < ULP_RANS_MIN_OWN_TABLE)
 				sc->remap[c] = (uint8_t)ntab;
 		ntab++;
 	}
@@ -213,10 +216,10 @@ static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
 }
 
 int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
-                    const uint8_t *ctx, size_t n, unsigned nsym,
-                    unsigned nctx, const uint32_t *hist, ulp_buf *out)
+                    const uint8_t *ctx, size_t n, unsigned nsym, unsigned nctx,
+                    const uint32_t *hist, ulp_buf *out)
 {
-	uint32_t ctx_count[ULP_RANS_NCTX] = {0};
+	uint32_t ctx_count[ULP_RANS_NCTX] = { 0 };
 	uint8_t own[ULP_RANS_NCTX];
 	unsigned nown, ntab;
 	int has_esc;
@@ -277,17 +280,17 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
 	uint32_t x[ULP_RANS_WAYS];
 	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
 		x[k] = ULP_RANS_L;
-#define RANS_ENC_STEP(xs, i)                                                  \
-	do {                                                                 \
-		const ulp_rans_esym *e_ = eb[ctx ? ctx[i] : 0] + sym[i];     \
-		assert(sym[i] < nsym);                                       \
-		unsigned r_ = xs > e_->x_max_m1;                             \
-		w[-1] = (uint16_t)xs; /* kept only when r_: branch-free */   \
-		w -= r_;                                                     \
-		xs >>= r_ * 16;                                              \
-		uint64_t q_ =                                                \
-		        ((((uint64_t)xs * e_->rcp) >> 32) + xs) >> e_->shift; \
-		xs += e_->bias + (uint32_t)q_ * e_->cmpl;                    \
+#define RANS_ENC_STEP(xs, i)                                               \
+	do {                                                               \
+		const ulp_rans_esym *e_ = eb[ctx ? ctx[i] : 0] + sym[i];   \
+		assert(sym[i] < nsym);                                     \
+		unsigned r_ = xs > e_->x_max_m1;                           \
+		w[-1] = (uint16_t)xs; /* kept only when r_: branch-free */ \
+		w -= r_;                                                   \
+		xs >>= r_ * 16;                                            \
+		uint64_t q_ = ((((uint64_t)xs * e_->rcp) >> 32) + xs) >>   \
+		              e_->shift;                                   \
+		xs += e_->bias + (uint32_t)q_ * e_->cmpl;                  \
 	} while (0)
 	/* Symbol i belongs to state i % 4; walk backwards, the ragged end
 	 * first, then whole groups with the states in registers. */
@@ -382,7 +385,7 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	 * stays in bounds and the chunk checksum rejects the result. */
 	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
 		sc->dbase[c] =
-		        sc->dtab[sc->remap[c] < ntab ? sc->remap[c] : 0].e;
+			sc->dtab[sc->remap[c] < ntab ? sc->remap[c] : 0].e;
 	d->tab = sc->dbase;
 	d->p = p;
 	d->end = end;
@@ -400,8 +403,8 @@ int ulp_rans_dec_end(const ulp_rans_dec *d, const uint8_t *in, size_t *used)
 }
 
 int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
-                    const uint8_t *ctx, size_t n, unsigned nsym,
-                    uint8_t *sym, size_t *used)
+                    const uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
+                    size_t *used)
 {
 	ulp_rans_dec d;
 	int rc = ulp_rans_dec_begin(sc, in, len, nsym, &d);

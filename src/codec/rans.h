@@ -41,26 +41,26 @@ size_t ulp_rans_bound(size_t n, unsigned nsym);
  * ctx NULL: all 0).  hist holds the exact counts, hist[c * nsym + s] for
  * c < nctx.  Appends the block to out. */
 int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
-                    const uint8_t *ctx, size_t n, unsigned nsym,
-                    unsigned nctx, const uint32_t *hist, ulp_buf *out);
+                    const uint8_t *ctx, size_t n, unsigned nsym, unsigned nctx,
+                    const uint32_t *hist, ulp_buf *out);
 
 /* Decode n symbols from in[0..len) into sym, given the same contexts the
  * encoder saw.  *used receives the bytes the block occupied.  Returns
  * ULP_ERR_CORRUPT for any inconsistency (bad tables, running out of input,
  * final states wrong, a symbol out of range). */
 int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
-                    const uint8_t *ctx, size_t n, unsigned nsym,
-                    uint8_t *sym, size_t *used);
+                    const uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
+                    size_t *used);
 
 /* Incremental decoding, for callers that fuse symbol decoding with their
  * own per-element work (and compute contexts on the fly).  After
  * ulp_rans_dec_begin, symbol i is decoded by state x[i % 4] with
  * tab[context of i]; ulp_rans_dec_end checks the final states. */
 typedef struct ulp_rans_dec {
-	const uint8_t *p, *end;        /* renormalisation words */
+	const uint8_t *p, *end; /* renormalisation words */
 	uint32_t x[ULP_RANS_WAYS];
-	const uint32_t *const *tab;    /* per context: decoding table */
-	unsigned ntab;                 /* tables sent (0: no symbols) */
+	const uint32_t *const *tab; /* per context: decoding table */
+	unsigned ntab;              /* tables sent (0: no symbols) */
 } ulp_rans_dec;
 
 int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
@@ -86,8 +86,7 @@ static inline uint32_t ulp_rans_dec_step(uint32_t x, const uint32_t *tab,
 
 /* The same near the end of the input: fails instead of over-reading. */
 static inline int ulp_rans_dec_step_checked(ulp_rans_dec *d, uint32_t *x,
-                                            const uint32_t *tab,
-                                            unsigned *sym)
+                                            const uint32_t *tab, unsigned *sym)
 {
 	uint32_t v = *x;
 	uint32_t e = tab[v & (ULP_RANS_M - 1)];

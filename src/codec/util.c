@@ -34,19 +34,19 @@ ulp_float_fmt ulp_dtype_fmt(ulp_dtype dt)
 {
 	switch (dt) {
 	case ULP_DT_BF16:
-		return (ulp_float_fmt){16, 8, 7};
+		return (ulp_float_fmt){ 16, 8, 7 };
 	case ULP_DT_F16:
-		return (ulp_float_fmt){16, 5, 10};
+		return (ulp_float_fmt){ 16, 5, 10 };
 	case ULP_DT_F32:
-		return (ulp_float_fmt){32, 8, 23};
+		return (ulp_float_fmt){ 32, 8, 23 };
 	case ULP_DT_F64:
-		return (ulp_float_fmt){64, 11, 52};
+		return (ulp_float_fmt){ 64, 11, 52 };
 	case ULP_DT_F8E4M3:
-		return (ulp_float_fmt){8, 4, 3};
+		return (ulp_float_fmt){ 8, 4, 3 };
 	case ULP_DT_F8E5M2:
-		return (ulp_float_fmt){8, 5, 2};
+		return (ulp_float_fmt){ 8, 5, 2 };
 	default:
-		return (ulp_float_fmt){0, 0, 0};
+		return (ulp_float_fmt){ 0, 0, 0 };
 	}
 }
 
@@ -59,7 +59,8 @@ unsigned ulp_dtype_size(ulp_dtype dt)
 const char *ulp_dtype_name(ulp_dtype dt)
 {
 	static const char *const names[ULP_DT_COUNT] = {
-		"generic", "bf16", "f16", "f32", "f64", "f8e4m3", "f8e5m2"};
+		"generic", "bf16", "f16", "f32", "f64", "f8e4m3", "f8e5m2"
+	};
 	return (unsigned)dt < ULP_DT_COUNT ? names[dt] : "?";
 }
 
@@ -81,12 +82,12 @@ int ulp_buf_reserve(ulp_buf *b, size_t cap)
 void ulp_buf_free(ulp_buf *b)
 {
 	free(b->p);
-	*b = (ulp_buf){0};
+	*b = (ulp_buf){ 0 };
 }
 
 void ulp_params_resolve(const ulp_params *in, ulp_params *out)
 {
-	ulp_params p = in ? *in : (ulp_params){0};
+	ulp_params p = in ? *in : (ulp_params){ 0 };
 	if (!p.chunk_size)
 		p.chunk_size = ULP_CHUNK_SIZE_DEFAULT;
 	if (p.chunk_size < ULP_CHUNK_SIZE_MIN)

@@ -90,8 +90,8 @@ static int ps_push(ps *s, pv v)
 {
 	int rc;
 
-	s->stack = grow(s->stack, &s->capstack, sizeof *s->stack,
-	                s->nstack + 1, PS_MAX_STACK, &rc);
+	s->stack = grow(s->stack, &s->capstack, sizeof *s->stack, s->nstack + 1,
+	                PS_MAX_STACK, &rc);
 	if (rc != ULP_OK)
 		return rc;
 	s->stack[s->nstack++] = v;
@@ -100,7 +100,7 @@ static int ps_push(ps *s, pv v)
 
 static int ps_push_opaque(ps *s)
 {
-	pv v = {.kind = PV_OPAQUE};
+	pv v = { .kind = PV_OPAQUE };
 
 	return ps_push(s, v);
 }
@@ -125,8 +125,8 @@ static int ps_mark(ps *s)
 {
 	int rc;
 
-	s->marks = grow(s->marks, &s->capmarks, sizeof *s->marks,
-	                s->nmarks + 1, PS_MAX_MARKS, &rc);
+	s->marks = grow(s->marks, &s->capmarks, sizeof *s->marks, s->nmarks + 1,
+	                PS_MAX_MARKS, &rc);
 	if (rc != ULP_OK)
 		return rc;
 	s->marks[s->nmarks++] = s->nstack;
@@ -257,8 +257,8 @@ static int arg_line(ps *s, const uint8_t **p, size_t *n)
 
 /* A length-prefixed byte run of prefix bytes; with is_signed, a negative
  * length is an error as in Python. */
-static int arg_counted(ps *s, size_t prefix, int is_signed,
-                       const uint8_t **p, uint64_t *n)
+static int arg_counted(ps *s, size_t prefix, int is_signed, const uint8_t **p,
+                       uint64_t *n)
 {
 	int rc = arg_uint(s, prefix, n);
 
@@ -297,7 +297,7 @@ static int parse_dec(const uint8_t *p, size_t n, int64_t *v)
 
 static int push_str(ps *s, const uint8_t *p, uint64_t n)
 {
-	pv v = {.kind = PV_STR, .a = p, .alen = (uint32_t)n};
+	pv v = { .kind = PV_STR, .a = p, .alen = (uint32_t)n };
 
 	if (n > UINT32_MAX)
 		v.kind = PV_OPAQUE;
@@ -306,7 +306,7 @@ static int push_str(ps *s, const uint8_t *p, uint64_t n)
 
 static int push_int(ps *s, int64_t i)
 {
-	pv v = {.kind = PV_INT, .i = i};
+	pv v = { .kind = PV_INT, .i = i };
 
 	return ps_push(s, v);
 }
@@ -328,8 +328,11 @@ static int push_long(ps *s, const uint8_t *p, uint64_t n)
 static int push_global(ps *s, const uint8_t *mod, size_t modlen,
                        const uint8_t *name, size_t namelen)
 {
-	pv v = {.kind = PV_GLOBAL, .a = mod, .alen = (uint32_t)modlen,
-	        .b = name, .blen = (uint32_t)namelen};
+	pv v = { .kind = PV_GLOBAL,
+		 .a = mod,
+		 .alen = (uint32_t)modlen,
+		 .b = name,
+		 .blen = (uint32_t)namelen };
 
 	if (modlen > UINT32_MAX || namelen > UINT32_MAX)
 		v.kind = PV_OPAQUE;
@@ -344,7 +347,7 @@ static int str_is(const uint8_t *p, size_t n, const char *lit)
 /* ('storage', torch.<T>Storage, key, location, numel) */
 static pv make_tuple(const pv *it, size_t n)
 {
-	pv v = {.kind = PV_OPAQUE};
+	pv v = { .kind = PV_OPAQUE };
 	const size_t suf = strlen("Storage");
 
 	if (n != 5 || it[0].kind != PV_STR ||
@@ -415,7 +418,7 @@ enum { MK_PUSH, MK_INTO, MK_TUPLE };
 static int by_mark(ps *s, int mode, int items_even, int min_items)
 {
 	size_t base, n;
-	pv t = {.kind = PV_OPAQUE};
+	pv t = { .kind = PV_OPAQUE };
 
 	if (ps_pop_mark(s, &base) != ULP_OK)
 		return ULP_ERR_PARSE;
@@ -655,72 +658,138 @@ static int step(ps *s, int *stop)
 	uint8_t op = s->p[s->pos++];
 
 	switch (op) {
-	case '(': return ps_mark(s);
-	case '.': *stop = 1; return ps_pop(s, NULL);
-	case '0': return op_pop(s);
-	case '1': return op_pop_mark(s);
-	case '2': return op_dup(s);
-	case 'F': return op_line_opaque(s);              /* FLOAT */
-	case 'I': return op_text_int(s, 0);
-	case 'L': return op_text_int(s, 1);
-	case 'J': return op_fixed_int(s, 4, 1);
-	case 'K': return op_fixed_int(s, 1, 0);
-	case 'M': return op_fixed_int(s, 2, 0);
-	case 0x8a: return op_counted(s, 1, 0, PV_INT);   /* LONG1 */
-	case 0x8b: return op_counted(s, 4, 1, PV_INT);   /* LONG4 */
-	case 'S': return op_string(s);
-	case 'T': return op_counted(s, 4, 1, PV_STR);    /* BINSTRING */
-	case 'U': return op_counted(s, 1, 0, PV_STR);    /* SHORT_BINSTRING */
-	case 'B': return op_counted(s, 4, 0, PV_OPAQUE); /* BINBYTES */
-	case 'C': return op_counted(s, 1, 0, PV_OPAQUE); /* SHORT_BINBYTES */
-	case 0x8e: return op_counted(s, 8, 0, PV_OPAQUE); /* BINBYTES8 */
-	case 0x96: return op_counted(s, 8, 0, PV_OPAQUE); /* BYTEARRAY8 */
-	case 'V': return op_unicode_line(s);
-	case 0x8c: return op_counted(s, 1, 0, PV_STR);   /* SHORT_BINUNICODE */
-	case 'X': return op_counted(s, 4, 0, PV_STR);    /* BINUNICODE */
-	case 0x8d: return op_counted(s, 8, 0, PV_STR);   /* BINUNICODE8 */
-	case 'G': return op_skip_then_push(s, 8);        /* BINFLOAT */
-	case 'N': case 0x88: case 0x89:                  /* NONE, TRUE, FALSE */
-	case ']': case ')': case '}': case 0x8f:         /* EMPTY_* */
-	case 0x97:                                       /* NEXT_BUFFER */
+	case '(':
+		return ps_mark(s);
+	case '.':
+		*stop = 1;
+		return ps_pop(s, NULL);
+	case '0':
+		return op_pop(s);
+	case '1':
+		return op_pop_mark(s);
+	case '2':
+		return op_dup(s);
+	case 'F':
+		return op_line_opaque(s); /* FLOAT */
+	case 'I':
+		return op_text_int(s, 0);
+	case 'L':
+		return op_text_int(s, 1);
+	case 'J':
+		return op_fixed_int(s, 4, 1);
+	case 'K':
+		return op_fixed_int(s, 1, 0);
+	case 'M':
+		return op_fixed_int(s, 2, 0);
+	case 0x8a:
+		return op_counted(s, 1, 0, PV_INT); /* LONG1 */
+	case 0x8b:
+		return op_counted(s, 4, 1, PV_INT); /* LONG4 */
+	case 'S':
+		return op_string(s);
+	case 'T':
+		return op_counted(s, 4, 1, PV_STR); /* BINSTRING */
+	case 'U':
+		return op_counted(s, 1, 0, PV_STR); /* SHORT_BINSTRING */
+	case 'B':
+		return op_counted(s, 4, 0, PV_OPAQUE); /* BINBYTES */
+	case 'C':
+		return op_counted(s, 1, 0, PV_OPAQUE); /* SHORT_BINBYTES */
+	case 0x8e:
+		return op_counted(s, 8, 0, PV_OPAQUE); /* BINBYTES8 */
+	case 0x96:
+		return op_counted(s, 8, 0, PV_OPAQUE); /* BYTEARRAY8 */
+	case 'V':
+		return op_unicode_line(s);
+	case 0x8c:
+		return op_counted(s, 1, 0, PV_STR); /* SHORT_BINUNICODE */
+	case 'X':
+		return op_counted(s, 4, 0, PV_STR); /* BINUNICODE */
+	case 0x8d:
+		return op_counted(s, 8, 0, PV_STR); /* BINUNICODE8 */
+	case 'G':
+		return op_skip_then_push(s, 8); /* BINFLOAT */
+	case 'N':
+	case 0x88:
+	case 0x89: /* NONE, TRUE, FALSE */
+	case ']':
+	case ')':
+	case '}':
+	case 0x8f: /* EMPTY_* */
+	case 0x97: /* NEXT_BUFFER */
 		return ps_push_opaque(s);
-	case 0x98:                                       /* READONLY_BUFFER */
+	case 0x98: /* READONLY_BUFFER */
 		return ps_top(s) ? ULP_OK : ULP_ERR_PARSE;
-	case 'a': return reduce_n(s, 1, 1);              /* APPEND */
-	case 'e': return by_mark(s, MK_INTO, 0, 0);      /* APPENDS */
-	case 'l': return by_mark(s, MK_PUSH, 0, 0);      /* LIST */
-	case 't': return by_mark(s, MK_TUPLE, 0, 0);     /* TUPLE */
-	case 0x85: return reduce_n(s, 1, 0);             /* TUPLE1 */
-	case 0x86: return reduce_n(s, 2, 0);             /* TUPLE2 */
-	case 0x87: return reduce_n(s, 3, 0);             /* TUPLE3 */
-	case 'd': return by_mark(s, MK_PUSH, 1, 0);      /* DICT */
-	case 's': return reduce_n(s, 2, 1);              /* SETITEM */
-	case 'u': return by_mark(s, MK_INTO, 1, 0);      /* SETITEMS */
-	case 0x90: return by_mark(s, MK_INTO, 0, 0);     /* ADDITEMS */
-	case 0x91: return by_mark(s, MK_PUSH, 0, 0);     /* FROZENSET */
-	case 'c': return op_global(s, 0);
-	case 'i': return op_global(s, 1);                /* INST */
-	case 0x93: return op_stack_global(s);
-	case 'o': return by_mark(s, MK_PUSH, 0, 1);      /* OBJ */
-	case 'R': return reduce_n(s, 1, 1);              /* REDUCE */
-	case 'b': return reduce_n(s, 1, 1);              /* BUILD */
-	case 0x81: return reduce_n(s, 2, 0);             /* NEWOBJ */
-	case 0x92: return reduce_n(s, 3, 0);             /* NEWOBJ_EX */
-	case 0x80: return op_proto(s);
-	case 0x95: return op_frame(s);
-	case 'P': return op_line_opaque(s);              /* PERSID */
-	case 'Q': return op_binpersid(s);
-	case 'g': return op_memo_line(s, 0);             /* GET */
-	case 'h': return op_memo_bin(s, 1, 0);           /* BINGET */
-	case 'j': return op_memo_bin(s, 4, 0);           /* LONG_BINGET */
-	case 'p': return op_memo_line(s, 1);             /* PUT */
-	case 'q': return op_memo_bin(s, 1, 1);           /* BINPUT */
-	case 'r': return op_memo_bin(s, 4, 1);           /* LONG_BINPUT */
-	case 0x94: return memo_put_top(s, s->nmemo);     /* MEMOIZE */
-	case 0x82: return op_skip_then_push(s, 1);       /* EXT1 */
-	case 0x83: return op_skip_then_push(s, 2);       /* EXT2 */
-	case 0x84: return op_skip_then_push(s, 4);       /* EXT4 */
-	default: return ULP_ERR_PARSE;
+	case 'a':
+		return reduce_n(s, 1, 1); /* APPEND */
+	case 'e':
+		return by_mark(s, MK_INTO, 0, 0); /* APPENDS */
+	case 'l':
+		return by_mark(s, MK_PUSH, 0, 0); /* LIST */
+	case 't':
+		return by_mark(s, MK_TUPLE, 0, 0); /* TUPLE */
+	case 0x85:
+		return reduce_n(s, 1, 0); /* TUPLE1 */
+	case 0x86:
+		return reduce_n(s, 2, 0); /* TUPLE2 */
+	case 0x87:
+		return reduce_n(s, 3, 0); /* TUPLE3 */
+	case 'd':
+		return by_mark(s, MK_PUSH, 1, 0); /* DICT */
+	case 's':
+		return reduce_n(s, 2, 1); /* SETITEM */
+	case 'u':
+		return by_mark(s, MK_INTO, 1, 0); /* SETITEMS */
+	case 0x90:
+		return by_mark(s, MK_INTO, 0, 0); /* ADDITEMS */
+	case 0x91:
+		return by_mark(s, MK_PUSH, 0, 0); /* FROZENSET */
+	case 'c':
+		return op_global(s, 0);
+	case 'i':
+		return op_global(s, 1); /* INST */
+	case 0x93:
+		return op_stack_global(s);
+	case 'o':
+		return by_mark(s, MK_PUSH, 0, 1); /* OBJ */
+	case 'R':
+		return reduce_n(s, 1, 1); /* REDUCE */
+	case 'b':
+		return reduce_n(s, 1, 1); /* BUILD */
+	case 0x81:
+		return reduce_n(s, 2, 0); /* NEWOBJ */
+	case 0x92:
+		return reduce_n(s, 3, 0); /* NEWOBJ_EX */
+	case 0x80:
+		return op_proto(s);
+	case 0x95:
+		return op_frame(s);
+	case 'P':
+		return op_line_opaque(s); /* PERSID */
+	case 'Q':
+		return op_binpersid(s);
+	case 'g':
+		return op_memo_line(s, 0); /* GET */
+	case 'h':
+		return op_memo_bin(s, 1, 0); /* BINGET */
+	case 'j':
+		return op_memo_bin(s, 4, 0); /* LONG_BINGET */
+	case 'p':
+		return op_memo_line(s, 1); /* PUT */
+	case 'q':
+		return op_memo_bin(s, 1, 1); /* BINPUT */
+	case 'r':
+		return op_memo_bin(s, 4, 1); /* LONG_BINPUT */
+	case 0x94:
+		return memo_put_top(s, s->nmemo); /* MEMOIZE */
+	case 0x82:
+		return op_skip_then_push(s, 1); /* EXT1 */
+	case 0x83:
+		return op_skip_then_push(s, 2); /* EXT2 */
+	case 0x84:
+		return op_skip_then_push(s, 4); /* EXT4 */
+	default:
+		return ULP_ERR_PARSE;
 	}
 }
 
@@ -736,7 +805,7 @@ void ulp_pickle_scan_free(ulp_pickle_scan *scan)
 int ulp_pickle_scan_storages(const uint8_t *pkl, size_t len,
                              ulp_pickle_scan *out)
 {
-	ps s = {.p = pkl, .len = len, .out = out};
+	ps s = { .p = pkl, .len = len, .out = out };
 	int stop = 0, rc = ULP_OK;
 
 	out->n = 0;

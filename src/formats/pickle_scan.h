@@ -18,7 +18,7 @@
 #define ULP_PICKLE_TYPE_MAX 24
 
 typedef struct ulp_pickle_storage {
-	const uint8_t *key;  /* points into the scanned pickle; not NUL-ended */
+	const uint8_t *key; /* points into the scanned pickle; not NUL-ended */
 	size_t key_len;
 	char type[ULP_PICKLE_TYPE_MAX]; /* "Float", "BFloat16", "Long", ... */
 	int has_numel;                  /* numel was an int that fit int64 */

@@ -21,14 +21,14 @@ typedef struct st_dtype {
 } st_dtype;
 
 static const st_dtype st_dtypes[] = {
-	{"F64", 8, ULP_DT_F64},         {"F32", 4, ULP_DT_F32},
-	{"F16", 2, ULP_DT_F16},         {"BF16", 2, ULP_DT_BF16},
-	{"F8_E4M3", 1, ULP_DT_F8E4M3},  {"F8_E5M2", 1, ULP_DT_F8E5M2},
-	{"I64", 8, ULP_DT_GENERIC},     {"I32", 4, ULP_DT_GENERIC},
-	{"I16", 2, ULP_DT_GENERIC},     {"I8", 1, ULP_DT_GENERIC},
-	{"U64", 8, ULP_DT_GENERIC},     {"U32", 4, ULP_DT_GENERIC},
-	{"U16", 2, ULP_DT_GENERIC},     {"U8", 1, ULP_DT_GENERIC},
-	{"BOOL", 1, ULP_DT_GENERIC},
+	{ "F64", 8, ULP_DT_F64 },        { "F32", 4, ULP_DT_F32 },
+	{ "F16", 2, ULP_DT_F16 },        { "BF16", 2, ULP_DT_BF16 },
+	{ "F8_E4M3", 1, ULP_DT_F8E4M3 }, { "F8_E5M2", 1, ULP_DT_F8E5M2 },
+	{ "I64", 8, ULP_DT_GENERIC },    { "I32", 4, ULP_DT_GENERIC },
+	{ "I16", 2, ULP_DT_GENERIC },    { "I8", 1, ULP_DT_GENERIC },
+	{ "U64", 8, ULP_DT_GENERIC },    { "U32", 4, ULP_DT_GENERIC },
+	{ "U16", 2, ULP_DT_GENERIC },    { "U8", 1, ULP_DT_GENERIC },
+	{ "BOOL", 1, ULP_DT_GENERIC },
 };
 
 static const st_dtype *st_dtype_find(const char *name)
@@ -61,7 +61,8 @@ static int st_metadata_ok(const json_t *meta)
 
 	if (!json_is_object(meta))
 		return 0;
-	json_object_foreach((json_t *)meta, k, v) {
+	json_object_foreach((json_t *)meta, k, v)
+	{
 		if (!json_is_string(v))
 			return 0;
 	}
@@ -128,7 +129,8 @@ static int st_parse_header(const json_t *root, uint64_t data_start,
 	rc = ulp_fmt_map_reserve(out, json_object_size(root));
 	if (rc != ULP_OK)
 		return rc;
-	json_object_foreach((json_t *)root, key, val) {
+	json_object_foreach((json_t *)root, key, val)
+	{
 		if (strcmp(key, "__metadata__") == 0) {
 			if (!st_metadata_ok(val))
 				return ULP_ERR_PARSE;

@@ -50,20 +50,30 @@ typedef struct torch_type {
 
 /* Storage classes torch has pickled, by name without "Storage". */
 static const torch_type torch_types[] = {
-	{"Float", 4, ULP_DT_F32},       {"Double", 8, ULP_DT_F64},
-	{"Half", 2, ULP_DT_F16},        {"BFloat16", 2, ULP_DT_BF16},
-	{"Float8_e4m3fn", 1, ULP_DT_F8E4M3},
-	{"Float8_e5m2", 1, ULP_DT_F8E5M2},
-	{"Long", 8, ULP_DT_GENERIC},    {"Int", 4, ULP_DT_GENERIC},
-	{"Short", 2, ULP_DT_GENERIC},   {"Char", 1, ULP_DT_GENERIC},
-	{"Byte", 1, ULP_DT_GENERIC},    {"Bool", 1, ULP_DT_GENERIC},
-	{"UInt16", 2, ULP_DT_GENERIC},  {"UInt32", 4, ULP_DT_GENERIC},
-	{"UInt64", 8, ULP_DT_GENERIC},  {"ComplexHalf", 4, ULP_DT_GENERIC},
-	{"ComplexFloat", 8, ULP_DT_GENERIC},
-	{"ComplexDouble", 16, ULP_DT_GENERIC},
-	{"QInt8", 1, ULP_DT_GENERIC},   {"QUInt8", 1, ULP_DT_GENERIC},
-	{"QInt32", 4, ULP_DT_GENERIC},  {"QUInt4x2", 1, ULP_DT_GENERIC},
-	{"QUInt2x4", 1, ULP_DT_GENERIC}, {"Untyped", 1, ULP_DT_GENERIC},
+	{ "Float", 4, ULP_DT_F32 },
+	{ "Double", 8, ULP_DT_F64 },
+	{ "Half", 2, ULP_DT_F16 },
+	{ "BFloat16", 2, ULP_DT_BF16 },
+	{ "Float8_e4m3fn", 1, ULP_DT_F8E4M3 },
+	{ "Float8_e5m2", 1, ULP_DT_F8E5M2 },
+	{ "Long", 8, ULP_DT_GENERIC },
+	{ "Int", 4, ULP_DT_GENERIC },
+	{ "Short", 2, ULP_DT_GENERIC },
+	{ "Char", 1, ULP_DT_GENERIC },
+	{ "Byte", 1, ULP_DT_GENERIC },
+	{ "Bool", 1, ULP_DT_GENERIC },
+	{ "UInt16", 2, ULP_DT_GENERIC },
+	{ "UInt32", 4, ULP_DT_GENERIC },
+	{ "UInt64", 8, ULP_DT_GENERIC },
+	{ "ComplexHalf", 4, ULP_DT_GENERIC },
+	{ "ComplexFloat", 8, ULP_DT_GENERIC },
+	{ "ComplexDouble", 16, ULP_DT_GENERIC },
+	{ "QInt8", 1, ULP_DT_GENERIC },
+	{ "QUInt8", 1, ULP_DT_GENERIC },
+	{ "QInt32", 4, ULP_DT_GENERIC },
+	{ "QUInt4x2", 1, ULP_DT_GENERIC },
+	{ "QUInt2x4", 1, ULP_DT_GENERIC },
+	{ "Untyped", 1, ULP_DT_GENERIC },
 };
 
 static const torch_type *torch_type_find(const char *name)
@@ -234,9 +244,8 @@ static int read_central(const uint8_t *d, uint64_t *pos, uint64_t end,
 	ze->name = c + CENTRAL_LEN;
 	ze->name_len = nlen;
 	rc = apply_zip64_extra(c + CENTRAL_LEN + nlen, xlen, ze,
-	                       ze->usize == 0xFFFFFFFF,
-	                       ze->csize == 0xFFFFFFFF, ze->lho == 0xFFFFFFFF,
-	                       disk == 0xFFFF);
+	                       ze->usize == 0xFFFFFFFF, ze->csize == 0xFFFFFFFF,
+	                       ze->lho == 0xFFFFFFFF, disk == 0xFFFF);
 	if (rc != ULP_OK)
 		return rc;
 	if (disk != 0 && disk != 0xFFFF)
@@ -358,11 +367,10 @@ static int index_storages(ulp_pickle_scan *sc)
 	return ULP_OK;
 }
 
-static const ulp_pickle_storage *lookup_storage(const ulp_pickle_scan *sc,
-                                                const uint8_t *key,
-                                                size_t key_len)
+static const ulp_pickle_storage *
+lookup_storage(const ulp_pickle_scan *sc, const uint8_t *key, size_t key_len)
 {
-	ulp_pickle_storage k = {.key = key, .key_len = key_len};
+	ulp_pickle_storage k = { .key = key, .key_len = key_len };
 
 	if (sc->n == 0)
 		return NULL;
@@ -416,15 +424,15 @@ static int add_storage(ulp_tensor_map *map, const zentry *ze,
 	if (st->has_numel && (st->numel < 0 || (uint64_t)st->numel != elems))
 		return ULP_ERR_PARSE;
 	return ulp_fmt_map_push(map, (const char *)ze->name, ze->name_len,
-	                        st->type, tt->dtype, ze->data_off, ze->csize,
-	                        1, &elems);
+	                        st->type, tt->dtype, ze->data_off, ze->csize, 1,
+	                        &elems);
 }
 
 static int build_map(const uint8_t *d, const zentry *v, size_t n,
                      ulp_tensor_map *out)
 {
 	const zentry *pkl = NULL;
-	ulp_pickle_scan sc = {0};
+	ulp_pickle_scan sc = { 0 };
 	prefix pf;
 	const uint8_t *slash;
 	size_t nstor = 0, klen;
