@@ -23,6 +23,25 @@
 /* Standalone second symbol: sign and up to 3 top mantissa bits. */
 #define SA_TOP_BITS 3
 #define SA_MAX_NB (1u << (SA_TOP_BITS + 1))
+/* Delta symbol pieces by bit length k: s = base + neg * negmul + b. */
+typedef struct ksym_info {
+	uint8_t base, negmul, b1mask, nraw;
+} ksym_info;
+
+#define KS(k)                                                              \
+	{                                                                  \
+		(k)<2 ? (k) : 4 * (k)-5, (k) < 2 ? 1 : 2, (k) >= 2, (k)> 2 \
+			? (k)-2                                            \
+			: 0                                                \
+	}
+#define KS8(k)                                                        \
+	KS(k), KS(k + 1), KS(k + 2), KS(k + 3), KS(k + 4), KS(k + 5), \
+		KS(k + 6), KS(k + 7)
+static const ksym_info ktab[65] = { KS8(0),  KS8(8),  KS8(16), KS8(24), KS8(32),
+	                            KS8(40), KS8(48), KS8(56), KS(64) };
+#undef KS8
+#undef KS
+
 /* Previous-k buckets for the alternative model statistic. */
 #define PK_BUCKETS 4
 
@@ -34,6 +53,10 @@ struct ulp_float_scratch {
 	uint32_t hist_d[ULP_RANS_NCTX * MAX_DELTA_NSYM];
 	/* Four interleaved partial delta histograms, summed into hist_d. */
 	uint32_t hist_d4[ULP_RANS_NCTX * MAX_DELTA_NSYM * 4];
+	/* hist_d and hist_d4 stay zero between calls except for the rows of
+	 * the contexts a delta pass used, listed here and cleared after use:
+	 * clearing whole tables per stream would cost as much as the pass. */
+	uint8_t dused[ULP_RANS_NCTX];
 	uint32_t hist_s[ULP_RANS_MAXSYM];
 	/* standalone: (sign, top mantissa bits) in the exponent's context */
 	uint32_t hist_b[ULP_RANS_NCTX * SA_MAX_NB];
@@ -241,12 +264,10 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	uint8_t *restrict ctx = fs->ctx;
 	uint32_t *restrict hb = fs->hist_b;
 	uint32_t *restrict h4 = fs->hist_d4;
-	const size_t hsize = (size_t)ULP_RANS_NCTX * nsym;
 	uint32_t *restrict hs = fs->hist_s;
 	ulp_bitw bw = { fs->raw.p, 0, 0 };
 	uint64_t raw_bits = 0;
 	unsigned kprev = 0;
-	memset(h4, 0, sizeof(uint32_t) * 4 * hsize);
 	for (size_t i = 0; i < n; i++) {
 		uint64_t r = el_load(ref, i, W), c = el_load(cur, i, W);
 		uint64_t diff = (el_ord(c, W) - el_ord(r, W)) & el_mask(W);
@@ -255,20 +276,15 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		/* branch-free: zero residuals are common and unpredictable */
 		unsigned k =
 			64u - (unsigned)__builtin_clzll(mag | 1) - (mag == 0);
-		unsigned nraw = k > 2 ? k - 2 : 0;
-		unsigned b1 = (unsigned)(mag >> nraw) & (k >= 2);
-		unsigned s = k < 2 ? k + (unsigned)neg
-		                   : 4 * k - 5 + 2 * (unsigned)neg + b1;
+		/* by table: compilers turn the k < 2 case into a branch,
+		 * which mispredicts constantly */
+		const ksym_info *ki = &ktab[k];
+		unsigned nraw = ki->nraw;
+		unsigned b1 = (unsigned)(mag >> nraw) & ki->b1mask;
+		unsigned s = ki->base + (unsigned)neg * ki->negmul + b1;
 		unsigned cx = el_ctx(r, f);
 		sym[i] = (uint8_t)s;
 		ctx[i] = (uint8_t)cx;
-		/* The standalone estimate only steers the choice of coding:
-		 * a 1-in-8 sample of the exponents is plenty. */
-		if ((i & 7) == 0) {
-			sa_parts sp = sa_split(c, f, W);
-			hs[sp.a] += 8;
-			hb[sp.a * nb + sp.b] += 8;
-		}
 		uint64_t low = mag & ((1ull << nraw) - 1);
 		if (W == 64)
 			ulp_bitw_put64(&bw, low, nraw);
@@ -296,9 +312,26 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		for (; j < n; j++)
 			h4[(ctx[j] * nsym + sym[j]) * 4]++;
 	}
-	for (size_t j = 0; j < hsize; j++)
-		fs->hist_d[j] = h4[4 * j] + h4[4 * j + 1] + h4[4 * j + 2] +
-		                h4[4 * j + 3];
+	/* The standalone estimate only steers the choice of coding: a
+	 * 1-in-8 sample of the elements is plenty. */
+	for (size_t j = 0; j < n; j += 8) {
+		sa_parts sp = sa_split(el_load(cur, j, W), f, W);
+		hs[sp.a] += 8;
+		hb[sp.a * nb + sp.b] += 8;
+	}
+	for (size_t j = 0; j < n; j++)
+		fs->dused[ctx[j]] = 1;
+	for (unsigned c = 0; c < ULP_RANS_NCTX; c++) {
+		if (!fs->dused[c])
+			continue;
+		for (size_t j = (size_t)c * nsym; j < (size_t)(c + 1) * nsym;
+		     j++) {
+			fs->hist_d[j] = h4[4 * j] + h4[4 * j + 1] +
+			                h4[4 * j + 2] + h4[4 * j + 3];
+			h4[4 * j] = h4[4 * j + 1] = h4[4 * j + 2] =
+				h4[4 * j + 3] = 0;
+		}
+	}
 	dp->raw_bytes = (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
 	dp->raw_bits = raw_bits;
 }
@@ -442,6 +475,18 @@ static double noctx_bits(const uint32_t *h, unsigned nsym)
 	return ks_bits(m, 1, nsym);
 }
 
+/* Restore the all-zero state of hist_d (see dused). */
+static void clear_delta_rows(ulp_float_scratch *fs, unsigned nsym)
+{
+	for (unsigned c = 0; c < ULP_RANS_NCTX; c++) {
+		if (!fs->dused[c])
+			continue;
+		memset(fs->hist_d + (size_t)c * nsym, 0,
+		       sizeof(uint32_t) * nsym);
+		fs->dused[c] = 0;
+	}
+}
+
 /* One rANS block, preceded by a varint of its length. */
 static int emit_block(ulp_float_scratch *fs, const uint8_t *sym,
                       const uint8_t *ctx, size_t n, unsigned nsym,
@@ -577,6 +622,8 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 	}
 	if (!rc)
 		rc = emit_raw(fs, raw_bytes, out);
+	if (ref)
+		clear_delta_rows(fs, dnsym);
 	if (rc)
 		return rc;
 	if (out->len - start > nbytes + 1) {
