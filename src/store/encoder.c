@@ -1,0 +1,369 @@
+/*
+ * encoder.c - from a staged file to a committed version: reference
+ * choice, encoding into an object, and the commit that swaps staging for
+ * the version in one transaction.
+ *
+ * The staging file is mmapped while it is encoded.  Nothing changes it
+ * meanwhile: whoever wants to (a writer opening it, a truncate) first
+ * bumps the inode's gen, which makes the object sink fail at its next
+ * write, and waits until the encoder has let go (ulp_queue_cancel).
+ */
+#include "store/store_internal.h"
+
+#include <sys/mman.h>
+
+/* ------------------------------------------------------------ objects */
+
+typedef struct sink {
+	int fd;
+	_Atomic uint64_t *cancel;
+	uint64_t gen;
+	_Atomic int *stop;
+	int err;
+} sink;
+
+static int sink_write(void *opaque, const void *buf, size_t len)
+{
+	sink *k = opaque;
+
+	if ((k->cancel && atomic_load(k->cancel) != k->gen) ||
+	    (k->stop && atomic_load(k->stop))) {
+		k->err = -ECANCELED;
+		return ULP_ERR_IO;
+	}
+	int rc = ulp_write_all(k->fd, buf, len);
+	if (rc < 0) {
+		k->err = rc;
+		return ULP_ERR_IO;
+	}
+	return ULP_OK;
+}
+
+int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
+                      char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
+                      uint8_t hash[16])
+{
+	static const ulp_tensor_map none = { ULP_FMT_UNKNOWN, 0, NULL };
+	ulp_ref_ctx rctx = { st, req->ref, 0 };
+	ulp_encode_job job;
+	char tmp[32];
+	sink k = { -1, req->cancel, req->gen, req->stop, 0 };
+	int rc;
+
+	k.fd = ulp_obj_tmp_open(st, tmp);
+	if (k.fd < 0)
+		return k.fd;
+	memset(&job, 0, sizeof job);
+	job.cur = req->size ? req->cur : NULL;
+	job.cur_size = req->size;
+	job.cur_map = req->map ? req->map : &none;
+	job.has_ref = req->ref != 0;
+	job.ref_size = req->ref_size;
+	job.ref_map = req->ref_map ? req->ref_map : &none;
+	job.ref_hash = req->ref_hash;
+	job.ref_read = ulp_ref_read;
+	job.ref_opaque = &rctx;
+	job.nthreads = 1;
+	job.cctx = &req->cctx;
+	job.write = sink_write;
+	job.write_opaque = &k;
+	rc = ulp_encode_file(&job, NULL, hash, stored);
+	if (rc != ULP_OK) {
+		ulp_obj_abandon(st, k.fd, tmp);
+		return k.err ? k.err : ulp_errno_of(rc);
+	}
+	ulp_obj_newname(name);
+	return ulp_obj_publish(st, k.fd, tmp, name);
+}
+
+/* ------------------------------------------------------------ references */
+
+typedef struct ref_choice {
+	ulp_version_info v; /* v.id == 0: none (keyframe) */
+	ulp_tensor_map map;
+} ref_choice;
+
+static const char Q_PATH_LATEST[] = "SELECT id FROM versions WHERE path = ? "
+				    "AND state = 0"
+				    " ORDER BY seq DESC LIMIT 1";
+static const char Q_LAYOUT_LATEST[] = "SELECT id FROM versions WHERE layout = "
+				      "? AND state = 0"
+				      " ORDER BY id DESC LIMIT 1";
+static const char Q_TMAP[] = "SELECT tmap FROM versions WHERE id = ?";
+
+int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out)
+{
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_TMAP, "u", vid);
+	int rc = ulp_cat_step(st->cat, s);
+
+	memset(out, 0, sizeof *out);
+	if (rc <= 0)
+		return rc ? rc : -ENOENT;
+	const void *p = sqlite3_column_blob(s, 0);
+	size_t n = (size_t)sqlite3_column_bytes(s, 0);
+	rc = p ? ulp_tmap_decode(p, n, out) : 0;
+	ulp_cat_done(s);
+	return rc;
+}
+
+/* The reference of a new version: the file's current version, else the
+ * latest of its path, else the latest with its tensor layout; none when
+ * that would make the chain reach keyframe_every.  mu held. */
+static int choose_ref(ulp_store *st, uint64_t current, const char *path,
+                      uint64_t layout, ref_choice *rc_out)
+{
+	int64_t id = 0;
+	int rc = 0;
+
+	memset(rc_out, 0, sizeof *rc_out);
+	if (current)
+		id = (int64_t)current;
+	if (!id)
+		rc = ulp_cat_int(st->cat, &id, Q_PATH_LATEST, "s", path);
+	if (rc >= 0 && !id && layout)
+		rc = ulp_cat_int(st->cat, &id, Q_LAYOUT_LATEST, "i",
+		                 (int64_t)layout);
+	if (rc < 0)
+		return rc;
+	if (!id)
+		return 0;
+	rc = ulp_version_get_locked(st, (uint64_t)id, &rc_out->v);
+	if (rc < 0)
+		return rc == -ENOENT ? 0 : rc;
+	if (rc_out->v.state != ULP_VERSION_LIVE ||
+	    rc_out->v.depth + 1 >= st->opts.keyframe_every) {
+		memset(&rc_out->v, 0, sizeof rc_out->v);
+		return 0;
+	}
+	rc = ulp_version_tmap_locked(st, rc_out->v.id, &rc_out->map);
+	if (rc < 0)
+		memset(&rc_out->v, 0, sizeof rc_out->v);
+	return rc;
+}
+
+/* ------------------------------------------------------------ commit */
+
+typedef struct new_version {
+	ulp_version_info v;
+	const uint8_t *tmap;
+	size_t tmap_len;
+	int unchanged; /* same bytes as the current version: no new row */
+} new_version;
+
+static const char Q_REF_STATE[] = "SELECT state FROM versions WHERE id = ?";
+static const char Q_NEXT_SEQ[] = "SELECT coalesce(max(seq), 0) + 1 FROM "
+				 "versions WHERE path = ?";
+static const char Q_INSERT[] = "INSERT INTO versions(ino, path, seq, size, "
+			       "mtime, hash, object, ref,"
+			       " depth, keyframe, stored, state, layout, tmap, "
+			       "created)"
+			       " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, "
+			       "?, ?)";
+static const char Q_VPATH[] = "SELECT path FROM versions WHERE id = ?";
+
+/* The previous current version stops being current: it stays as history
+ * while its path exists, else it is released. */
+static int retire(ulp_store *st, uint64_t old, ulp_obj_list *dead)
+{
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_VPATH, "u", old);
+	int rc = ulp_cat_step(st->cat, s);
+	char *path;
+
+	if (rc <= 0)
+		return rc;
+	path = strdup((const char *)sqlite3_column_text(s, 0) ?: "");
+	ulp_cat_done(s);
+	if (!path)
+		return -ENOMEM;
+	rc = ulp_ns_path_exists(st, path);
+	free(path);
+	if (rc == 0)
+		rc = ulp_versions_release(st, old, dead);
+	return rc < 0 ? rc : 0;
+}
+
+static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
+                      ulp_obj_list *dead)
+{
+	ulp_version_info *v = &nv->v;
+	ulp_cat_inode row;
+	char *path = NULL;
+	int64_t x;
+	int rc;
+
+	rc = ulp_cat_inode_get(st->cat, in->ino, &row);
+	if (rc < 0)
+		return rc;
+	int64_t mt = in->times_dirty ? in->mtime : row.mtime;
+	int64_t ct = in->times_dirty ? in->ctime : row.ctime;
+	if (nv->unchanged)
+		return ulp_cat_inode_content(st->cat, in->ino, in->version, 0,
+		                             v->size, mt, ct);
+	if (v->ref) {
+		rc = ulp_cat_int(st->cat, &x, Q_REF_STATE, "u", v->ref);
+		if (rc < 0)
+			return rc;
+		if (rc == 0 || x == ULP_VERSION_DELETED)
+			return -EAGAIN; /* released under us: choose again */
+		if (x == ULP_VERSION_GHOST)
+			ulp_gc_kick(st); /* one more dependant to rebase */
+	}
+	rc = ulp_ns_path_alloc(st, in->ino, &path);
+	if (rc == 0)
+		rc = ulp_cat_int(st->cat, &x, Q_NEXT_SEQ, "s", path);
+	if (rc >= 0) {
+		v->seq = (uint64_t)x;
+		v->mtime_ns = mt;
+		v->created_ns = ulp_now_ns();
+		rc = ulp_cat_exec(st->cat, Q_INSERT, "usuuibsruduibi", in->ino,
+		                  path, v->seq, v->size, mt, v->hash,
+		                  (size_t)16, v->object, v->ref,
+		                  (uint64_t)v->depth, v->keyframe, v->stored,
+		                  (int64_t)v->layout, nv->tmap, nv->tmap_len,
+		                  v->created_ns);
+	}
+	free(path);
+	if (rc < 0)
+		return rc;
+	v->id = (uint64_t)ulp_cat_last_rowid(st->cat);
+	rc = ulp_cat_inode_content(st->cat, in->ino, v->id, 0, v->size, mt, ct);
+	if (rc == 0 && in->version)
+		rc = retire(st, in->version, dead);
+	return rc;
+}
+
+/* Commit nv for in if nothing changed in the meantime: 0, 1 (stale) or
+ * -errno.  The object of a version not committed is removed. */
+static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
+{
+	ulp_obj_list dead = { 0 };
+	int rc;
+
+	pthread_rwlock_wrlock(&in->data);
+	pthread_mutex_lock(&st->mu);
+	if (atomic_load(&in->gen) != gen || in->unlinked || !in->staged) {
+		rc = 1;
+	} else {
+		rc = ulp_cat_begin(st->cat);
+		if (rc == 0)
+			rc = commit_txn(st, in, nv, &dead);
+		if (rc == 0)
+			rc = ulp_cat_commit(st->cat);
+		else
+			ulp_cat_rollback(st->cat);
+	}
+	if (rc == 0) {
+		/* Only now may the staged bytes go. */
+		ulp_stage_drop(st, in);
+		if (!nv->unchanged)
+			in->version = nv->v.id;
+		in->size = nv->v.size;
+		in->times_dirty = 0;
+		atomic_fetch_add(&st->stat_commits, 1);
+		ulp_reserve_restore(st); /* room again, maybe */
+	} else {
+		dead.n = 0;
+		atomic_fetch_add(&st->stat_discards, 1);
+	}
+	pthread_mutex_unlock(&st->mu);
+	pthread_rwlock_unlock(&in->data);
+	if (rc != 0 && !nv->unchanged)
+		ulp_obj_unlink(st, nv->v.object);
+	ulp_obj_reap(st, &dead);
+	return rc;
+}
+
+/* ------------------------------------------------------------ encode */
+
+int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, ulp_inode *in)
+{
+	ulp_tensor_map map = { ULP_FMT_UNKNOWN, 0, NULL };
+	ref_choice ref;
+	new_version nv;
+	ulp_version_info cur = { 0 };
+	uint8_t *tmap = NULL;
+	size_t tmap_len = 0;
+	void *data = NULL;
+	char *path = NULL;
+	int rc;
+
+	memset(&ref, 0, sizeof ref);
+	memset(&nv, 0, sizeof nv);
+	pthread_mutex_lock(&st->mu);
+	uint64_t gen = atomic_load(&in->gen);
+	uint64_t size = in->size, current = in->version;
+	int fd = in->fd;
+	rc = in->staged ? ulp_ns_path_alloc(st, in->ino, &path) : 1;
+	if (rc == 0 && current)
+		rc = ulp_version_get_locked(st, current, &cur);
+	pthread_mutex_unlock(&st->mu);
+	if (rc == -ENOENT)
+		rc = 1; /* unlinked meanwhile */
+	if (rc != 0)
+		goto out;
+
+	if (size) {
+		data = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+		if (data == MAP_FAILED) {
+			data = NULL;
+			rc = -errno;
+			goto out;
+		}
+		madvise(data, size, MADV_SEQUENTIAL);
+	}
+	ulp_hash128(data, size, nv.v.hash);
+	nv.v.size = size;
+	if (current && cur.size == size &&
+	    memcmp(cur.hash, nv.v.hash, 16) == 0) {
+		nv.unchanged = 1;
+		rc = commit(st, in, gen, &nv);
+		goto out;
+	}
+	rc = ulp_errno_of(ulp_format_parse(data, size, &map));
+	if (rc == 0)
+		rc = ulp_tmap_encode(&map, &tmap, &tmap_len);
+	if (rc < 0)
+		goto out;
+	nv.v.layout = ulp_tensor_map_layout_hash(&map);
+
+	pthread_mutex_lock(&st->mu);
+	rc = choose_ref(st, current, path, nv.v.layout, &ref);
+	pthread_mutex_unlock(&st->mu);
+	if (rc < 0)
+		goto out;
+
+	ulp_encode_req req = {
+		.cur = data,
+		.size = size,
+		.map = &map,
+		.ref = ref.v.id,
+		.ref_size = ref.v.size,
+		.ref_hash = ref.v.hash,
+		.ref_map = &ref.map,
+		.cctx = cctx,
+		.cancel = &in->gen,
+		.gen = gen,
+	};
+	uint8_t h2[16];
+	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, h2);
+	if (rc == -ECANCELED) {
+		rc = 1;
+		goto out;
+	}
+	if (rc < 0)
+		goto out;
+	nv.v.ref = ref.v.id;
+	nv.v.depth = ref.v.id ? ref.v.depth + 1 : 0;
+	nv.v.keyframe = ref.v.id == 0;
+	nv.tmap = tmap;
+	nv.tmap_len = tmap_len;
+	rc = commit(st, in, gen, &nv);
+out:
+	if (data)
+		munmap(data, size);
+	ulp_tensor_map_free(&map);
+	ulp_tensor_map_free(&ref.map);
+	free(tmap);
+	free(path);
+	return rc;
+}

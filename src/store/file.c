@@ -1,0 +1,249 @@
+/*
+ * file.c - open file handles: reads from staging or through the decoder,
+ * writes to staging at native speed, deferred errors, release.
+ */
+#include "store/store_internal.h"
+
+#include <sys/stat.h>
+
+struct ulp_file {
+	ulp_store *st;
+	ulp_inode *in;
+	int writable; /* counted in in->nwriters */
+	int append;
+	uint32_t err_seen; /* in->err_seq already reported */
+};
+
+int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
+                  int *keep_cache)
+{
+	int acc = flags & O_ACCMODE, trunc = (flags & O_TRUNC) != 0;
+	int writer = acc != O_RDONLY || trunc;
+	ulp_file *f = calloc(1, sizeof *f);
+	ulp_inode *in;
+	int rc;
+
+	*out = NULL;
+	if (!f)
+		return -ENOMEM;
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_inode_get(st, ino, &in);
+	if (rc == 0) {
+		if (writer)
+			in->nwriters++;
+		f->err_seen = in->err_seq;
+	}
+	pthread_mutex_unlock(&st->mu);
+	if (rc < 0) {
+		free(f);
+		return rc;
+	}
+	f->st = st;
+	f->in = in;
+	f->writable = acc != O_RDONLY;
+	f->append = (flags & O_APPEND) != 0;
+	if (writer)
+		rc = ulp_stage_acquire(st, in, trunc);
+	pthread_mutex_lock(&st->mu);
+	if (writer && (rc < 0 || !f->writable))
+		ulp_stage_writer_done(st, in); /* O_RDONLY | O_TRUNC */
+	if (rc < 0) {
+		ulp_inode_put(st, in);
+		free(f);
+	} else {
+		if (keep_cache)
+			*keep_cache = !in->staged;
+		*out = f;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+ssize_t ulp_file_read(ulp_file *f, void *buf, size_t size, off_t off)
+{
+	ulp_store *st = f->st;
+	ulp_inode *in = f->in;
+	ssize_t n = 0;
+
+	if (off < 0)
+		return -EINVAL;
+	/* staged, fd and version change only under the data lock held
+	 * exclusively; size is atomic: no st->mu on the read path. */
+	pthread_rwlock_rdlock(&in->data);
+	int staged = in->staged;
+	uint64_t fsize = in->size, version = in->version;
+	if (staged) {
+		if ((uint64_t)off >= fsize)
+			size = 0;
+		else if (size > fsize - (uint64_t)off)
+			size = (size_t)(fsize - (uint64_t)off);
+		while ((size_t)n < size) {
+			ssize_t r = pread(in->fd, (char *)buf + n,
+			                  size - (size_t)n, off + n);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0) {
+				n = n ? n : -errno;
+				break;
+			}
+			if (r == 0)
+				break;
+			n += r;
+		}
+	} else if (version) {
+		n = ulp_read_version(st, version, buf, size, (uint64_t)off);
+	}
+	pthread_rwlock_unlock(&in->data);
+	return n;
+}
+
+static void record_error(ulp_store *st, ulp_inode *in, int err)
+{
+	pthread_mutex_lock(&st->mu);
+	in->err = err;
+	in->err_seq++;
+	pthread_mutex_unlock(&st->mu);
+}
+
+ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off)
+{
+	ulp_store *st = f->st;
+	ulp_inode *in = f->in;
+	size_t done = 0;
+	int rc = 0;
+
+	if (!f->writable)
+		return -EBADF;
+	if (off < 0 || (uint64_t)off + size < (uint64_t)off)
+		return -EINVAL;
+	pthread_mutex_lock(&st->mu);
+	uint64_t end = f->append ? in->size + size : (uint64_t)off + size;
+	ulp_stage_wait_space(st, end > in->size ? end - in->size : 0);
+	pthread_mutex_unlock(&st->mu);
+
+	/* Appends are serialised: each lands at the size it sees. */
+	if (f->append)
+		pthread_rwlock_wrlock(&in->data);
+	else
+		pthread_rwlock_rdlock(&in->data);
+	if (!in->staged || in->fd < 0) {
+		pthread_rwlock_unlock(&in->data);
+		return -EIO;
+	}
+	if (f->append) {
+		pthread_mutex_lock(&st->mu);
+		off = (off_t)in->size;
+		pthread_mutex_unlock(&st->mu);
+	}
+	while (done < size) {
+		ssize_t n = pwrite(in->fd, (const char *)buf + done,
+		                   size - done, off + (off_t)done);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			break;
+		}
+		done += (size_t)n;
+	}
+	if (rc < 0)
+		record_error(st, in, rc);
+	pthread_mutex_lock(&st->mu);
+	if (done) {
+		uint64_t e = (uint64_t)off + done;
+		if (e > in->size)
+			ulp_stage_set_size(st, in, e);
+		in->mtime = in->ctime = ulp_now_ns();
+		in->times_dirty = 1;
+	}
+	pthread_mutex_unlock(&st->mu);
+	pthread_rwlock_unlock(&in->data);
+	return done ? (ssize_t)done : rc;
+}
+
+static int take_error(ulp_file *f)
+{
+	ulp_store *st = f->st;
+	int rc = 0;
+
+	pthread_mutex_lock(&st->mu);
+	if (f->in->err_seq != f->err_seen) {
+		f->err_seen = f->in->err_seq;
+		rc = f->in->err;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int ulp_file_flush(ulp_file *f)
+{
+	return take_error(f);
+}
+
+int ulp_file_fsync(ulp_file *f, int datasync)
+{
+	ulp_inode *in = f->in;
+	int rc = 0;
+
+	pthread_rwlock_rdlock(&in->data);
+	if (in->staged && in->fd >= 0) {
+		if ((datasync ? fdatasync(in->fd) : fsync(in->fd)) < 0)
+			rc = -errno;
+		/* The staging file's own name, for a file created lately. */
+		if (rc == 0 && fsync(f->st->stg_fd) < 0)
+			rc = -errno;
+	}
+	pthread_rwlock_unlock(&in->data);
+	if (rc < 0)
+		record_error(f->st, in, rc);
+	return take_error(f);
+}
+
+int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
+{
+	ulp_store *st = f->st;
+	ulp_inode *in = f->in;
+	int rc = 0;
+
+	if (mode != 0)
+		return -EOPNOTSUPP;
+	if (!f->writable)
+		return -EBADF;
+	if (off < 0 || len <= 0)
+		return -EINVAL;
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+	pthread_mutex_lock(&st->mu);
+	ulp_stage_wait_space(st, end > in->size ? end - in->size : 0);
+	pthread_mutex_unlock(&st->mu);
+	pthread_rwlock_rdlock(&in->data);
+	if (!in->staged || in->fd < 0)
+		rc = -EIO;
+	else if (fallocate(in->fd, 0, off, len) < 0)
+		rc = -errno;
+	if (rc == 0) {
+		pthread_mutex_lock(&st->mu);
+		if (end > in->size) {
+			ulp_stage_set_size(st, in, end);
+			in->mtime = in->ctime = ulp_now_ns();
+			in->times_dirty = 1;
+		}
+		pthread_mutex_unlock(&st->mu);
+	}
+	pthread_rwlock_unlock(&in->data);
+	return rc;
+}
+
+void ulp_file_release(ulp_file *f)
+{
+	ulp_store *st;
+
+	if (!f)
+		return;
+	st = f->st;
+	pthread_mutex_lock(&st->mu);
+	if (f->writable)
+		ulp_stage_writer_done(st, f->in);
+	ulp_inode_put(st, f->in);
+	pthread_mutex_unlock(&st->mu);
+	free(f);
+}

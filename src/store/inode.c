@@ -1,0 +1,248 @@
+/*
+ * inode.c - the table of in-memory inodes (files that are open, staged or
+ * being encoded) and the end of a file's life.
+ */
+#include "store/store_internal.h"
+
+#include "store/ns_internal.h"
+
+#include <sys/stat.h>
+
+static size_t hslot(const ulp_store *st, uint64_t ino)
+{
+	uint64_t h = ino * 0x9e3779b97f4a7c15ull;
+
+	return (size_t)(h >> 20) & (st->itab_size - 1);
+}
+
+ulp_inode *ulp_inode_find(ulp_store *st, uint64_t ino)
+{
+	if (!st->itab)
+		return NULL;
+	for (ulp_inode *in = st->itab[hslot(st, ino)]; in; in = in->hnext)
+		if (in->ino == ino)
+			return in;
+	return NULL;
+}
+
+static int table_grow(ulp_store *st)
+{
+	size_t n = st->itab_size ? st->itab_size * 2 : 256;
+	ulp_inode **nt = calloc(n, sizeof *nt), **old = st->itab;
+	size_t on = st->itab_size;
+
+	if (!nt)
+		return -ENOMEM;
+	st->itab = nt;
+	st->itab_size = n;
+	for (size_t i = 0; i < on; i++) {
+		ulp_inode *in = old[i], *next;
+		for (; in; in = next) {
+			next = in->hnext;
+			size_t k = hslot(st, in->ino);
+			in->hnext = nt[k];
+			nt[k] = in;
+		}
+	}
+	free(old);
+	return 0;
+}
+
+static void unhash(ulp_store *st, ulp_inode *in)
+{
+	ulp_inode **pp = &st->itab[hslot(st, in->ino)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == in) {
+			*pp = in->hnext;
+			st->itab_count--;
+			return;
+		}
+	}
+}
+
+static void inode_free(ulp_inode *in)
+{
+	if (in->fd >= 0)
+		close(in->fd);
+	pthread_rwlock_destroy(&in->data);
+	free(in);
+}
+
+/* Open the staging file of an inode the catalog says is staged but that
+ * has no in-memory state (recovery). */
+static int adopt_staging(ulp_store *st, ulp_inode *in, const ulp_cat_inode *row)
+{
+	char name[32];
+	struct stat sb;
+
+	ulp_stage_name(in->ino, name);
+	in->fd = openat(st->stg_fd, name, O_RDWR | O_CLOEXEC);
+	if (in->fd < 0 && errno == ENOENT && !row->version)
+		in->fd = openat(st->stg_fd, name, O_RDWR | O_CREAT | O_CLOEXEC,
+		                0600);
+	if (in->fd < 0) {
+		if (errno != ENOENT)
+			return -errno;
+		/* The staged copy is gone: the committed version stands. */
+		in->staged = 0;
+		return ulp_cat_inode_content(st->cat, in->ino, row->version, 0,
+		                             row->size, row->mtime, row->ctime);
+	}
+	if (fstat(in->fd, &sb) < 0)
+		return -errno;
+	in->staged = 1;
+	ulp_stage_set_size(st, in, (uint64_t)sb.st_size);
+	in->mtime =
+		(int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+	in->ctime = in->mtime;
+	in->times_dirty = 1;
+	return 0;
+}
+
+int ulp_inode_get(ulp_store *st, uint64_t ino, ulp_inode **out)
+{
+	ulp_inode *in = ulp_inode_find(st, ino);
+	ulp_cat_inode row;
+	int rc;
+
+	if (in) {
+		in->refs++;
+		*out = in;
+		return 0;
+	}
+	rc = ulp_cat_inode_get(st->cat, ino, &row);
+	if (rc < 0)
+		return rc;
+	if (row.kind == ULP_KIND_DIR)
+		return -EISDIR;
+	if (row.kind != ULP_KIND_FILE)
+		return -EINVAL;
+	if (row.nlink == 0)
+		return -ENOENT; /* an orphan left by a crash */
+	if (st->itab_count + 1 > st->itab_size && (rc = table_grow(st)) < 0)
+		return rc;
+	in = calloc(1, sizeof *in);
+	if (!in)
+		return -ENOMEM;
+	/* Writer-preferring: a steady stream of reads must not starve a
+	 * commit or a copy-up (no thread takes it twice). */
+	pthread_rwlockattr_t ra;
+	int e = pthread_rwlockattr_init(&ra);
+	if (!e)
+		e = pthread_rwlockattr_setkind_np(
+			&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	if (!e)
+		e = pthread_rwlock_init(&in->data, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	if (e) {
+		free(in);
+		return -ENOMEM;
+	}
+	in->ino = ino;
+	in->fd = -1;
+	in->refs = 1;
+	in->version = row.version;
+	in->size = row.size;
+	if (row.staged && (rc = adopt_staging(st, in, &row)) < 0) {
+		inode_free(in);
+		return rc;
+	}
+	size_t k = hslot(st, ino);
+	in->hnext = st->itab[k];
+	st->itab[k] = in;
+	st->itab_count++;
+	*out = in;
+	return 0;
+}
+
+int ulp_inode_destroy_row(ulp_store *st, uint64_t ino, ulp_obj_list *dead)
+{
+	static const char Q_PATH[] = "SELECT path FROM versions WHERE id = ? "
+				     "AND state = 0";
+	ulp_cat_inode row;
+	int rc = ulp_cat_inode_get(st->cat, ino, &row);
+
+	if (rc < 0)
+		return rc == -ENOENT ? 0 : rc;
+	rc = ulp_cat_inode_delete(st->cat, ino);
+	if (rc < 0 || !row.version)
+		return rc;
+	/* Its current version becomes history of its path if that path
+	 * still names something (a rename replaced the file), else goes. */
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_PATH, "u", row.version);
+	char *path = NULL;
+	rc = ulp_cat_step(st->cat, s);
+	if (rc == 1) {
+		const char *t = (const char *)sqlite3_column_text(s, 0);
+		path = strdup(t ? t : "");
+		ulp_cat_done(s);
+		if (!path)
+			return -ENOMEM;
+	}
+	if (rc < 0)
+		return rc;
+	if (!path)
+		return 0;
+	rc = ulp_ns_path_exists(st, path);
+	free(path);
+	if (rc == 0)
+		rc = ulp_versions_release(st, row.version, dead);
+	return rc < 0 ? rc : 0;
+}
+
+/* The last ref of an unlinked file: drop its staging, row and version.
+ * Its nlink 0 is committed already, so the staged bytes may go first
+ * (freeing space the transaction may need); a crash in between leaves an
+ * orphan row that the next open sweeps. */
+static void destroy(ulp_store *st, ulp_inode *in)
+{
+	ulp_obj_list dead = { 0 };
+	int rc, tried = 0;
+
+	if (in->staged)
+		ulp_stage_drop(st, in);
+	do {
+		rc = ulp_cat_begin(st->cat);
+		if (rc == 0)
+			rc = ulp_inode_destroy_row(st, in->ino, &dead);
+		if (rc == 0)
+			rc = ulp_cat_commit(st->cat);
+		if (rc < 0) {
+			ulp_cat_rollback(st->cat);
+			ulp_obj_list_free(&dead);
+		}
+	} while (ulp_ns_retry_nospc(st, rc, &tried));
+	ulp_obj_reap(st, &dead);
+	if (tried)
+		ulp_reserve_restore(st);
+}
+
+void ulp_inode_put(ulp_store *st, ulp_inode *in)
+{
+	if (--in->refs > 0)
+		return;
+	if (in->staged && !in->unlinked) {
+		/* Staged data always has an encode coming. */
+		ulp_queue_add(st, in, (int64_t)st->opts.settle_ms * 1000000);
+		return;
+	}
+	unhash(st, in);
+	if (in->unlinked)
+		destroy(st, in);
+	inode_free(in);
+}
+
+void ulp_inode_table_free(ulp_store *st)
+{
+	for (size_t i = 0; i < st->itab_size; i++) {
+		ulp_inode *in = st->itab[i], *next;
+		for (; in; in = next) {
+			next = in->hnext;
+			inode_free(in);
+		}
+	}
+	free(st->itab);
+	st->itab = NULL;
+	st->itab_size = st->itab_count = 0;
+}

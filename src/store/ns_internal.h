@@ -1,0 +1,30 @@
+/*
+ * ns_internal.h - helpers shared by the namespace operations
+ * (namespace.c, rename.c, setattr.c).  All with ulp_store.mu held.
+ */
+#ifndef ULP_STORE_NS_INTERNAL_H
+#define ULP_STORE_NS_INTERNAL_H
+
+#include "store/store_internal.h"
+
+#define ULP_NAME_MAX 255
+#define ULP_PATH_MAX 4096
+
+/* 0, -EINVAL (empty, ".", "..", a slash) or -ENAMETOOLONG. */
+int ulp_ns_check_name(const char *name);
+/* Attributes of a row, with the in-memory state of an open or staged
+ * file laid over it. */
+void ulp_ns_attr_of(ulp_store *st, const ulp_cat_inode *r, ulp_attr *a);
+/* The row of a directory: 0, -ENOENT, -ENOTDIR. */
+int ulp_ns_dir_row(ulp_store *st, uint64_t ino, ulp_cat_inode *row);
+/* A file loses its last name, inside the caller's transaction: an idle
+ * file is destroyed, an open one keeps its row with nlink 0 and is
+ * returned in *held for ulp_ns_unlinked_done() after the commit. */
+int ulp_ns_drop_file(ulp_store *st, uint64_t ino, ulp_obj_list *dead,
+                     ulp_inode **held);
+void ulp_ns_unlinked_done(ulp_store *st, ulp_inode *in);
+/* After a transaction that frees space failed with rc: whether to retry
+ * it (rc is -ENOSPC, not retried yet, and the reserve was given back). */
+int ulp_ns_retry_nospc(ulp_store *st, int rc, int *tried);
+
+#endif /* ULP_STORE_NS_INTERNAL_H */

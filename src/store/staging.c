@@ -1,0 +1,191 @@
+/*
+ * staging.c - plain copies of files being written: creating them, copying
+ * a committed version up, truncation, and the accounting behind the
+ * staging limit.
+ */
+#include "store/store_internal.h"
+
+#include "store/ns_internal.h"
+
+#include <sys/stat.h>
+
+#define COPY_PIECE (4u << 20)
+
+int ulp_stage_create(ulp_store *st, uint64_t ino)
+{
+	char name[32];
+	int fd;
+
+	ulp_stage_name(ino, name);
+	fd = openat(st->stg_fd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
+	            0600);
+	return fd < 0 ? -errno : fd;
+}
+
+void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size)
+{
+	st->staged_bytes += size - in->acct;
+	if (in->qstate != ULP_Q_NONE)
+		st->pending_bytes += size - in->acct;
+	in->acct = size;
+	in->size = size;
+	if (st->space_waiters)
+		pthread_cond_broadcast(&st->space_cv);
+}
+
+void ulp_stage_drop(ulp_store *st, ulp_inode *in)
+{
+	char name[32];
+
+	if (in->fd >= 0)
+		close(in->fd);
+	in->fd = -1;
+	ulp_stage_name(in->ino, name);
+	unlinkat(st->stg_fd, name, 0);
+	st->staged_bytes -= in->acct;
+	if (in->qstate != ULP_Q_NONE)
+		st->pending_bytes -= in->acct;
+	in->acct = 0;
+	in->staged = 0;
+	if (st->space_waiters)
+		pthread_cond_broadcast(&st->space_cv);
+}
+
+void ulp_stage_wait_space(ulp_store *st, uint64_t grow)
+{
+	/* Only closed files waiting for an encoder can free space: with
+	 * none (or only ones whose encoding keeps failing), waiting would
+	 * never end, and the backing filesystem's own ENOSPC decides. */
+	while (!st->stopping &&
+	       st->staged_bytes + grow > st->opts.staging_limit &&
+	       st->pending_bytes > st->failed_bytes) {
+		st->space_waiters++;
+		pthread_cond_wait(&st->space_cv, &st->mu);
+		st->space_waiters--;
+	}
+}
+
+/* Decode a committed version into fd (copy-up). */
+static int copy_up(ulp_store *st, uint64_t vid, int fd, uint64_t *size)
+{
+	ulp_version_info v;
+	uint8_t *buf;
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_version_get_locked(st, vid, &v);
+	pthread_mutex_unlock(&st->mu);
+	if (rc < 0)
+		return rc;
+	buf = malloc(COPY_PIECE);
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t off = 0; off < v.size && rc == 0;) {
+		size_t n = v.size - off < COPY_PIECE ? (size_t)(v.size - off)
+		                                     : COPY_PIECE;
+		ssize_t got = ulp_read_version(st, vid, buf, n, off);
+		if (got < 0) {
+			rc = (int)got;
+		} else if ((size_t)got != n) {
+			rc = -EIO;
+		} else {
+			for (size_t done = 0; done < n && rc == 0;) {
+				ssize_t w = pwrite(fd, buf + done, n - done,
+				                   (off_t)(off + done));
+				if (w < 0 && errno != EINTR)
+					rc = -errno;
+				else if (w > 0)
+					done += (size_t)w;
+			}
+			off += n;
+		}
+	}
+	free(buf);
+	if (rc == 0 && ftruncate(fd, (off_t)v.size) < 0)
+		rc = -errno;
+	*size = v.size;
+	return rc;
+}
+
+int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
+{
+	ulp_cat_inode row;
+	int rc = 0, fd = -1;
+	uint64_t size = 0;
+
+	pthread_mutex_lock(&st->mu);
+	while (in->busy)
+		pthread_cond_wait(&st->done_cv, &st->mu);
+	in->busy = 1;
+	ulp_queue_cancel(st, in);
+	int staged = in->staged;
+	uint64_t version = in->version;
+	pthread_mutex_unlock(&st->mu);
+
+	pthread_rwlock_wrlock(&in->data);
+	if (staged) {
+		if (trunc && ftruncate(in->fd, 0) < 0)
+			rc = -errno;
+		pthread_mutex_lock(&st->mu);
+		if (trunc && rc == 0) {
+			ulp_stage_set_size(st, in, 0);
+			in->mtime = in->ctime = ulp_now_ns();
+			in->times_dirty = 1;
+		}
+		goto done;
+	}
+	fd = ulp_stage_create(st, in->ino);
+	if (fd < 0)
+		rc = fd;
+	else if (!trunc && version)
+		rc = copy_up(st, version, fd, &size);
+	pthread_mutex_lock(&st->mu);
+	if (rc == 0)
+		rc = ulp_cat_inode_get(st->cat, in->ino, &row);
+	if (rc == 0) {
+		int64_t mt = in->times_dirty ? in->mtime : row.mtime;
+		int64_t ct = in->times_dirty ? in->ctime : row.ctime;
+		if (trunc && row.size)
+			mt = ct = ulp_now_ns();
+		int tried = 0;
+		do {
+			rc = ulp_cat_inode_content(st->cat, in->ino, version, 1,
+			                           size, mt, ct);
+		} while (trunc && ulp_ns_retry_nospc(st, rc, &tried));
+		if (rc == 0) {
+			in->fd = fd;
+			in->staged = 1;
+			in->mtime = mt;
+			in->ctime = ct;
+			in->times_dirty = 1;
+			ulp_stage_set_size(st, in, size);
+		}
+	}
+	if (rc < 0 && fd >= 0) {
+		char name[32];
+		close(fd);
+		ulp_stage_name(in->ino, name);
+		unlinkat(st->stg_fd, name, 0);
+	}
+done:
+	in->busy = 0;
+	pthread_cond_broadcast(&st->done_cv);
+	pthread_mutex_unlock(&st->mu);
+	pthread_rwlock_unlock(&in->data);
+	return rc;
+}
+
+void ulp_stage_writer_done(ulp_store *st, ulp_inode *in)
+{
+	if (--in->nwriters > 0 || !in->staged || in->unlinked)
+		return;
+	/* Persist size and times: getattr of an idle row and a reopen
+	 * after a crash see them (recovery also has the file's own). */
+	ulp_cat_inode row;
+	if (ulp_cat_inode_get(st->cat, in->ino, &row) == 0)
+		(void)ulp_cat_inode_content(
+			st->cat, in->ino, row.version, 1, in->size,
+			in->times_dirty ? in->mtime : row.mtime,
+			in->times_dirty ? in->ctime : row.ctime);
+	ulp_queue_add(st, in, (int64_t)st->opts.settle_ms * 1000000);
+}

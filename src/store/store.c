@@ -1,0 +1,353 @@
+/*
+ * store.c - opening a store (creating it, taking its lock, recovering
+ * from a crash) and closing it.
+ */
+#include "store/store_internal.h"
+
+#include <dirent.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+void ulp_store_opts_default(ulp_store_opts *o)
+{
+	if (!o->cache_bytes)
+		o->cache_bytes = 256ull << 20;
+	if (!o->encoder_threads) {
+		long n = sysconf(_SC_NPROCESSORS_ONLN);
+		o->encoder_threads = n < 1 ? 1 : n > 64 ? 64 : (unsigned)n;
+	}
+	if (!o->keyframe_every)
+		o->keyframe_every = 16;
+	if (!o->settle_ms)
+		o->settle_ms = 500;
+	/* staging_limit 0 is resolved by ulp_store_open, which knows the
+	 * backing filesystem. */
+}
+
+/* Whether dir holds anything but what a store (being created) may. */
+static int foreign_content(int dir_fd)
+{
+	int fd = dup(dir_fd), found = 0;
+	DIR *d;
+	struct dirent *e;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((e = readdir(d)) != NULL) {
+		const char *n = e->d_name;
+		if (strcmp(n, ".") && strcmp(n, "..") && strcmp(n, "lock") &&
+		    strcmp(n, "objects") && strcmp(n, "staging") &&
+		    strcmp(n, "reserve") && strncmp(n, "catalog.db", 10))
+			found = 1;
+	}
+	closedir(d);
+	return found;
+}
+
+static int open_dirs(ulp_store *st)
+{
+	int rc;
+
+	if (mkdir(st->dir, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	st->dir_fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (st->dir_fd < 0)
+		return -errno;
+	if (faccessat(st->dir_fd, "catalog.db", F_OK, 0) < 0) {
+		rc = foreign_content(st->dir_fd);
+		if (rc != 0)
+			return rc < 0 ? rc : -ENOTEMPTY; /* not a store */
+	}
+	st->lock_fd =
+		openat(st->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (st->lock_fd < 0)
+		return -errno;
+	if (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0)
+		return errno == EWOULDBLOCK ? -EBUSY : -errno;
+	if (mkdirat(st->dir_fd, "objects", 0755) < 0 && errno != EEXIST)
+		return -errno;
+	if (mkdirat(st->dir_fd, "staging", 0700) < 0 && errno != EEXIST)
+		return -errno;
+	st->obj_fd = openat(st->dir_fd, "objects",
+	                    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (st->obj_fd < 0)
+		return -errno;
+	st->stg_fd = openat(st->dir_fd, "staging",
+	                    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return st->stg_fd < 0 ? -errno : 0;
+}
+
+static int init_sync(ulp_store *st)
+{
+	pthread_condattr_t ca;
+	int e = pthread_condattr_init(&ca);
+
+	if (!e)
+		e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!e)
+		e = pthread_mutex_init(&st->mu, NULL);
+	if (!e)
+		e = pthread_cond_init(&st->q_cv, &ca);
+	if (!e)
+		e = pthread_cond_init(&st->gc_cv, &ca);
+	if (!e)
+		e = pthread_cond_init(&st->done_cv, NULL);
+	if (!e)
+		e = pthread_cond_init(&st->space_cv, NULL);
+	if (!e)
+		e = pthread_cond_init(&st->gc_done_cv, NULL);
+	pthread_condattr_destroy(&ca);
+	return -e;
+}
+
+/* ------------------------------------------------------------ recovery */
+
+static int collect_inos(ulp_store *st, const char *sql, uint64_t **out,
+                        size_t *n)
+{
+	size_t cap = 0;
+	int rc;
+
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s = ulp_cat_q(st->cat, sql, "");
+	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+		if (*n == cap) {
+			cap = cap ? cap * 2 : 64;
+			uint64_t *v = realloc(*out, cap * sizeof *v);
+			if (!v) {
+				ulp_cat_done(s);
+				return -ENOMEM;
+			}
+			*out = v;
+		}
+		(*out)[(*n)++] = (uint64_t)sqlite3_column_int64(s, 0);
+	}
+	return rc;
+}
+
+/* Files unlinked while open when the daemon died. */
+static int sweep_orphans(ulp_store *st)
+{
+	static const char Q[] = "SELECT ino FROM inodes WHERE kind = 1 AND "
+				"nlink = 0";
+	uint64_t *inos;
+	size_t n;
+	int rc = collect_inos(st, Q, &inos, &n);
+
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		ulp_obj_list dead = { 0 };
+		char name[32];
+
+		rc = ulp_cat_begin(st->cat);
+		if (rc == 0)
+			rc = ulp_inode_destroy_row(st, inos[i], &dead);
+		if (rc == 0)
+			rc = ulp_cat_commit(st->cat);
+		else
+			ulp_cat_rollback(st->cat);
+		ulp_stage_name(inos[i], name);
+		if (rc == 0)
+			unlinkat(st->stg_fd, name, 0);
+		else
+			dead.n = 0;
+		ulp_obj_reap(st, &dead);
+	}
+	free(inos);
+	return rc;
+}
+
+/* Remove staging files that belong to no staged file, then queue every
+ * staged file again. */
+static int requeue_staged(ulp_store *st)
+{
+	static const char Q[] = "SELECT ino FROM inodes WHERE staged <> 0 AND "
+				"kind = 1"
+				" AND nlink > 0";
+	int fd = dup(st->stg_fd), rc = 0;
+	DIR *d;
+	struct dirent *e;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	rewinddir(d);
+	while ((e = readdir(d)) != NULL) {
+		const char *n = e->d_name;
+		char *end;
+		ulp_cat_inode row;
+
+		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+			continue;
+		if (n[0] == '.') { /* .rebase-* and other temporaries */
+			unlinkat(st->stg_fd, n, 0);
+			continue;
+		}
+		errno = 0;
+		unsigned long long ino = strtoull(n, &end, 10);
+		if (*end || errno || !ino)
+			continue; /* not ours */
+		rc = ulp_cat_inode_get(st->cat, ino, &row);
+		if (rc == -ENOENT || (rc == 0 && (!row.staged || !row.nlink ||
+		                                  row.kind != ULP_KIND_FILE))) {
+			/* Copy-up or create that never committed, or a
+			 * commit whose staging was not removed yet. */
+			unlinkat(st->stg_fd, n, 0);
+			rc = 0;
+		}
+		if (rc < 0)
+			break;
+	}
+	closedir(d);
+	if (rc < 0)
+		return rc;
+
+	uint64_t *inos;
+	size_t n;
+	rc = collect_inos(st, Q, &inos, &n);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		ulp_inode *in;
+		/* Adopts staging/<ino> (or, if it vanished, falls back to
+		 * the committed version); the put queues it. */
+		rc = ulp_inode_get(st, inos[i], &in);
+		if (rc == 0)
+			ulp_inode_put(st, in);
+	}
+	free(inos);
+	return rc;
+}
+
+static int settle_ghosts(ulp_store *st)
+{
+	ulp_obj_list dead = { 0 };
+	int rc = ulp_cat_begin(st->cat);
+
+	if (rc == 0)
+		rc = ulp_versions_settle(st, &dead);
+	if (rc == 0)
+		rc = ulp_cat_commit(st->cat);
+	else
+		ulp_cat_rollback(st->cat);
+	if (rc < 0)
+		dead.n = 0;
+	ulp_obj_reap(st, &dead);
+	return rc;
+}
+
+static int recover(ulp_store *st)
+{
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	rc = sweep_orphans(st);
+	if (rc == 0)
+		rc = requeue_staged(st);
+	if (rc == 0)
+		rc = settle_ghosts(st);
+	if (rc == 0)
+		rc = ulp_obj_recover(st);
+	ulp_reserve_restore(st);
+	st->gc_kick = 1; /* ghosts of an earlier run, if any */
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/* ------------------------------------------------------------ open/close */
+
+int ulp_store_open(const char *dir, const ulp_store_opts *opts, ulp_store **out)
+{
+	ulp_store *st = calloc(1, sizeof *st);
+	char *cat_path = NULL;
+	int rc;
+
+	*out = NULL;
+	if (!st)
+		return -ENOMEM;
+	st->dir_fd = st->obj_fd = st->stg_fd = st->lock_fd = -1;
+	st->qhead.qnext = st->qhead.qprev = &st->qhead;
+	if (opts)
+		st->opts = *opts;
+	ulp_store_opts_default(&st->opts);
+	st->dir = strdup(dir);
+	rc = st->dir ? init_sync(st) : -ENOMEM;
+	if (rc < 0) {
+		free(st->dir);
+		free(st);
+		return rc;
+	}
+	rc = open_dirs(st);
+	if (rc == 0 && !st->opts.staging_limit) {
+		struct statvfs sv;
+		if (fstatvfs(st->stg_fd, &sv) == 0)
+			st->opts.staging_limit =
+				(uint64_t)sv.f_bavail * sv.f_frsize / 2;
+		if (st->opts.staging_limit < (64u << 20))
+			st->opts.staging_limit = 64u << 20;
+	}
+	if (rc == 0 && asprintf(&cat_path, "%s/catalog.db", dir) < 0) {
+		cat_path = NULL;
+		rc = -ENOMEM;
+	}
+	if (rc == 0)
+		rc = ulp_cat_open(cat_path, geteuid(), getegid(), &st->cat);
+	free(cat_path);
+	if (rc == 0)
+		rc = ulp_reader_new(st, &st->reader);
+	if (rc == 0 && !(st->cache = ulp_cache_new(st->opts.cache_bytes)))
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = recover(st);
+	if (rc == 0)
+		rc = ulp_gc_start(st);
+	if (rc == 0)
+		rc = ulp_encoder_start(st);
+	if (rc < 0) {
+		ulp_store_close(st);
+		return rc;
+	}
+	*out = st;
+	return 0;
+}
+
+void ulp_store_close(ulp_store *st)
+{
+	if (!st)
+		return;
+	ulp_encoder_stop(st); /* drains the queue first */
+	ulp_gc_stop(st);
+	ulp_inode_table_free(st);
+	ulp_reader_free(st->reader);
+	ulp_cache_free(st->cache);
+	ulp_cat_close(st->cat);
+	if (st->obj_fd >= 0)
+		close(st->obj_fd);
+	if (st->stg_fd >= 0)
+		close(st->stg_fd);
+	if (st->dir_fd >= 0)
+		close(st->dir_fd);
+	if (st->lock_fd >= 0)
+		close(st->lock_fd); /* releases the flock */
+	pthread_cond_destroy(&st->q_cv);
+	pthread_cond_destroy(&st->gc_cv);
+	pthread_cond_destroy(&st->done_cv);
+	pthread_cond_destroy(&st->space_cv);
+	pthread_cond_destroy(&st->gc_done_cv);
+	pthread_mutex_destroy(&st->mu);
+	free(st->dir);
+	free(st);
+}
+
+int ulp_store_statfs(ulp_store *st, struct statvfs *out)
+{
+	return fstatvfs(st->dir_fd, out) < 0 ? -errno : 0;
+}

@@ -1,0 +1,241 @@
+/*
+ * store.h - the ulpfs store: namespace, versions, staging and objects.
+ *
+ * A store is a directory:
+ *   STORE/catalog.db   SQLite (WAL): inodes, directory entries, versions,
+ *                      snapshots (schema versioned, migrated on open)
+ *   STORE/objects/     immutable encoded versions: written to a temporary
+ *                      name, fsynced, renamed (libulp objects)
+ *   STORE/staging/     plain bytes of files open for writing or waiting to
+ *                      be encoded, one file per inode
+ *   STORE/lock         flock()ed by the one process that has it open
+ *
+ * The filesystem layer (src/fs) calls only this API.  Every function that
+ * changes the namespace is one SQLite transaction.  Functions return 0 or a
+ * negative errno (-ENOENT, -EEXIST, -ENOTEMPTY, -ENOSPC, -EIO, ...), which
+ * the FUSE layer passes back as is.  All functions are thread-safe.
+ *
+ * Data life cycle of a regular file:
+ *   open for writing -> its bytes live in staging/<ino> (a plain file; a
+ *   committed file opened without O_TRUNC is first copied up), reads and
+ *   writes go straight to it -> after the last writable handle is released
+ *   and a settle delay has passed (so a rename can land first), an encoder
+ *   thread encodes it against its reference, writes and fsyncs the object,
+ *   commits the version in one transaction, and only then removes the
+ *   staging file.  Until then reads come from staging.
+ */
+#ifndef ULP_STORE_H
+#define ULP_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/types.h>
+#include <time.h>
+
+#define ULP_ROOT_INO 1
+
+typedef struct ulp_store ulp_store;
+
+typedef struct ulp_store_opts {
+	uint64_t cache_bytes;     /* decoded-chunk cache (default 256 MiB) */
+	unsigned encoder_threads; /* default: number of CPUs */
+	unsigned keyframe_every;  /* a keyframe every K versions (default 16) */
+	unsigned settle_ms;       /* delay between last close and encoding
+	                             (default 500) */
+	uint64_t staging_limit;   /* bytes of staging before writers wait
+	                             (default: 50% of the backing free space) */
+} ulp_store_opts;
+
+/* Fill defaults for zero fields. */
+void ulp_store_opts_default(ulp_store_opts *o);
+
+/* Open (creating when the directory is empty or missing) and recover: staged
+ * files without a committed version are re-queued, objects no version
+ * references are removed, the catalog is checked.  Fails with -EBUSY when
+ * another process holds the store, -ENOTEMPTY when dir is a non-empty
+ * directory that is not a store, -EPROTO when its catalog was written by a
+ * newer ulpfs (or is not a ulpfs catalog), -EIO when the check fails. */
+int ulp_store_open(const char *dir, const ulp_store_opts *opts,
+                   ulp_store **out);
+/* Drain the encode queue (every closed file committed), then close.  Every
+ * ulp_file must have been released.  A file whose encoding fails (say, no
+ * space for its object) stays staged and is queued again by the next open. */
+void ulp_store_close(ulp_store *st);
+/* Wait until every file closed so far is committed (files still open for
+ * writing are not waited for; the settle delay is skipped).  Returns 0, or
+ * the error of a file whose encoding failed (it stays staged and is
+ * retried). */
+int ulp_store_sync(ulp_store *st);
+
+/* ------------------------------------------------------------ namespace */
+
+typedef struct ulp_attr {
+	uint64_t ino;
+	mode_t mode; /* type and permission bits */
+	uint32_t nlink;
+	uid_t uid;
+	gid_t gid;
+	uint64_t size;
+	struct timespec atime, mtime, ctime;
+} ulp_attr;
+
+int ulp_ns_lookup(ulp_store *st, uint64_t parent, const char *name,
+                  ulp_attr *out);
+int ulp_ns_getattr(ulp_store *st, uint64_t ino, ulp_attr *out);
+
+/* Create a regular file (its content starts empty in staging and is
+ * queued, so a file never opened for writing is committed empty), a
+ * directory or a symlink; the parent's mtime and ctime are updated.  Names
+ * longer than 255 bytes: -ENAMETOOLONG; ".", ".." or with a '/': -EINVAL. */
+int ulp_ns_create(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
+                  uid_t uid, gid_t gid, ulp_attr *out);
+int ulp_ns_mkdir(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
+                 uid_t uid, gid_t gid, ulp_attr *out);
+int ulp_ns_symlink(ulp_store *st, uint64_t parent, const char *name,
+                   const char *target, uid_t uid, gid_t gid, ulp_attr *out);
+/* The target, NUL-terminated, truncated to size - 1 bytes: 0 or -errno
+ * (-EINVAL: not a symlink). */
+int ulp_ns_readlink(ulp_store *st, uint64_t ino, char *buf, size_t size);
+
+/* An unlinked file that is open stays readable and writable through its
+ * handles (getattr gives nlink 0) until the last one is released. */
+int ulp_ns_unlink(ulp_store *st, uint64_t parent, const char *name);
+int ulp_ns_rmdir(ulp_store *st, uint64_t parent, const char *name);
+
+#define ULP_RENAME_NOREPLACE 1u
+#define ULP_RENAME_EXCHANGE 2u
+/* POSIX rename: replaces an existing target (a file, or an empty directory
+ * by a directory: -EISDIR, -ENOTDIR, -ENOTEMPTY otherwise), moves whole
+ * directories, refuses to move a directory into itself (-EINVAL).
+ * NOREPLACE: -EEXIST if the target exists; EXCHANGE swaps two entries. */
+int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
+                  uint64_t newparent, const char *newname, unsigned flags);
+
+/* setattr: the fields named by mask (ULP_SET_*) are applied.  ULP_SET_SIZE
+ * truncates or extends (copying a committed file up to staging first). */
+#define ULP_SET_MODE 1u
+#define ULP_SET_UID 2u
+#define ULP_SET_GID 4u
+#define ULP_SET_SIZE 8u
+#define ULP_SET_ATIME 16u
+#define ULP_SET_MTIME 32u
+#define ULP_SET_ATIME_NOW 64u
+#define ULP_SET_MTIME_NOW 128u
+int ulp_ns_setattr(ulp_store *st, uint64_t ino, const ulp_attr *attr,
+                   unsigned mask, ulp_attr *out);
+
+/* Directory listing from offset off (0 = start; each entry gives the next
+ * offset).  "." and ".." come first (next offsets 1 and 2); the offset of
+ * an entry stays valid while others are added and removed.  The callback
+ * returns non-zero to stop (buffer full): that entry was not taken, resume
+ * from the next_off of the one before it. */
+typedef int (*ulp_dirent_fn)(void *opaque, const char *name,
+                             const ulp_attr *attr, uint64_t next_off);
+int ulp_ns_readdir(ulp_store *st, uint64_t ino, uint64_t off, ulp_dirent_fn fn,
+                   void *opaque);
+
+/* Space of the backing filesystem, for statfs. */
+int ulp_store_statfs(ulp_store *st, struct statvfs *out);
+
+/* ------------------------------------------------------------ file data */
+
+typedef struct ulp_file ulp_file;
+
+/* Open a regular file (-EISDIR for a directory, -EINVAL for a symlink).
+ * O_WRONLY/O_RDWR move it to staging (copy-up of a committed version
+ * unless O_TRUNC; O_TRUNC also works with O_RDONLY) and cancel a pending
+ * or running encode; read-only opens of committed files read through the
+ * decoder, of staged files from staging.  With O_APPEND every write lands
+ * at the current end, whatever offset it is given.  *keep_cache (may be
+ * NULL) tells whether the kernel may keep its page cache (content
+ * committed, immutable, at open). */
+int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
+                  int *keep_cache);
+/* Read up to size bytes at off; returns the count (0 at EOF) or -errno. */
+ssize_t ulp_file_read(ulp_file *f, void *buf, size_t size, off_t off);
+/* Write; returns the count or -errno (-ENOSPC when the backing store is
+ * full, -EBADF on a read-only handle).  Waits while the staging limit is
+ * reached and closed files being encoded will free space. */
+ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off);
+/* Report a write error of this inode not yet reported to this handle
+ * (flush is called on every close), once per handle. */
+int ulp_file_flush(ulp_file *f);
+/* fsync the staged bytes (committed content is durable already), then as
+ * flush. */
+int ulp_file_fsync(ulp_file *f, int datasync);
+/* Last reference of this handle: after the last writable handle of an
+ * inode is released, the file is queued for encoding.  Every handle must
+ * be released before ulp_store_close(). */
+void ulp_file_release(ulp_file *f);
+/* fallocate(2) mode 0 (reserve space, extending the size when off + len
+ * is past the end); other modes -EOPNOTSUPP.  Needs a writable handle. */
+int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len);
+
+/* ------------------------------------------------------------ versions */
+
+/* Every committed content of a file is a version.  Versions of a path are
+ * numbered 1, 2, ... (seq); the history of a path is kept while the path
+ * exists (until a later prune); a version whose path is gone is deleted,
+ * or becomes a ghost while others are coded against it, until the
+ * garbage collector has rebased those. */
+enum {
+	ULP_VERSION_LIVE = 0,
+	ULP_VERSION_GHOST = 1,   /* deleted, still referenced */
+	ULP_VERSION_DELETED = 2, /* object removed; the row stays */
+};
+
+typedef struct ulp_version_info {
+	uint64_t id;      /* unique in the store, never reused */
+	uint64_t ino;     /* the inode that wrote it */
+	uint64_t seq;     /* 1, 2, ... per path */
+	uint64_t size;    /* logical bytes */
+	int64_t mtime_ns; /* the file's mtime when committed */
+	int64_t created_ns;
+	uint8_t hash[16]; /* XXH3-128 of the content (canonical) */
+	uint64_t ref;     /* version it is coded against; 0: keyframe */
+	uint32_t depth;   /* references between it and a keyframe */
+	int keyframe;
+	uint64_t stored; /* bytes of its object */
+	int state;       /* ULP_VERSION_* */
+	uint64_t layout; /* tensor layout hash, 0: none */
+	char object[33]; /* object file name in STORE/objects */
+} ulp_version_info;
+
+int ulp_version_get(ulp_store *st, uint64_t id, ulp_version_info *out);
+/* Versions of path ("a/b", no leading slash; NULL: all versions), oldest
+ * first, deleted ones included.  The callback returns non-zero to stop
+ * (that value is returned).  path is valid during the call only. */
+typedef int (*ulp_version_fn)(void *opaque, const ulp_version_info *v,
+                              const char *path);
+int ulp_version_list(ulp_store *st, const char *path, ulp_version_fn fn,
+                     void *opaque);
+/* Read a live or ghost version: count (0 at its end) or -errno. */
+ssize_t ulp_version_read(ulp_store *st, uint64_t id, void *buf, size_t size,
+                         uint64_t off);
+/* The committed version of an inode (0 while none or while staged). */
+int ulp_ns_version(ulp_store *st, uint64_t ino, uint64_t *version);
+/* The path of an inode, "a/b" ("" for the root), NUL-terminated in buf:
+ * 0, -ENOENT, -ERANGE (buf too small). */
+int ulp_ns_path(ulp_store *st, uint64_t ino, char *buf, size_t size);
+
+/* ------------------------------------------------------------ upkeep */
+
+/* Run the garbage collector until no ghost is left (rebasing what depends
+ * on them): 0 or the first error. */
+int ulp_store_gc(ulp_store *st);
+
+typedef struct ulp_store_stats {
+	uint64_t versions[3];   /* by state: live, ghost, deleted */
+	uint64_t stored_bytes;  /* objects of live and ghost versions */
+	uint64_t logical_bytes; /* content of live versions */
+	uint64_t staged_bytes;  /* staging: logical bytes of staged files */
+	uint64_t staging_limit;
+	uint64_t queued; /* files waiting for or in encoding */
+	uint64_t cache_bytes, cache_hits, cache_misses;
+	uint64_t commits, discards, rebases; /* since open */
+} ulp_store_stats;
+int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out);
+
+#endif /* ULP_STORE_H */

@@ -1,0 +1,352 @@
+/*
+ * store_internal.h - state shared by the modules of the store (src/store
+ * only; src/store/store.h is the API).
+ *
+ * Locking, outermost first:
+ *
+ *   ulp_inode.data (rwlock)  held shared to read or write the bytes of a
+ *                            staged file through its fd or to read its
+ *                            committed version; exclusively to change
+ *                            which of the two holds the content (copy-up,
+ *                            truncate, commit).
+ *   ulp_store.mu             everything else that changes: the catalog
+ *                            connection, the in-memory inode table and
+ *                            every field of ulp_inode not listed above,
+ *                            the encode queue, staging accounting.  Held
+ *                            for short catalog transactions, never while
+ *                            encoding or decoding data.
+ *   reader / cache mutexes   leaves: nothing is taken while they are held.
+ *
+ * ulp_inode.staged, .fd and .version change only with both data (held
+ * exclusively) and mu held, so either one is enough to read them; .size
+ * is atomic and changes under mu.  Never wait for ulp_inode.data while
+ * holding ulp_store.mu, and never call the reader (which takes mu on a
+ * miss) with mu held.
+ */
+#ifndef ULP_STORE_INTERNAL_H
+#define ULP_STORE_INTERNAL_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "store/catalog.h"
+#include "store/store.h"
+#include "ulpfs/ulp.h"
+
+/* Length of an object name: 32 lower-case hex digits, plus NUL. */
+#define ULP_OBJ_NAME_LEN 33
+/* Staged file names are decimal inode numbers; temporaries start with a
+ * dot (objects/.tmp-*, staging/.rebase-*) and are removed on open. */
+#define ULP_TMP_PREFIX ".tmp-"
+#define ULP_REBASE_PREFIX ".rebase-"
+
+/* Queue states of an inode. */
+enum { ULP_Q_NONE = 0, ULP_Q_QUEUED = 1, ULP_Q_ENCODING = 2 };
+
+/* The in-memory state of a regular file that is open, staged or being
+ * encoded.  Every staged inode has one (it is queued when no writer holds
+ * it); idle committed files have none. */
+typedef struct ulp_inode {
+	uint64_t ino;
+	struct ulp_inode *hnext; /* hash chain */
+
+	unsigned refs;     /* handles + queue + transient users */
+	unsigned nwriters; /* writable handles */
+	int unlinked;      /* nlink 0: the row is dropped with the last ref */
+	int busy;          /* a stage transition (copy-up) is under way */
+
+	pthread_rwlock_t data;
+
+	/* Content: staged (fd on staging/<ino>, size below) or committed
+	 * (version; 0 for a file that never had one). */
+	int staged;
+	int fd;
+	uint64_t version;
+	_Atomic uint64_t size; /* logical size (while staged: of the
+	                            staging file); readers load it
+	                            without st->mu */
+	int64_t mtime, ctime;  /* ns; valid while times_dirty */
+	int times_dirty;       /* newer than the catalog row */
+	_Atomic uint64_t gen;  /* bumped whenever staged content may change
+	                            or the file dies: encoders compare it */
+	int err;               /* last deferred write error (-errno) */
+	uint32_t err_seq;      /* bumped with each new error */
+	uint64_t acct;         /* bytes counted in st->staged_bytes */
+
+	/* Encode queue. */
+	int qstate;
+	int failed; /* the last attempt failed (error in fail_err) */
+	int fail_err;
+	unsigned attempts;
+	int64_t due; /* CLOCK_MONOTONIC ns */
+	struct ulp_inode *qprev, *qnext;
+} ulp_inode;
+
+typedef struct ulp_cache ulp_cache;
+typedef struct ulp_reader ulp_reader;
+typedef struct ulp_encoder ulp_encoder;
+
+struct ulp_store {
+	char *dir;
+	int dir_fd, obj_fd, stg_fd, lock_fd;
+	ulp_store_opts opts;
+
+	pthread_mutex_t mu;
+	ulp_catalog *cat;
+
+	/* In-memory inodes, hashed by number. */
+	ulp_inode **itab;
+	size_t itab_size, itab_count;
+
+	/* Encode queue, sorted by due time; counts under mu. */
+	ulp_inode qhead; /* sentinel of a circular list */
+	unsigned nqueued, nencoding;
+	unsigned nfailed;       /* queued entries whose last try failed */
+	pthread_cond_t q_cv;    /* encoders: work arrived / stopping */
+	pthread_cond_t done_cv; /* an encode finished (committed or not) */
+	int stopping;           /* close: encoders exit once the queue is
+	                           empty or every entry failed */
+	uint64_t staged_bytes;  /* logical bytes of staged files */
+	uint64_t pending_bytes; /* ... of those that are queued or encoding */
+	uint64_t failed_bytes;  /* ... of those whose last encode failed */
+	pthread_cond_t space_cv;
+	unsigned space_waiters;
+
+	pthread_t *enc_threads;
+	unsigned n_enc_threads;
+	ulp_cctx **enc_cctx;
+
+	/* Garbage collection (ghost rebasing), under mu. */
+	pthread_t gc_thread;
+	int gc_started;
+	pthread_cond_t gc_cv;      /* gc thread: work or stop */
+	pthread_cond_t gc_done_cv; /* waiters of ulp_store_gc */
+	uint64_t gc_req, gc_done;  /* requests made / served */
+	int gc_err;                /* result of the last pass */
+	int gc_kick;               /* ghosts may exist */
+	_Atomic int gc_stop;
+	ulp_cctx *gc_cctx;
+
+	ulp_reader *reader;
+	ulp_cache *cache;
+
+	int reserve_present; /* STORE/reserve is allocated (mu) */
+
+	_Atomic uint64_t stat_commits, stat_discards, stat_rebases;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+int64_t ulp_now_ns(void);  /* CLOCK_REALTIME */
+int64_t ulp_mono_ns(void); /* CLOCK_MONOTONIC */
+/* A libulp error as a negative errno. */
+int ulp_errno_of(int ulp_err);
+/* write() all of buf; 0 or -errno. */
+int ulp_write_all(int fd, const void *buf, size_t len);
+/* pread() exactly len bytes (short reads at EOF are an error: -EIO). */
+int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off);
+
+/* ------------------------------------------------------------ inodes
+ * (inode.c; all with st->mu held) */
+
+/* Find or load the in-memory inode of a regular file and take a ref.
+ * -ENOENT, -EISDIR, -EINVAL (not a regular file). */
+int ulp_inode_get(ulp_store *st, uint64_t ino, ulp_inode **out);
+ulp_inode *ulp_inode_find(ulp_store *st, uint64_t ino);
+/* Drop a ref; the last one frees the inode, or destroys the file if it
+ * was unlinked (staging, row and current version). */
+void ulp_inode_put(ulp_store *st, ulp_inode *in);
+/* Drop every in-memory inode (close). */
+void ulp_inode_table_free(ulp_store *st);
+/* Destroy the catalog row of a file nothing holds (unlink, rename over,
+ * orphan recovery), inside the caller's transaction; the caller removes
+ * any staging file after the commit.  The current version is released
+ * unless its path still names an entry (then it is history of it). */
+int ulp_inode_destroy_row(ulp_store *st, uint64_t ino, ulp_obj_list *dead);
+
+/* ------------------------------------------------------------ staging
+ * (staging.c) */
+
+/* Bring an inode's content to staging for a change (open for writing,
+ * truncate): cancel a queued or running encode, copy a committed version
+ * up (unless trunc, which empties the file).  The caller holds a ref and
+ * has counted itself in in->nwriters (so that no encode can start);
+ * called without st->mu. */
+int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc);
+/* Create the staging file of a new inode (ulp_ns_create, in its
+ * transaction): returns an fd or -errno. */
+int ulp_stage_create(ulp_store *st, uint64_t ino);
+void ulp_stage_name(uint64_t ino, char buf[32]);
+/* Wait (st->mu held) until growing staged data by grow bytes fits the
+ * staging limit, or until waiting cannot help. */
+void ulp_stage_wait_space(ulp_store *st, uint64_t grow);
+/* A writer (handle or truncate) is done with in (mu held): the last one
+ * persists size and times and queues the file. */
+void ulp_stage_writer_done(ulp_store *st, ulp_inode *in);
+/* Set the logical size of a staged inode and its accounting (mu held). */
+void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size);
+/* Drop an inode's staging fd and file and its accounting (mu held). */
+void ulp_stage_drop(ulp_store *st, ulp_inode *in);
+
+/* ------------------------------------------------------------ queue
+ * (queue.c) and encoder (encoder.c) */
+
+int ulp_encoder_start(ulp_store *st);
+/* Drain the queue and join the threads (close). */
+void ulp_encoder_stop(ulp_store *st);
+/* Queue a staged inode with no writer (mu held); takes a ref. */
+void ulp_queue_add(ulp_store *st, ulp_inode *in, int64_t delay_ns);
+/* Take a queued inode off the queue (mu held) and drop the queue's ref:
+ * the caller must hold a ref of its own. */
+void ulp_queue_remove(ulp_store *st, ulp_inode *in);
+/* Cancel a queued or running encode of in: bump gen, unqueue, wait for a
+ * running encoder to let go (mu held; may wait on done_cv). */
+void ulp_queue_cancel(ulp_store *st, ulp_inode *in);
+/* The same without waiting: a file being unlinked (the encoder notices
+ * the new gen and discards its work). */
+void ulp_queue_cancel_nowait(ulp_store *st, ulp_inode *in);
+/* Make every queued entry due now (mu held). */
+void ulp_queue_expedite(ulp_store *st);
+
+/* Write an encoded object: plan + encode cur[0..size) against ref (0: a
+ * keyframe) into objects/<name>, fsynced.  cancel, if not NULL, aborts
+ * the write when *cancel != gen.  On success fills name and *stored. */
+typedef struct ulp_encode_req {
+	const uint8_t *cur;
+	uint64_t size;
+	const ulp_tensor_map *map;
+	uint64_t ref; /* reference version or 0 */
+	uint64_t ref_size;
+	const uint8_t *ref_hash; /* 16 bytes when ref */
+	const ulp_tensor_map *ref_map;
+	ulp_cctx *cctx;
+	_Atomic uint64_t *cancel; /* abort when *cancel != gen */
+	uint64_t gen;
+	_Atomic int *stop; /* abort when set (may be NULL) */
+} ulp_encode_req;
+int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
+                      char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
+                      uint8_t hash[16]);
+
+/* Encode a dequeued inode and commit it (encoder.c).  0: committed (or
+ * nothing to do), 1: discarded (content changed meanwhile), -errno:
+ * failed, to retry (-EAGAIN: retry at once). */
+int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, ulp_inode *in);
+
+/* ------------------------------------------------------------ objects
+ * (objects.c) */
+
+void ulp_obj_newname(char name[ULP_OBJ_NAME_LEN]);
+/* Open a temporary object file in objects/; fd or -errno. */
+int ulp_obj_tmp_open(ulp_store *st, char tmp[32]);
+/* fsync tmp, rename to name, fsync objects/; 0 or -errno. */
+int ulp_obj_publish(ulp_store *st, int fd, const char *tmp, const char *name);
+void ulp_obj_abandon(ulp_store *st, int fd, const char *tmp);
+void ulp_obj_unlink(ulp_store *st, const char *name);
+/* Unlink every object on the list (once the transaction that deleted
+ * their versions has committed), forget them in the reader and the cache,
+ * and free the list.  May be called with or without st->mu. */
+void ulp_obj_reap(ulp_store *st, ulp_obj_list *dead);
+/* Recovery: remove temporaries and unreferenced objects. */
+int ulp_obj_recover(ulp_store *st);
+
+/* ------------------------------------------------------------ reading
+ * (reader.c, cache.c) */
+
+int ulp_reader_new(ulp_store *st, ulp_reader **out);
+void ulp_reader_free(ulp_reader *r);
+/* Read logical bytes [off, off+len) of version vid (clipped to its size):
+ * returns the count or -errno.  Never call with st->mu held. */
+ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
+                         uint64_t off);
+/* ulp_ref_read_fn over a version; opaque is a ulp_ref_ctx. */
+typedef struct ulp_ref_ctx {
+	ulp_store *st;
+	uint64_t vid;
+	unsigned depth;
+} ulp_ref_ctx;
+int ulp_ref_read(void *opaque, uint64_t off, void *buf, size_t len);
+/* Forget the opened object of a version (rebased or deleted). */
+void ulp_reader_forget(ulp_store *st, uint64_t vid);
+
+ulp_cache *ulp_cache_new(uint64_t cap_bytes);
+void ulp_cache_free(ulp_cache *c);
+typedef struct ulp_cbuf ulp_cbuf;
+/* A cached decoded chunk (vid, off, len) with a reference taken, or NULL. */
+ulp_cbuf *ulp_cache_get(ulp_cache *c, uint64_t vid, uint64_t off, uint32_t len);
+/* A new, unpublished buffer of len bytes (NULL when out of memory). */
+ulp_cbuf *ulp_cache_alloc(uint64_t vid, uint64_t off, uint32_t len);
+void *ulp_cbuf_data(ulp_cbuf *b);
+/* Publish a filled buffer; returns the cached one (ours or an equal one
+ * another thread published first, ours then freed), referenced. */
+ulp_cbuf *ulp_cache_insert(ulp_cache *c, ulp_cbuf *b);
+void ulp_cache_release(ulp_cache *c, ulp_cbuf *b);
+/* Free an unpublished buffer. */
+void ulp_cbuf_discard(ulp_cbuf *b);
+void ulp_cache_drop_version(ulp_cache *c, uint64_t vid);
+void ulp_cache_counters(ulp_cache *c, uint64_t *bytes, uint64_t *hits,
+                        uint64_t *misses);
+
+/* ------------------------------------------------------------ versions
+ * (versions.c; all with st->mu held, inside a transaction) */
+
+/* The path of an inode ("" for the root, "a/b" otherwise) in a malloc()ed
+ * string: 0 or -errno (-ENOENT when the inode has no entry). */
+int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out);
+/* Whether path names an existing entry. */
+int ulp_ns_path_exists(ulp_store *st, const char *path);
+/* Release the history of path (and, with subtree, of everything below it)
+ * that is neither a current version nor pinned by a snapshot. */
+int ulp_versions_release_path(ulp_store *st, const char *path, int subtree,
+                              ulp_obj_list *dead);
+/* Release one version (no longer current). */
+int ulp_versions_release(ulp_store *st, uint64_t vid, ulp_obj_list *dead);
+/* Turn ghosts nothing depends on into deleted versions. */
+int ulp_versions_settle(ulp_store *st, ulp_obj_list *dead);
+
+/* The tensor map stored with a version (empty when it had none). */
+int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out);
+int ulp_version_get_locked(ulp_store *st, uint64_t vid, ulp_version_info *out);
+/* Read a version row's columns (Q_VCOLS order) from a statement. */
+void ulp_version_from_row(sqlite3_stmt *s, ulp_version_info *v);
+#define ULP_VCOLS                                                         \
+	"id, ino, seq, size, mtime, created, hash, ref, depth, keyframe," \
+	" stored, state, layout, object, path"
+
+/* ------------------------------------------------------------ reserve
+ * (reserve.c; mu held) */
+
+/* Give the reserve file back: 1 if there was one (retry), else 0. */
+int ulp_reserve_release(ulp_store *st);
+/* Allocate it again if it is missing and there is room. */
+void ulp_reserve_restore(ulp_store *st);
+
+/* ------------------------------------------------------------ gc
+ * (gc.c) */
+
+int ulp_gc_start(ulp_store *st);
+void ulp_gc_stop(ulp_store *st);
+/* Tell the gc thread that ghosts may exist (mu held). */
+void ulp_gc_kick(ulp_store *st);
+
+/* ------------------------------------------------------------ tensor maps
+ * (tmap.c): the map of every version is kept in the catalog so that a
+ * later version can be planned against it without decoding it. */
+
+int ulp_tmap_encode(const ulp_tensor_map *map, uint8_t **out, size_t *len);
+int ulp_tmap_decode(const uint8_t *p, size_t len, ulp_tensor_map *out);
+
+#endif /* ULP_STORE_INTERNAL_H */

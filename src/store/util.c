@@ -1,0 +1,81 @@
+/*
+ * util.c - clocks, error translation and whole-buffer I/O for the store.
+ */
+#include "store/store_internal.h"
+
+#include <time.h>
+#include <unistd.h>
+
+int64_t ulp_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int64_t ulp_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+int ulp_errno_of(int e)
+{
+	switch (e) {
+	case ULP_OK:
+		return 0;
+	case ULP_ERR_NOMEM:
+		return -ENOMEM;
+	case ULP_ERR_ARG:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+int ulp_write_all(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		off += (uint64_t)n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+void ulp_stage_name(uint64_t ino, char buf[32])
+{
+	snprintf(buf, 32, "%llu", (unsigned long long)ino);
+}

@@ -1,0 +1,201 @@
+/*
+ * versions.c - paths of inodes, and the rules that end versions: history
+ * of a path is kept while the path exists; a version nothing may read any
+ * more is released: deleted at once when no other version references it,
+ * else turned into a ghost that gc.c rebases away.
+ */
+#include "store/store_internal.h"
+
+int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out)
+{
+	char *path = NULL;
+	size_t len = 0;
+	unsigned depth = 0;
+	int rc = 0;
+
+	*out = NULL;
+	while (ino != ULP_ROOT_INO) {
+		uint64_t parent;
+		char *name = NULL;
+
+		if (++depth > 4096) {
+			rc = -ELOOP; /* a cycle: the catalog is damaged */
+			break;
+		}
+		rc = ulp_cat_entry_of(st->cat, ino, &parent, &name);
+		if (rc < 0)
+			break;
+		size_t nl = strlen(name);
+		char *p = malloc(nl + (len ? len + 1 : 0) + 1);
+		if (!p) {
+			free(name);
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(p, name, nl);
+		if (len) {
+			p[nl] = '/';
+			memcpy(p + nl + 1, path, len);
+			len += nl + 1;
+		} else {
+			len = nl;
+		}
+		p[len] = '\0';
+		free(name);
+		free(path);
+		path = p;
+		ino = parent;
+	}
+	if (rc < 0) {
+		free(path);
+		return rc;
+	}
+	if (!path && !(path = strdup("")))
+		return -ENOMEM;
+	*out = path;
+	return 0;
+}
+
+int ulp_ns_path_exists(ulp_store *st, const char *path)
+{
+	uint64_t ino = ULP_ROOT_INO;
+	char name[256];
+
+	while (*path) {
+		const char *slash = strchr(path, '/');
+		size_t n = slash ? (size_t)(slash - path) : strlen(path);
+
+		if (n == 0 || n >= sizeof name)
+			return 0;
+		memcpy(name, path, n);
+		name[n] = '\0';
+		int rc = ulp_cat_lookup(st->cat, ino, name, &ino);
+		if (rc == -ENOENT)
+			return 0;
+		if (rc < 0)
+			return rc;
+		path += n + (slash ? 1 : 0);
+	}
+	return 1;
+}
+
+static const char Q_SETTLE[] = "SELECT id, object FROM versions AS g WHERE "
+			       "state = 1"
+			       " AND NOT EXISTS(SELECT 1 FROM versions AS d"
+			       "  WHERE d.ref = g.id AND d.state <> 2)"
+			       " LIMIT 64";
+static const char Q_STATE[] = "UPDATE versions SET state = ? WHERE id = ?";
+static const char Q_ANY_GHOST[] = "SELECT 1 FROM versions WHERE state = 1 "
+				  "LIMIT 1";
+
+int ulp_versions_settle(ulp_store *st, ulp_obj_list *dead)
+{
+	for (;;) {
+		ulp_obj_list batch = { 0 };
+		sqlite3_stmt *s = ulp_cat_q(st->cat, Q_SETTLE, "");
+		int rc;
+
+		while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+			const char *o = (const char *)sqlite3_column_text(s, 1);
+			rc = ulp_obj_list_add(
+				&batch, (uint64_t)sqlite3_column_int64(s, 0),
+				o ? o : "");
+			if (rc < 0) {
+				ulp_cat_done(s);
+				break;
+			}
+		}
+		for (size_t i = 0; rc == 0 && i < batch.n; i++) {
+			rc = ulp_cat_exec(st->cat, Q_STATE, "du",
+			                  ULP_VERSION_DELETED, batch.v[i].vid);
+			if (rc == 0)
+				rc = ulp_obj_list_add(dead, batch.v[i].vid,
+				                      batch.v[i].name);
+		}
+		size_t n = batch.n;
+		ulp_obj_list_free(&batch);
+		if (rc < 0)
+			return rc;
+		if (n == 0)
+			break;
+	}
+	int64_t one;
+	int rc = ulp_cat_int(st->cat, &one, Q_ANY_GHOST, "");
+	if (rc == 1)
+		ulp_gc_kick(st);
+	return rc < 0 ? rc : 0;
+}
+
+static const char Q_PINNED[] = "SELECT 1 FROM snapshot_items WHERE version = ? "
+			       "LIMIT 1";
+
+int ulp_versions_release(ulp_store *st, uint64_t vid, ulp_obj_list *dead)
+{
+	int64_t one;
+	int rc = ulp_cat_int(st->cat, &one, Q_PINNED, "u", vid);
+
+	if (rc != 0)
+		return rc < 0 ? rc : 0;
+	static const char Q[] = "UPDATE versions SET state = 1 WHERE id = ? "
+				"AND state = 0";
+	rc = ulp_cat_exec(st->cat, Q, "u", vid);
+	if (rc == 0)
+		rc = ulp_versions_settle(st, dead);
+	return rc;
+}
+
+static const char Q_HISTORY[] = "SELECT id FROM versions WHERE state = 0"
+				" AND (path = ?1 OR (?2 AND path >= ?3 AND "
+				"path < ?4))"
+				" AND id NOT IN (SELECT version FROM inodes"
+				"  WHERE version IS NOT NULL)"
+				" AND id NOT IN (SELECT version FROM "
+				"snapshot_items)";
+
+int ulp_versions_release_path(ulp_store *st, const char *path, int subtree,
+                              ulp_obj_list *dead)
+{
+	size_t n = strlen(path), cnt = 0, cap = 0;
+	char *lo = malloc(n + 2), *hi = malloc(n + 2);
+	uint64_t *ids = NULL;
+	int rc = 0;
+
+	if (!lo || !hi) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* Everything below "a/b" sorts in ["a/b/", "a/b0"). */
+	memcpy(lo, path, n);
+	memcpy(hi, path, n);
+	lo[n] = '/';
+	hi[n] = '0';
+	lo[n + 1] = hi[n + 1] = '\0';
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_HISTORY, "sdss", path,
+	                            subtree ? 1 : 0, lo, hi);
+	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+		if (cnt == cap) {
+			cap = cap ? cap * 2 : 16;
+			uint64_t *v = realloc(ids, cap * sizeof *v);
+			if (!v) {
+				ulp_cat_done(s);
+				rc = -ENOMEM;
+				break;
+			}
+			ids = v;
+		}
+		ids[cnt++] = (uint64_t)sqlite3_column_int64(s, 0);
+	}
+	if (rc < 0 || cnt == 0)
+		goto out;
+	static const char Q_GHOST[] = "UPDATE versions SET state = 1 WHERE id "
+				      "= ?";
+	for (size_t i = 0; i < cnt && rc == 0; i++)
+		rc = ulp_cat_exec(st->cat, Q_GHOST, "u", ids[i]);
+	if (rc == 0)
+		rc = ulp_versions_settle(st, dead);
+out:
+	free(ids);
+	free(lo);
+	free(hi);
+	return rc;
+}
