@@ -42,9 +42,8 @@ int cli_fd_write(void *opaque, const void *buf, size_t len);
  * logical size) when dst is not NULL, else streamed in order to the
  * descriptor out_fd.  ref may be NULL for a standalone object.  dctx, if
  * not NULL, holds nthreads contexts to reuse. */
-int cli_decode_all(const ulp_object *obj, const cli_map *ref,
-                   unsigned nthreads, ulp_dctx *const *dctx, uint8_t *dst,
-                   int out_fd);
+int cli_decode_all(const ulp_object *obj, const cli_map *ref, unsigned nthreads,
+                   ulp_dctx *const *dctx, uint8_t *dst, int out_fd);
 
 /* Check that ref is the reference obj was coded against (size and
  * XXH3-128); prints the reason and returns -1 when it is not. */
@@ -73,5 +72,7 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int cmd_pack(int argc, char **argv);
 int cmd_unpack(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_mount(int argc, char **argv);
+int cmd_umount(int argc, char **argv);
 
 #endif /* ULP_CLI_H */

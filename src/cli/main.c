@@ -15,11 +15,17 @@ typedef struct cli_cmd {
 } cli_cmd;
 
 static const cli_cmd cmds[] = {
-	{"pack", cmd_pack, "encode a file (optionally against its previous "
-	                   "version) into an object"},
-	{"unpack", cmd_unpack, "decode an object back into the exact file"},
-	{"bench", cmd_bench, "code a trajectory of files, verify, and compare "
-	                     "with zstd and byte grouping"},
+	{ "pack", cmd_pack,
+	  "encode a file (optionally against its previous "
+	  "version) into an object" },
+	{ "unpack", cmd_unpack, "decode an object back into the exact file" },
+	{ "mount", cmd_mount, "mount a store as a filesystem (FUSE)" },
+	{ "umount", cmd_umount,
+	  "unmount, and wait until everything is "
+	  "encoded" },
+	{ "bench", cmd_bench,
+	  "code a trajectory of files, verify, and compare "
+	  "with zstd and byte grouping" },
 };
 
 static void usage(FILE *f)

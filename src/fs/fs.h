@@ -1,0 +1,73 @@
+/*
+ * fs.h - the ulpfs FUSE filesystem (low-level libfuse 3 API) over a store.
+ *
+ * This header is free of FUSE types so that the command-line helper can use
+ * it without libfuse's headers.  The life of a mount:
+ *
+ *   ulp_store_open()  ->  ulp_fs_mount()  ->  ulp_fs_run()  ->
+ *   ulp_fs_unmount()  ->  ulp_store_close()
+ *
+ * ulp_fs_run() returns when the filesystem is unmounted (fusermount3 -u,
+ * umount) or the process gets SIGTERM, SIGINT or SIGHUP.  Those signals
+ * must be blocked in every thread but the one that calls ulp_fs_run(), or
+ * the loop may not notice them: call ulp_fs_block_signals() before
+ * ulp_store_open() starts the store's threads; ulp_fs_run() unblocks them
+ * in its own thread.
+ *
+ * Inode numbers are the store's.  Attributes and directory entries are
+ * cached by the kernel for cfg->attr_timeout / cfg->entry_timeout seconds
+ * (default 1 s): changes made through the mount are seen at once, changes
+ * made to the store by other means (the helper) within that time.
+ */
+#ifndef ULP_FS_H
+#define ULP_FS_H
+
+#include <stddef.h>
+#include <sys/statvfs.h> /* store.h uses struct statvfs */
+
+#include "store/store.h"
+
+typedef struct ulp_fs ulp_fs;
+
+typedef struct ulp_fs_config {
+	const char *mountpoint;  /* absolute path of an existing directory */
+	const char *fsname;      /* the mount's source (the store's path) */
+	double attr_timeout;     /* seconds; < 0 means the default (1 s) */
+	double entry_timeout;    /* seconds; < 0 means the default (1 s) */
+	unsigned max_threads;    /* FUSE worker threads; 0: default (64) */
+	int allow_other;         /* -o allow_other (implies permissions) */
+	int default_permissions; /* the kernel checks access modes */
+	int debug;               /* libfuse request tracing on stderr */
+	/* Further generic FUSE options, each accepted by ulp_fs_option_ok(),
+	 * NULL-terminated; may be NULL. */
+	const char *const *fuse_opts;
+} ulp_fs_config;
+
+/* Zero and fill in the defaults. */
+void ulp_fs_config_default(ulp_fs_config *cfg);
+
+/* Whether the generic FUSE mount option opt ("noatime", "max_read=N") may
+ * be passed through to libfuse.  Returns 1 if so; 0 if not, with *why set
+ * to a reason. */
+int ulp_fs_option_ok(const char *opt, const char **why);
+
+/* Block SIGTERM, SIGINT and SIGHUP in the calling thread (and the threads
+ * it creates from now on). */
+void ulp_fs_block_signals(void);
+
+/* Create the FUSE session over st and mount it on cfg->mountpoint.  On
+ * failure returns a negative errno and writes a message (without the
+ * mount point) into err. */
+int ulp_fs_mount(ulp_store *st, const ulp_fs_config *cfg, ulp_fs **out,
+                 char *err, size_t errlen);
+
+/* Serve requests with a pool of threads until unmounted or signalled.
+ * Returns 0, or the signal number that ended the loop, or -errno. */
+int ulp_fs_run(ulp_fs *fs);
+
+/* Unmount (if still mounted), release every file handle the kernel did not
+ * release (so their data is queued for encoding) and free fs.  The store
+ * stays open: close it afterwards with ulp_store_close(). */
+void ulp_fs_unmount(ulp_fs *fs);
+
+#endif /* ULP_FS_H */

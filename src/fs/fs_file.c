@@ -1,0 +1,348 @@
+/*
+ * fs_file.c - FUSE file data operations: create, open, read, write, flush,
+ * fsync, fallocate, release; the list of open handles; per-thread buffers.
+ *
+ * fuse_file_info->fh points to an ulp_fs_handle that wraps the store's
+ * ulp_file.  Page cache: the kernel keeps a file's cached pages across
+ * opens only when the store says its content is committed (immutable);
+ * direct_io is never used, so mmap (safetensors, numpy) works.  Writes go
+ * through the page cache to the store at once (no writeback cache), so
+ * errors such as ENOSPC reach the writing process.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "fs/fs_internal.h"
+
+/* ------------------------------------------------------------- handles */
+
+static ulp_fs_handle *handle_new(ulp_fs *fs, ulp_file *f, uint64_t version)
+{
+	ulp_fs_handle *h = calloc(1, sizeof(*h));
+	if (!h)
+		return NULL;
+	h->file = f;
+	h->version = version;
+	pthread_mutex_lock(&fs->handles_mu);
+	h->next = fs->handles.next;
+	h->prev = &fs->handles;
+	h->next->prev = h;
+	fs->handles.next = h;
+	pthread_mutex_unlock(&fs->handles_mu);
+	return h;
+}
+
+static void handle_free(ulp_fs *fs, ulp_fs_handle *h)
+{
+	pthread_mutex_lock(&fs->handles_mu);
+	h->prev->next = h->next;
+	h->next->prev = h->prev;
+	pthread_mutex_unlock(&fs->handles_mu);
+	if (h->file)
+		ulp_file_release(h->file);
+	free(h);
+}
+
+static ulp_fs_handle *handle_of(const struct fuse_file_info *fi)
+{
+	return (ulp_fs_handle *)(uintptr_t)fi->fh;
+}
+
+void ulp_fs_release_all(ulp_fs *fs)
+{
+	for (;;) {
+		pthread_mutex_lock(&fs->handles_mu);
+		ulp_fs_handle *h = fs->handles.next;
+		pthread_mutex_unlock(&fs->handles_mu);
+		if (h == &fs->handles)
+			break;
+		handle_free(fs, h);
+	}
+}
+
+/* Wrap f (or a version of the control directory) in a handle and reply
+ * with it; if the reply cannot be delivered (the opening process was
+ * interrupted), the kernel will never release it, so release it here.  e
+ * is NULL for open, else the created entry. */
+static void reply_opened(fuse_req_t req, ulp_file *f, uint64_t version,
+                         int keep_cache, const struct fuse_entry_param *e,
+                         struct fuse_file_info *fi)
+{
+	ulp_fs *fs = ulp_fs_of(req);
+	ulp_fs_handle *h = handle_new(fs, f, version);
+	if (!h) {
+		if (f)
+			ulp_file_release(f);
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	fi->fh = (uint64_t)(uintptr_t)h;
+	fi->keep_cache = keep_cache ? 1 : 0;
+	fi->direct_io = 0;
+	fi->nonseekable = 0;
+	int rc = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
+	if (rc != 0)
+		handle_free(fs, h);
+}
+
+/* --------------------------------------------------------------- open */
+
+void ulp_fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      mode_t mode, struct fuse_file_info *fi)
+{
+	ulp_fs *fs = ulp_fs_of(req);
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	struct fuse_entry_param e;
+	ulp_attr a, pa;
+	ulp_file *f = NULL;
+	int keep = 0, rc;
+	size_t n = strnlen(name, ULP_FS_NAME_MAX + 1);
+
+	if (n > ULP_FS_NAME_MAX || n == 0) {
+		fuse_reply_err(req, n ? ENAMETOOLONG : EINVAL);
+		return;
+	}
+	if (ulp_ctl_is(parent) || ulp_ctl_is_name(parent, name)) {
+		fuse_reply_err(req, ulp_ctl_is(parent) ? EROFS : EEXIST);
+		return;
+	}
+	if (!S_ISREG(mode) && (mode & S_IFMT) != 0) {
+		fuse_reply_err(req, EPERM);
+		return;
+	}
+	uid_t uid = ctx->uid;
+	gid_t gid = ctx->gid;
+	rc = ulp_ns_getattr(fs->st, parent, &pa);
+	if (rc == 0 && (pa.mode & S_ISGID))
+		gid = pa.gid;
+	if (rc == 0)
+		rc = ulp_ns_create(fs->st, parent, name,
+		                   (mode & 07777) | S_IFREG, uid, gid, &a);
+	if (rc < 0) {
+		fuse_reply_err(req, ulp_fs_errno(rc));
+		return;
+	}
+	/* The file is new and empty: O_TRUNC and O_EXCL mean nothing more. */
+	rc = ulp_file_open(fs->st, a.ino, fi->flags & ~(O_CREAT | O_EXCL), &f,
+	                   &keep);
+	if (rc < 0) {
+		/* Do not leave a file behind that open(2) says it did not
+		 * create. */
+		ulp_ns_unlink(fs->st, parent, name);
+		fuse_reply_err(req, ulp_fs_errno(rc));
+		return;
+	}
+	memset(&e, 0, sizeof(e));
+	e.ino = a.ino;
+	ulp_fs_attr_to_stat(&a, &e.attr);
+	e.attr_timeout = fs->attr_timeout;
+	e.entry_timeout = fs->entry_timeout;
+	reply_opened(req, f, 0, keep, &e, fi);
+}
+
+void ulp_fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	ulp_fs *fs = ulp_fs_of(req);
+	ulp_file *f = NULL;
+	int keep = 0;
+	if (ulp_ctl_is(ino)) {
+		struct stat st;
+		int rc = ulp_ctl_getattr(fs, ino, &st);
+		if (rc == 0 && !ulp_ctl_is_vfile(ino))
+			rc = -EISDIR;
+		if (rc == 0 && ((fi->flags & O_ACCMODE) != O_RDONLY ||
+		                (fi->flags & O_TRUNC)))
+			rc = -EROFS;
+		if (rc < 0) {
+			fuse_reply_err(req, ulp_fs_errno(rc));
+			return;
+		}
+		/* A version never changes: keep its page cache. */
+		reply_opened(req, NULL, ino & ULP_CTL_PAYLOAD, 1, NULL, fi);
+		return;
+	}
+	/* With FUSE_CAP_ATOMIC_O_TRUNC, O_TRUNC arrives here (instead of a
+	 * setattr first), so the store can skip the copy-up of a committed
+	 * file that is about to be emptied. */
+	int rc = ulp_file_open(fs->st, ino, fi->flags, &f, &keep);
+	if (rc < 0) {
+		fuse_reply_err(req, ulp_fs_errno(rc));
+		return;
+	}
+	reply_opened(req, f, 0, keep, NULL, fi);
+}
+
+/* ---------------------------------------------------------------- data */
+
+static pthread_key_t tls_key;
+static pthread_once_t tls_once = PTHREAD_ONCE_INIT;
+static int tls_rc;
+
+typedef struct tls_buf {
+	size_t size;
+	unsigned char data[];
+} tls_buf;
+
+static void tls_free(void *p)
+{
+	free(p);
+}
+
+static void tls_make_key(void)
+{
+	tls_rc = pthread_key_create(&tls_key, tls_free);
+}
+
+int ulp_fs_tls_init(void)
+{
+	pthread_once(&tls_once, tls_make_key);
+	return tls_rc ? -tls_rc : 0;
+}
+
+void *ulp_fs_tls_buf(size_t size)
+{
+	tls_buf *b = pthread_getspecific(tls_key);
+	if (b && b->size >= size)
+		return b->data;
+	/* Grow to the request size, at least 128 KiB, so that a thread
+	 * settles on one buffer. */
+	size_t want = size < (128u << 10) ? (128u << 10) : size;
+	tls_buf *nb = malloc(sizeof(*nb) + want);
+	if (!nb)
+		return NULL;
+	nb->size = want;
+	if (pthread_setspecific(tls_key, nb) != 0) {
+		free(nb);
+		return NULL;
+	}
+	free(b);
+	return nb->data;
+}
+
+void ulp_fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi)
+{
+	(void)ino;
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	void *buf = ulp_fs_tls_buf(size ? size : 1);
+	if (!buf) {
+		fuse_reply_err(req, ENOMEM);
+		return;
+	}
+	ulp_fs_handle *h = handle_of(fi);
+	ssize_t n = h->file ? ulp_file_read(h->file, buf, size, off)
+	                    : ulp_version_read(ulp_fs_of(req)->st, h->version,
+	                                       buf, size, (uint64_t)off);
+	if (n < 0) {
+		fuse_reply_err(req, ulp_fs_errno(n));
+		return;
+	}
+	if ((size_t)n > size)
+		n = (ssize_t)size;
+	fuse_reply_buf(req, buf, (size_t)n);
+}
+
+void ulp_fs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
+                         struct fuse_bufvec *bufv, off_t off,
+                         struct fuse_file_info *fi)
+{
+	const void *p;
+	size_t size = fuse_buf_size(bufv);
+	ulp_fs_handle *h = handle_of(fi);
+	(void)ino;
+	if (!h->file) {
+		fuse_reply_err(req, EBADF);
+		return;
+	}
+	if (off < 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	/* Without splice (disabled in init unless -o splice_read is given)
+	 * the data is one memory buffer inside the request: no copy. */
+	if (bufv->count - bufv->idx == 1 &&
+	    !(bufv->buf[bufv->idx].flags & FUSE_BUF_IS_FD)) {
+		p = (const char *)bufv->buf[bufv->idx].mem + bufv->off;
+	} else {
+		void *tmp = ulp_fs_tls_buf(size ? size : 1);
+		if (!tmp) {
+			fuse_reply_err(req, ENOMEM);
+			return;
+		}
+		struct fuse_bufvec dst = FUSE_BUFVEC_INIT(size);
+		dst.buf[0].mem = tmp;
+		ssize_t c = fuse_buf_copy(&dst, bufv, 0);
+		if (c < 0) {
+			fuse_reply_err(req, ulp_fs_errno(c));
+			return;
+		}
+		size = (size_t)c;
+		p = tmp;
+	}
+	ssize_t n = ulp_file_write(h->file, p, size, off);
+	if (n < 0) {
+		fuse_reply_err(req, ulp_fs_errno(n));
+		return;
+	}
+	fuse_reply_write(req, (size_t)n);
+}
+
+void ulp_fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	ulp_fs_handle *h = handle_of(fi);
+	int rc = h->file ? ulp_file_flush(h->file) : 0;
+	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
+}
+
+void ulp_fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+                     struct fuse_file_info *fi)
+{
+	(void)ino;
+	ulp_fs_handle *h = handle_of(fi);
+	int rc = h->file ? ulp_file_fsync(h->file, datasync) : 0;
+	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
+}
+
+void ulp_fs_op_release(fuse_req_t req, fuse_ino_t ino,
+                       struct fuse_file_info *fi)
+{
+	(void)ino;
+	handle_free(ulp_fs_of(req), handle_of(fi));
+	fuse_reply_err(req, 0);
+}
+
+void ulp_fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+                         off_t length, struct fuse_file_info *fi)
+{
+	(void)ino;
+	if (offset < 0 || length <= 0) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	if (offset > INT64_MAX - length) {
+		fuse_reply_err(req, EFBIG);
+		return;
+	}
+	/* FALLOC_FL_KEEP_SIZE only reserves blocks for a later write: the
+	 * encoded size is unknown in advance and staging files are sparse,
+	 * so there is nothing to reserve.  Mode 0 (posix_fallocate) extends
+	 * the file; the store refuses the other modes (hole punching etc.)
+	 * with EOPNOTSUPP. */
+	if (mode == FALLOC_FL_KEEP_SIZE) {
+		fuse_reply_err(req, 0);
+		return;
+	}
+	ulp_fs_handle *h = handle_of(fi);
+	int rc = h->file ? ulp_file_fallocate(h->file, mode, offset, length)
+	                 : -EBADF;
+	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
+}

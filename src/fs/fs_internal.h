@@ -1,0 +1,155 @@
+/*
+ * fs_internal.h - shared state of the FUSE operations (src/fs only).
+ */
+#ifndef ULP_FS_INTERNAL_H
+#define ULP_FS_INTERNAL_H
+
+#define FUSE_USE_VERSION 312
+
+#include <fuse_lowlevel.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "fs/fs.h"
+
+/* Largest name of a directory entry (as on the usual local filesystems). */
+#define ULP_FS_NAME_MAX 255
+/* st_blksize reported to applications: stdio, Python and cp size their
+ * buffers by it, and one FUSE request per MiB keeps the overhead low. */
+#define ULP_FS_BLKSIZE (1u << 20)
+/* Largest request the kernel may send (with FUSE_MAX_PAGES, 256 pages). */
+#define ULP_FS_MAX_WRITE (1u << 20)
+
+/* The control directory (fs_ctl.c): synthetic node ids have the top bit
+ * set; the store's inode numbers and version ids stay below 2^61. */
+#define ULP_CTL_NAME ".ulpfs"
+#define ULP_CTL_BIT (1ull << 63)
+#define ULP_CTL_K_VDIR (1ull << 62)  /* versions/ mirror of a live inode */
+#define ULP_CTL_K_VFILE (1ull << 61) /* one version, by version id */
+#define ULP_CTL_PAYLOAD ((1ull << 61) - 1)
+#define ULP_CTL_ROOT (ULP_CTL_BIT | 1)     /* .ulpfs */
+#define ULP_CTL_VERSIONS (ULP_CTL_BIT | 2) /* .ulpfs/versions */
+#define ULP_CTL_VDIR_OF(ino) (ULP_CTL_BIT | ULP_CTL_K_VDIR | (ino))
+#define ULP_CTL_VFILE_OF(id) (ULP_CTL_BIT | ULP_CTL_K_VFILE | (id))
+
+static inline int ulp_ctl_is(uint64_t ino)
+{
+	return (ino & ULP_CTL_BIT) != 0;
+}
+static inline int ulp_ctl_is_vdir(uint64_t ino)
+{
+	return (ino & (ULP_CTL_BIT | ULP_CTL_K_VDIR)) ==
+	       (ULP_CTL_BIT | ULP_CTL_K_VDIR);
+}
+static inline int ulp_ctl_is_vfile(uint64_t ino)
+{
+	return (ino & (ULP_CTL_BIT | ULP_CTL_K_VDIR | ULP_CTL_K_VFILE)) ==
+	       (ULP_CTL_BIT | ULP_CTL_K_VFILE);
+}
+
+/* An open regular file: fuse_file_info->fh points to one.  They are kept
+ * in a list so that handles the kernel never released (the daemon was
+ * signalled while files were open) are released at unmount, which queues
+ * their data for encoding. */
+typedef struct ulp_fs_handle {
+	ulp_file *file;   /* NULL for a version in the control directory */
+	uint64_t version; /* that version's id */
+	struct ulp_fs_handle *prev, *next;
+} ulp_fs_handle;
+
+struct ulp_fs {
+	ulp_store *st;
+	struct fuse_session *se;
+	struct fuse_conn_info_opts *conn_opts;
+	double attr_timeout, entry_timeout;
+	unsigned max_threads;
+	unsigned max_read; /* -o max_read=N (libfuse wants it again in init) */
+	int mounted;
+	char *mountpoint;
+
+	pthread_mutex_t handles_mu;
+	ulp_fs_handle handles; /* list head (circular) */
+};
+
+static inline ulp_fs *ulp_fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+/* A store result (0 or -errno) as a positive errno for fuse_reply_err;
+ * anything out of range becomes EIO. */
+static inline int ulp_fs_errno(long rc)
+{
+	return (rc < 0 && rc > -4096) ? (int)-rc : EIO;
+}
+
+void ulp_fs_attr_to_stat(const ulp_attr *a, struct stat *st);
+
+/* Operations, in fs_ops.c (namespace) and fs_file.c (file data). */
+void ulp_fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ulp_fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
+void ulp_fs_op_forget_multi(fuse_req_t req, size_t count,
+                            struct fuse_forget_data *forgets);
+void ulp_fs_op_getattr(fuse_req_t req, fuse_ino_t ino,
+                       struct fuse_file_info *fi);
+void ulp_fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+                       int to_set, struct fuse_file_info *fi);
+void ulp_fs_op_readlink(fuse_req_t req, fuse_ino_t ino);
+void ulp_fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+                     mode_t mode, dev_t rdev);
+void ulp_fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+                     mode_t mode);
+void ulp_fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ulp_fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
+void ulp_fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+                       const char *name);
+void ulp_fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      fuse_ino_t newparent, const char *newname,
+                      unsigned int flags);
+void ulp_fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+                    const char *newname);
+void ulp_fs_op_statfs(fuse_req_t req, fuse_ino_t ino);
+void ulp_fs_op_opendir(fuse_req_t req, fuse_ino_t ino,
+                       struct fuse_file_info *fi);
+void ulp_fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi);
+void ulp_fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+                           off_t off, struct fuse_file_info *fi);
+void ulp_fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
+                          struct fuse_file_info *fi);
+void ulp_fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
+                        struct fuse_file_info *fi);
+
+void ulp_fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+                      mode_t mode, struct fuse_file_info *fi);
+void ulp_fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ulp_fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                    struct fuse_file_info *fi);
+void ulp_fs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
+                         struct fuse_bufvec *bufv, off_t off,
+                         struct fuse_file_info *fi);
+void ulp_fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ulp_fs_op_release(fuse_req_t req, fuse_ino_t ino,
+                       struct fuse_file_info *fi);
+void ulp_fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+                     struct fuse_file_info *fi);
+void ulp_fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
+                         off_t length, struct fuse_file_info *fi);
+
+/* Control directory (fs_ctl.c). */
+int ulp_ctl_is_name(fuse_ino_t parent, const char *name);
+int ulp_ctl_lookup(ulp_fs *fs, fuse_ino_t parent, const char *name,
+                   struct fuse_entry_param *e);
+int ulp_ctl_getattr(ulp_fs *fs, fuse_ino_t ino, struct stat *st);
+void ulp_ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     int plus);
+
+/* Release every handle still open (at unmount). */
+void ulp_fs_release_all(ulp_fs *fs);
+
+/* Per-thread scratch buffers, freed when the thread exits. */
+int ulp_fs_tls_init(void);
+void *ulp_fs_tls_buf(size_t size);
+
+#endif /* ULP_FS_INTERNAL_H */
