@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # examples/quickstart.sh - the main job, end to end, on a fresh Debian 12
-# machine as root: install the dependencies, build ulpfs, train a small GPT
-# for a few minutes writing a real checkpoint trajectory, and run the codec
-# over it with every round trip verified, against zstd -3, zstd -19 and a
-# byte-grouped (ZipNN-like) coder measured in the same run.
+# machine as root: install the dependencies, build ulpfs, mount a store,
+# train a small GPT writing its checkpoint trajectory into the mount, read
+# every checkpoint back (torch.load, safetensors through numpy, sha256sum
+# after a remount), show what the store holds, and compare the codec with
+# zstd -3, zstd -19 and a byte-grouped coder on the same files.
 #
 #   bash examples/quickstart.sh [--quick]
 #
@@ -28,21 +29,66 @@ echo "==> building ulpfs"
 autoreconf -fi >/dev/null
 mkdir -p _build
 (cd _build && { [ -f Makefile ] || ../configure -q; } && make -j"$(nproc)" -s ulpfs)
+ulpfs=$top/_build/ulpfs
 
 work=$(mktemp -d /tmp/ulpfs-quickstart.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-echo "==> training a small byte-level GPT with AdamW, a checkpoint every 20 steps"
-/usr/bin/python3 bench/make_trajectory.py "${quick[@]}" --out "$work/run"
+store=$work/store mnt=$work/mnt plain=$work/plain
+mkdir -p "$mnt" "$plain"
+cleanup() {
+	if mountpoint -q "$mnt" 2>/dev/null; then
+		"$ulpfs" umount "$mnt" || fusermount3 -uz "$mnt" || true
+	fi
+	rm -rf "$work"
+}
+trap cleanup EXIT
 
-echo "==> ulpfs bench: each file coded against the previous checkpoint's"
-ULPFS=_build/ulpfs bash bench/run.sh --traj "$work/run" --reps 1 --no-memory
+echo "==> mounting a new store: $store on $mnt"
+"$ulpfs" mount "$store" "$mnt"
 
-echo "==> pack/unpack round trip of the last checkpoint's optimizer state"
-last=$(ls -d "$work"/run/step-* | tail -n 1)
-prev=$(ls -d "$work"/run/step-* | tail -n 2 | head -n 1)
-_build/ulpfs pack --ref "$prev/optimizer.pt" "$last/optimizer.pt" -o "$work/optimizer.ulp"
-_build/ulpfs unpack --ref "$prev/optimizer.pt" "$work/optimizer.ulp" -o "$work/optimizer.back"
-cmp "$last/optimizer.pt" "$work/optimizer.back"
-/usr/bin/python3 -c "import torch,sys; s=torch.load(sys.argv[1]); print('torch.load of the unpacked optimizer.pt:', len(s['state']), 'parameter states')" "$work/optimizer.back"
-printf '%s -> %s bytes\n' "$(stat -c %s "$last/optimizer.pt")" "$(stat -c %s "$work/optimizer.ulp")"
-echo "==> done: every round trip above was verified byte for byte"
+echo "==> training a small byte-level GPT with AdamW, writing checkpoints into the mount"
+# --check reads every checkpoint back through the mount right after
+# writing it and compares it bit for bit with the live model and optimizer
+/usr/bin/python3 bench/make_trajectory.py "${quick[@]}" --check --out "$mnt/run"
+
+echo "==> copying the trajectory out of the mount (a plain reference copy)"
+cp -a "$mnt/run" "$plain/"
+
+echo "==> unmounting (waits until every checkpoint is encoded and committed)"
+"$ulpfs" umount "$mnt"
+raw=$(du -sb "$plain/run" | cut -f1)
+stored=$(du -sb "$store" | cut -f1)
+printf 'raw checkpoints: %s bytes; store on disk: %s bytes (%.1f%%)\n' \
+	"$raw" "$stored" "$(echo "100 * $stored / $raw" | bc -l)"
+
+echo "==> remounting and reading every checkpoint back"
+"$ulpfs" mount "$store" "$mnt"
+(cd "$plain/run" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$work/sums"
+(cd "$mnt/run" && sha256sum --quiet -c "$work/sums")
+echo "sha256sum: every file identical to what training wrote"
+/usr/bin/python3 - "$mnt/run" <<'PY'
+import glob, json, os, struct, sys
+import numpy as np, torch
+root = sys.argv[1]
+n = 0
+for p in sorted(glob.glob(os.path.join(root, "step-*", "*"))):
+    if p.endswith((".pt", ".bin")):
+        torch.load(p)
+        n += 1
+    elif p.endswith(".safetensors"):
+        # the mmap path a safetensors loader takes
+        m = np.memmap(p, dtype=np.uint8, mode="r")
+        hlen = struct.unpack("<Q", m[:8].tobytes())[0]
+        hdr = json.loads(m[8:8 + hlen].tobytes())
+        for k, v in hdr.items():
+            if k != "__metadata__":
+                b, e = v["data_offsets"]
+                assert e - b == np.prod(v["shape"], dtype=np.int64) * {"BF16": 2, "F16": 2, "F32": 4}[v["dtype"]]
+                m[8 + hlen + b:8 + hlen + e].sum()
+        n += 1
+print(f"torch.load / safetensors mmap: {n} files loaded through the mount")
+PY
+"$ulpfs" umount "$mnt"
+
+echo "==> the codec on the same files, against zstd and byte grouping (same run)"
+ULPFS=$ulpfs bash bench/run.sh --traj "$plain/run" --reps 1 --no-memory
+echo "==> done: every checkpoint was verified byte for byte"
