@@ -231,11 +231,11 @@ static unsigned window_log(size_t total)
 	return wl;
 }
 
-static int generic_encode(ulp_cctx *c, const ulp_params *p, ulp_buf *out)
+static int generic_encode(ulp_cctx *c, const ulp_params *p, const uint8_t *cur,
+                          size_t n, ulp_buf *out)
 {
 	chunk_scratch *s = &c->s;
-	size_t n = s->cur.len;
-	if (s->ref.len == n && memcmp(s->cur.p, s->ref.p, n) == 0) {
+	if (s->ref.len == n && memcmp(cur, s->ref.p, n) == 0) {
 		if (ulp_buf_reserve(out, out->len + 1))
 			return ULP_ERR_NOMEM;
 		out->p[out->len++] = ULP_SC_IDENTICAL;
@@ -252,13 +252,13 @@ static int generic_encode(ulp_cctx *c, const ulp_params *p, ulp_buf *out)
 	                       (int)window_log(n + s->ref.len));
 	if (s->ref.len)
 		ZSTD_CCtx_refPrefix(c->zc, s->ref.p, s->ref.len);
-	size_t z = ZSTD_compress2(c->zc, dst + 1, bound, s->cur.p, n);
+	size_t z = ZSTD_compress2(c->zc, dst + 1, bound, cur, n);
 	if (!ZSTD_isError(z) && z < n) {
 		dst[0] = ULP_SC_ZSTD;
 		out->len += 1 + z;
 	} else {
 		dst[0] = ULP_SC_RAW;
-		memcpy(dst + 1, s->cur.p, n);
+		memcpy(dst + 1, cur, n);
 		out->len += 1 + n;
 	}
 	return ULP_OK;
@@ -343,23 +343,35 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 		if (first == cp->nruns)
 			continue;
 		ulp_dtype dt = (ulp_dtype)runs[first].dtype;
-		rc = gather(&c->s, runs, cp->nruns, id, src, plan->ref_size,
-		            ref_read, ref_opaque);
+		/* A stream of one run is coded straight from src: only
+		 * streams that gather several runs need a copy. */
+		size_t nin = 0;
+		uint64_t first_pos = 0;
+		for (size_t r = 0; r < cp->nruns; r++) {
+			if (r < first)
+				first_pos += runs[r].len;
+			nin += c->s.sid[r] == id;
+		}
+		rc = gather(&c->s, runs, cp->nruns, id, nin > 1 ? src : NULL,
+		            plan->ref_size, ref_read, ref_opaque);
 		if (rc)
 			return rc;
+		const uint8_t *cur = nin > 1 ? c->s.cur.p
+		                             : (const uint8_t *)src + first_pos;
+		size_t curlen = nin > 1 ? c->s.cur.len : runs[first].len;
 		ulp_buf *sb = &c->s.stream;
 		sb->len = 0;
 		if (id == 0) {
-			rc = generic_encode(c, &plan->params, sb);
-			local.dt[0].bytes_in += c->s.cur.len;
+			rc = generic_encode(c, &plan->params, cur, curlen, sb);
+			local.dt[0].bytes_in += curlen;
 			local.dt[0].bytes_out += sb->len;
 			local.dt[0].model_bits += 8.0 * (sb->len - 1);
 		} else {
 			ulp_float_fmt f = ulp_dtype_fmt(dt);
-			size_t n = c->s.cur.len / (f.width / 8);
+			size_t n = curlen / (f.width / 8);
 			if (ulp_buf_reserve(sb, ulp_float_bound(n, f.width)))
 				return ULP_ERR_NOMEM;
-			rc = ulp_float_encode(c->s.fs, f, c->s.cur.p,
+			rc = ulp_float_encode(c->s.fs, f, cur,
 			                      c->s.ref.len ? c->s.ref.p : NULL,
 			                      n, plan->params.model_stats, sb,
 			                      &local.dt[dt]);
