@@ -63,6 +63,30 @@ for t in gen copy; do
 		{ bad "$t: directory structure differs"; diff <(echo "$a") <(echo "$b") | head | sed 's/^/    | /' >&2; }
 done
 
+step "remount with a small decoded-chunk cache (cache=4M): reads decode their chains again"
+fs_remount "$STORE" "$MNT" "cache=4M"
+fs_compare_trees "$PLAIN" "$MNT/gen" "gen with cache=4M"
+fs_compare_trees "$PLAIN" "$MNT/copy" "copy with cache=4M"
+
+step "remount with cache=1M: the file with the longest chain must still read in reasonable time"
+fs_remount "$STORE" "$MNT" "cache=1M"
+f=copy/$(basename "$(ls -d "$PLAIN"/step-* | tail -n1)")/optimizer.pt
+t0=$(date +%s.%N)
+got=$(timeout 30 sha256sum <"$MNT/$f" | cut -d' ' -f1)
+t=$(calc "$(date +%s.%N) - $t0" 1)
+if [ "$got" = "$(sha256sum <"$PLAIN/${f#copy/}" | cut -d' ' -f1)" ]; then
+	ok "$f read exactly with cache=1M in ${t}s"
+	fs_umount "$MNT"
+else
+	bad "$f with cache=1M: no exact read within 30 s (${t}s): a cache smaller than a chunk makes every small reference read decode whole chunks again, recursively"
+	# the daemon goes on decoding the abandoned read; do not wait for it
+	pid=$(fs_mount_pid "$MNT")
+	say "kill -9 of the busy daemon $pid, lazy unmount"
+	kill -9 "$pid"
+	fs_force_umount "$MNT" 10
+fi
+fs_mount "$STORE" "$MNT"
+
 step "torch.load of every .bin/.pt through the mount (equal to the plain copy)"
 # one interpreter for all of them (importing torch takes seconds)
 check_through_mount() { # KIND FIND-ARGS...

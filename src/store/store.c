@@ -19,6 +19,15 @@ void ulp_store_opts_default(ulp_store_opts *o)
 	}
 	if (!o->keyframe_every)
 		o->keyframe_every = 16;
+	/* Decoding a chunk reads its reference through the cache, run by
+	 * run.  A cache that cannot hold one chunk per chain level makes each
+	 * of those reads decode the reference chunk again, recursively: the
+	 * cost grows exponentially with depth.  Keep room for every level of
+	 * two concurrent readers. */
+	uint64_t floor =
+		2ull * (o->keyframe_every + 1) * ULP_CHUNK_SIZE_DEFAULT;
+	if (o->cache_bytes < floor)
+		o->cache_bytes = floor;
 	if (!o->settle_ms)
 		o->settle_ms = 500;
 	/* staging_limit 0 is resolved by ulp_store_open, which knows the
