@@ -249,6 +249,20 @@ elif phase == "4":
     same("write + read through the fd of the unlinked file", os.pread(fd, 60000, 0), rnd(50000, 9) + b"tail")
     os.close(fd)
     same("the unlinked file does not come back", exists("c/tmpopen"), False)
+    put("c/over_src", rnd(70000, 21))
+    old = get("ren/xa")
+    fd = os.open("ren/xa", os.O_RDONLY)
+    expect_ok("rename a file over an open (committed) file", os.rename, "c/over_src", "ren/xa")
+    same("the open fd of the replaced file still reads its old content", os.pread(fd, 1 << 20, 0), old)
+    os.close(fd)
+    same("the new content is at the name", get("ren/xa"), rnd(70000, 21))
+    fd = os.open("c/moving", os.O_CREAT | os.O_WRONLY, 0o644)
+    os.write(fd, rnd(30000, 22))
+    expect_ok("rename a file while it is open for writing", os.rename, "c/moving", "c/moved")
+    os.write(fd, b"written after the rename")
+    os.close(fd)
+    same("writes after the rename land in the renamed file", get("c/moved"), rnd(30000, 22) + b"written after the rename")
+    same("nothing left at the old name", exists("c/moving"), False)
 
   @section
   def dir_mtimes():

@@ -1122,7 +1122,7 @@ Test(store, reopen_keeps_everything)
 	                                -1, &s, NULL),
 	             SQLITE_OK);
 	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(s, 0), 1);
+	cr_assert_eq(sqlite3_column_int(s, 0), 2);
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	free(v.p);
@@ -1453,4 +1453,103 @@ Test(store, staging_limit_blocks_writers)
 	cr_assert_eq(s.staged_bytes, 0);
 	ulp_store_close(st);
 	free(data);
+}
+
+/* ------------------------------------------------------------ snapshots,
+ * history */
+
+typedef struct snap_seen {
+	int n;
+	char path[64];
+	uint64_t vid;
+} snap_seen;
+
+static int snap_item(void *opaque, const char *path, const ulp_version_info *v)
+{
+	snap_seen *s = opaque;
+
+	s->n++;
+	snprintf(s->path, sizeof s->path, "%s", path);
+	s->vid = v->id;
+	return 0;
+}
+
+Test(store, snapshot_pins_survive_unlink_gc_and_prune)
+{
+	ulp_store *st = open_default();
+	sfile v = st_make(16 * 1024, 64, 41);
+	uint64_t d = mkdir_in(st, ULP_ROOT_INO, "ck");
+	uint64_t ino = put_file(st, d, "m.safetensors", v.p, v.len);
+	uint64_t items = 0, vid, dropped = 0;
+	ulp_version_info pinned, found;
+	snap_seen seen = { 0 };
+
+	sync_ok(st);
+	pinned = current(st, ino);
+	cr_assert_eq(ulp_snapshot_create(st, "s1", NULL, 0, &items), 0);
+	cr_assert_eq(items, 1);
+	cr_assert_eq(ulp_snapshot_create(st, "s1", NULL, 0, NULL), -EEXIST);
+	cr_assert_eq(ulp_snapshot_create(st, "a/b", NULL, 0, NULL), -EINVAL);
+	cr_assert_eq(ulp_snapshot_lookup(st, "s1", "ck", &vid), 2);
+	cr_assert_eq(ulp_snapshot_lookup(st, "s1", "ck/m.safetensors", &vid),
+	             1);
+	cr_assert_eq(vid, pinned.id);
+	cr_assert_eq(ulp_snapshot_lookup(st, "s1", "nope", &vid), -ENOENT);
+
+	/* Two more versions; prune to the newest one: the pinned first one
+	 * stays live. */
+	for (int i = 0; i < 2; i++) {
+		st_step(&v, 50 + (uint64_t)i);
+		put_file(st, d, "m.safetensors", v.p, v.len);
+		sync_ok(st);
+	}
+	cr_assert_eq(ulp_version_prune(st, "ck/m.safetensors", 1, 0, &dropped),
+	             0);
+	cr_assert_eq(dropped, 1, "only the unpinned middle version goes");
+	cr_assert_eq(ulp_store_gc(st), 0); /* rebase the newest off it */
+	cr_assert_eq(ulp_version_find(st, "ck/m.safetensors", 1, &found), 0);
+	cr_assert_eq(found.id, pinned.id);
+	cr_assert_eq(ulp_version_find(st, "ck/m.safetensors", 2, &found),
+	             -ENOENT);
+	cr_assert_eq(ulp_version_find(st, "ck/m.safetensors", 0, &found), 0);
+	cr_assert_eq(found.seq, 3);
+
+	/* The file goes; the pinned version survives gc. */
+	cr_assert_eq(ulp_ns_unlink(st, d, "m.safetensors"), 0);
+	cr_assert_eq(ulp_store_gc(st), 0);
+	cr_assert_eq(ulp_version_get(st, pinned.id, &found), 0);
+	cr_assert_eq(found.state, ULP_VERSION_LIVE);
+	cr_assert_eq(ulp_snapshot_items(st, "s1", "", snap_item, &seen), 0);
+	cr_assert_eq(seen.n, 1);
+	cr_assert_str_eq(seen.path, "ck/m.safetensors");
+	check_integrity(st);
+
+	/* Deleting the snapshot releases it. */
+	cr_assert_eq(ulp_snapshot_delete(st, "s1"), 0);
+	cr_assert_eq(ulp_snapshot_delete(st, "s1"), -ENOENT);
+	cr_assert_eq(ulp_store_gc(st), 0);
+	cr_assert_eq(ulp_version_get(st, pinned.id, &found), 0);
+	cr_assert_neq(found.state, ULP_VERSION_LIVE);
+	ulp_store_close(st);
+	free(v.p);
+}
+
+Test(store, version_usage_records_format_and_stats)
+{
+	ulp_store *st = open_default();
+	sfile v = st_make(16 * 1024, 64, 43);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "m.safetensors", v.p, v.len);
+	ulp_stats es;
+	int fmt;
+
+	sync_ok(st);
+	int have = ulp_version_usage(st, current(st, ino).id, &fmt, &es);
+	cr_assert_eq(have, 1);
+	cr_assert_eq(fmt, ULP_FMT_SAFETENSORS);
+	uint64_t in = 0;
+	for (int d = 0; d < ULP_DT_COUNT; d++)
+		in += es.dt[d].bytes_in;
+	cr_assert_gt(in, 0);
+	ulp_store_close(st);
+	free(v.p);
 }

@@ -69,10 +69,25 @@ double cli_now(void);
 
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* A line of /proc/self/mountinfo (cli_mountinfo.c). */
+typedef struct cli_mount_ent {
+	char *target, *fstype, *source;
+} cli_mount_ent;
+void cli_mount_ent_free(cli_mount_ent *e);
+/* The topmost mount on path (by_source: the ulpfs mount whose source is
+ * path).  1 found, 0 not, -1 error. */
+int cli_find_mount(const char *path, int by_source, cli_mount_ent *out);
+/* The innermost ulpfs mount that the absolute path lies in: 1, 0, -1. */
+int cli_find_mount_of(const char *path, cli_mount_ent *out);
+
 int cmd_pack(int argc, char **argv);
 int cmd_unpack(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_mount(int argc, char **argv);
 int cmd_umount(int argc, char **argv);
+/* log, snapshot, sync, stats, verify, gc, prune, restore (cmd_admin.c) */
+int cmd_store(int argc, char **argv);
+/* cat, export (cmd_admin.c) */
+int cmd_data(int argc, char **argv);
 
 #endif /* ULP_CLI_H */

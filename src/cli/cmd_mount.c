@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ctl.h"
 #include "fs/fs.h"
 #include "store/store.h"
 
@@ -61,7 +62,8 @@ static void mount_usage(FILE *f)
 	      "  -f              stay in the foreground (log to stderr; Ctrl-C "
 	      "unmounts)\n"
 	      "  -o OPTIONS      comma-separated options, -o may be repeated:\n"
-	      "     cache=SIZE          decoded-chunk cache (default 256M)\n"
+	      "     cache=SIZE          decoded-chunk cache (default 256M; at\n"
+	      "                         least 2 x (keyframe + 1) chunks)\n"
 	      "     encoders=N          encoder threads (default: one per "
 	      "CPU)\n"
 	      "     keyframe=K          a keyframe every K versions (default "
@@ -383,6 +385,12 @@ static int run_daemon(mount_args *ma, const char *store, const char *mnt,
 		}
 	}
 	dlog("mounted %s on %s", store, mnt);
+	/* The helper's commands reach the open store through this. */
+	cli_server *srv = NULL;
+	rc = cli_server_start(st, fs, store, &srv);
+	if (rc < 0)
+		dlog("%s/%s: %s (helper commands will fail while mounted)",
+		     store, CLI_CTL_SOCK, strerror(-rc));
 	pid_write(store);
 	if (ready_fd >= 0) {
 		ssize_t w = write(ready_fd, "ready", 5);
@@ -395,6 +403,7 @@ static int run_daemon(mount_args *ma, const char *store, const char *mnt,
 	}
 
 	rc = ulp_fs_run(fs);
+	cli_server_stop(srv); /* before the session it invalidates goes */
 	if (rc > 0)
 		dlog("signal %d: unmounting %s", rc, mnt);
 	else if (rc < 0)
@@ -578,86 +587,6 @@ out:
 
 /* ------------------------------------------------------------ umount */
 
-/* Undo mountinfo's octal escapes (\040 for a space) in place. */
-static void unescape(char *s)
-{
-	char *d = s;
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
-		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
-			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
-			              (s[3] - '0'));
-			s += 3;
-		} else {
-			*d++ = *s;
-		}
-	}
-	*d = 0;
-}
-
-typedef struct mount_ent {
-	char *target, *fstype, *source;
-} mount_ent;
-
-static void ent_free(mount_ent *e)
-{
-	free(e->target);
-	free(e->fstype);
-	free(e->source);
-	memset(e, 0, sizeof(*e));
-}
-
-/* Find the topmost mount on path (by_source: the ulpfs mount whose source
- * is path).  1 found, 0 not, -1 error. */
-static int find_mount(const char *path, int by_source, mount_ent *out)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL;
-	size_t cap = 0;
-	int found = 0;
-	if (!f)
-		return -1;
-	memset(out, 0, sizeof(*out));
-	while (getline(&line, &cap, f) > 0) {
-		/* ID PARENT MAJ:MIN ROOT TARGET OPTS [OPTIONAL...] - TYPE SRC SOPTS */
-		char *save = NULL, *fld[5] = { 0 };
-		int i = 0;
-		for (char *t = strtok_r(line, " \n", &save); t && i < 5;
-		     t = strtok_r(NULL, " \n", &save))
-			fld[i++] = t;
-		if (i < 5)
-			continue;
-		char *target = fld[4], *t, *type = NULL, *src = NULL;
-		while ((t = strtok_r(NULL, " \n", &save)) != NULL)
-			if (strcmp(t, "-") == 0) {
-				type = strtok_r(NULL, " \n", &save);
-				src = strtok_r(NULL, " \n", &save);
-				break;
-			}
-		if (!type || !src)
-			continue;
-		unescape(target);
-		unescape(src);
-		if (by_source ? (strcmp(type, "fuse.ulpfs") != 0 ||
-		                 strcmp(src, path) != 0)
-		              : strcmp(target, path) != 0)
-			continue;
-		ent_free(out);
-		out->target = strdup(target);
-		out->fstype = strdup(type);
-		out->source = strdup(src);
-		if (!out->target || !out->fstype || !out->source) {
-			ent_free(out);
-			found = -1;
-			break;
-		}
-		found = 1;
-	}
-	free(line);
-	fclose(f);
-	return found;
-}
-
 /* Start time (field 22 of /proc/PID/stat) and state of a process; -1 if
  * there is none. */
 static int proc_stat(long pid, unsigned long long *start, char *state)
@@ -761,7 +690,7 @@ static int do_unmount(const char *target)
 
 int cmd_umount(int argc, char **argv)
 {
-	mount_ent ent = { 0 };
+	cli_mount_ent ent = { 0 };
 	char *path = NULL, *lock = NULL;
 	int lfd = -1, rc = CLI_FAIL;
 
@@ -786,16 +715,16 @@ int cmd_umount(int argc, char **argv)
 			goto out;
 		}
 	}
-	int found = find_mount(path, 0, &ent);
+	int found = cli_find_mount(path, 0, &ent);
 	if (found < 0) {
 		cli_err("/proc/self/mountinfo: %s", strerror(errno));
 		goto out;
 	}
 	if (found == 0 || strcmp(ent.fstype, "fuse.ulpfs") != 0) {
 		/* The store directory instead of the mount point? */
-		mount_ent alt;
-		if (find_mount(path, 1, &alt) == 1) {
-			ent_free(&ent);
+		cli_mount_ent alt;
+		if (cli_find_mount(path, 1, &alt) == 1) {
+			cli_mount_ent_free(&ent);
 			ent = alt;
 		} else if (found == 0) {
 			cli_err("%s: not mounted", argv[1]);
@@ -847,7 +776,7 @@ int cmd_umount(int argc, char **argv)
 out:
 	if (lfd >= 0)
 		close(lfd);
-	ent_free(&ent);
+	cli_mount_ent_free(&ent);
 	free(lock);
 	free(path);
 	return rc;

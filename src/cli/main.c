@@ -23,6 +23,16 @@ static const cli_cmd cmds[] = {
 	{ "umount", cmd_umount,
 	  "unmount, and wait until everything is "
 	  "encoded" },
+	{ "log", cmd_store, "list the versions of a file" },
+	{ "snapshot", cmd_store, "create, list, show or delete snapshots" },
+	{ "cat", cmd_data, "write one version of a file to stdout" },
+	{ "export", cmd_data, "write a version or a snapshot as plain files" },
+	{ "restore", cmd_store, "bring a snapshot back into the live tree" },
+	{ "stats", cmd_store, "space, compression and health of a store" },
+	{ "verify", cmd_store, "decode every version and check its hash" },
+	{ "gc", cmd_store, "finish pending rebases now" },
+	{ "prune", cmd_store, "drop old versions of files" },
+	{ "sync", cmd_store, "wait until every closed file is committed" },
 	{ "bench", cmd_bench,
 	  "code a trajectory of files, verify, and compare "
 	  "with zstd and byte grouping" },

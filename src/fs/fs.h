@@ -70,4 +70,19 @@ int ulp_fs_run(ulp_fs *fs);
  * stays open: close it afterwards with ulp_store_close(). */
 void ulp_fs_unmount(ulp_fs *fs);
 
+/* Tell the kernel that what it cached of an inode (attributes, pages) or
+ * of a name in a directory is stale: the helper changed the store behind
+ * the mount's back (restore, prune).  Never call from a FUSE request
+ * handler.  fs may be NULL (no-op). */
+/* Wait (at most timeout_ms) until every handle whose descriptor was
+ * closed has been released, i.e. its file queued for encoding: close(2)
+ * returns before the kernel's asynchronous RELEASE arrives.  0, or
+ * -ETIMEDOUT when a closed handle is still unreleased (a dup'ed
+ * descriptor may keep it open). */
+int ulp_fs_wait_released(ulp_fs *fs, unsigned timeout_ms);
+void ulp_fs_invalidate_inode(ulp_fs *fs, uint64_t ino);
+void ulp_fs_invalidate_entry(ulp_fs *fs, uint64_t parent, const char *name);
+/* The same for .ulpfs/snapshots/NAME (a snapshot was deleted). */
+void ulp_fs_invalidate_snapshot(ulp_fs *fs, const char *name);
+
 #endif /* ULP_FS_H */

@@ -37,6 +37,20 @@ static ulp_fs_handle *handle_new(ulp_fs *fs, ulp_file *f, uint64_t version)
 	return h;
 }
 
+/* Mark or unmark h as flushed-but-not-released (under handles_mu). */
+static void handle_set_flushed(ulp_fs *fs, ulp_fs_handle *h, int flushed)
+{
+	if (h->flushed == flushed)
+		return;
+	h->flushed = flushed;
+	if (flushed) {
+		fs->nflushed++;
+	} else {
+		fs->nflushed--;
+		pthread_cond_broadcast(&fs->released_cv);
+	}
+}
+
 static void handle_free(ulp_fs *fs, ulp_fs_handle *h)
 {
 	pthread_mutex_lock(&fs->handles_mu);
@@ -45,7 +59,31 @@ static void handle_free(ulp_fs *fs, ulp_fs_handle *h)
 	pthread_mutex_unlock(&fs->handles_mu);
 	if (h->file)
 		ulp_file_release(h->file);
+	/* only now is the file queued: then sync may count it */
+	pthread_mutex_lock(&fs->handles_mu);
+	handle_set_flushed(fs, h, 0);
+	pthread_mutex_unlock(&fs->handles_mu);
 	free(h);
+}
+
+int ulp_fs_wait_released(ulp_fs *fs, unsigned timeout_ms)
+{
+	struct timespec until;
+	int rc = 0;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&fs->handles_mu);
+	while (fs->nflushed > 0 && rc == 0)
+		rc = pthread_cond_timedwait(&fs->released_cv, &fs->handles_mu,
+		                            &until);
+	rc = fs->nflushed > 0 ? -ETIMEDOUT : 0;
+	pthread_mutex_unlock(&fs->handles_mu);
+	return rc;
 }
 
 static ulp_fs_handle *handle_of(const struct fuse_file_info *fi)
@@ -287,6 +325,12 @@ void ulp_fs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 		size = (size_t)c;
 		p = tmp;
 	}
+	if (h->flushed) { /* written again through a dup'ed descriptor */
+		ulp_fs *fs = ulp_fs_of(req);
+		pthread_mutex_lock(&fs->handles_mu);
+		handle_set_flushed(fs, h, 0);
+		pthread_mutex_unlock(&fs->handles_mu);
+	}
 	ssize_t n = ulp_file_write(h->file, p, size, off);
 	if (n < 0) {
 		fuse_reply_err(req, ulp_fs_errno(n));
@@ -300,6 +344,12 @@ void ulp_fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	(void)ino;
 	ulp_fs_handle *h = handle_of(fi);
 	int rc = h->file ? ulp_file_flush(h->file) : 0;
+	if (h->file) {
+		ulp_fs *fs = ulp_fs_of(req);
+		pthread_mutex_lock(&fs->handles_mu);
+		handle_set_flushed(fs, h, 1);
+		pthread_mutex_unlock(&fs->handles_mu);
+	}
 	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
 }
 

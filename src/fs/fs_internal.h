@@ -28,8 +28,14 @@
 #define ULP_CTL_K_VDIR (1ull << 62)  /* versions/ mirror of a live inode */
 #define ULP_CTL_K_VFILE (1ull << 61) /* one version, by version id */
 #define ULP_CTL_PAYLOAD ((1ull << 61) - 1)
-#define ULP_CTL_ROOT (ULP_CTL_BIT | 1)     /* .ulpfs */
-#define ULP_CTL_VERSIONS (ULP_CTL_BIT | 2) /* .ulpfs/versions */
+/* A directory in .ulpfs/snapshots/NAME/...: both kind bits, payload an
+ * index into ulp_fs.sdirs (1-based). */
+#define ULP_CTL_K_SDIR (ULP_CTL_K_VDIR | ULP_CTL_K_VFILE)
+#define ULP_CTL_KINDS ULP_CTL_K_SDIR
+#define ULP_CTL_ROOT (ULP_CTL_BIT | 1)      /* .ulpfs */
+#define ULP_CTL_VERSIONS (ULP_CTL_BIT | 2)  /* .ulpfs/versions */
+#define ULP_CTL_SNAPSHOTS (ULP_CTL_BIT | 3) /* .ulpfs/snapshots */
+#define ULP_CTL_SDIR_OF(i) (ULP_CTL_BIT | ULP_CTL_K_SDIR | (i))
 #define ULP_CTL_VDIR_OF(ino) (ULP_CTL_BIT | ULP_CTL_K_VDIR | (ino))
 #define ULP_CTL_VFILE_OF(id) (ULP_CTL_BIT | ULP_CTL_K_VFILE | (id))
 
@@ -39,8 +45,13 @@ static inline int ulp_ctl_is(uint64_t ino)
 }
 static inline int ulp_ctl_is_vdir(uint64_t ino)
 {
-	return (ino & (ULP_CTL_BIT | ULP_CTL_K_VDIR)) ==
+	return (ino & (ULP_CTL_BIT | ULP_CTL_KINDS)) ==
 	       (ULP_CTL_BIT | ULP_CTL_K_VDIR);
+}
+static inline int ulp_ctl_is_sdir(uint64_t ino)
+{
+	return (ino & (ULP_CTL_BIT | ULP_CTL_KINDS)) ==
+	       (ULP_CTL_BIT | ULP_CTL_K_SDIR);
 }
 static inline int ulp_ctl_is_vfile(uint64_t ino)
 {
@@ -55,6 +66,7 @@ static inline int ulp_ctl_is_vfile(uint64_t ino)
 typedef struct ulp_fs_handle {
 	ulp_file *file;   /* NULL for a version in the control directory */
 	uint64_t version; /* that version's id */
+	int flushed;      /* flushed (closed by the caller), release pending */
 	struct ulp_fs_handle *prev, *next;
 } ulp_fs_handle;
 
@@ -70,6 +82,19 @@ struct ulp_fs {
 
 	pthread_mutex_t handles_mu;
 	ulp_fs_handle handles; /* list head (circular) */
+	/* close(2) returns after FLUSH; RELEASE, which queues the file for
+	 * encoding, follows asynchronously.  sync waits for these. */
+	unsigned nflushed;
+	pthread_cond_t released_cv;
+
+	/* Directories of .ulpfs/snapshots seen so far, (snapshot, path)
+	 * each; a node id names one by index, so they live as long as the
+	 * mount (a few per snapshot viewed). */
+	pthread_mutex_t sdirs_mu;
+	struct ulp_sdir {
+		char *snap, *path;
+	} * sdirs;
+	size_t nsdirs, capsdirs;
 };
 
 static inline ulp_fs *ulp_fs_of(fuse_req_t req)
@@ -144,6 +169,8 @@ int ulp_ctl_lookup(ulp_fs *fs, fuse_ino_t parent, const char *name,
 int ulp_ctl_getattr(ulp_fs *fs, fuse_ino_t ino, struct stat *st);
 void ulp_ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      int plus);
+/* Free the snapshot directory table (unmount). */
+void ulp_ctl_free(ulp_fs *fs);
 
 /* Release every handle still open (at unmount). */
 void ulp_fs_release_all(ulp_fs *fs);

@@ -292,6 +292,8 @@ int ulp_fs_mount(ulp_store *st, const ulp_fs_config *cfg, ulp_fs **out,
 	fs->max_threads = cfg->max_threads ? cfg->max_threads
 	                                   : DEFAULT_MAX_THREADS;
 	pthread_mutex_init(&fs->handles_mu, NULL);
+	pthread_cond_init(&fs->released_cv, NULL);
+	pthread_mutex_init(&fs->sdirs_mu, NULL);
 	fs->handles.next = fs->handles.prev = &fs->handles;
 	fs->mountpoint = strdup(cfg->mountpoint);
 	if (!fs->mountpoint)
@@ -371,6 +373,8 @@ fail:
 	free(fs->conn_opts);
 	free(fs->mountpoint);
 	pthread_mutex_destroy(&fs->handles_mu);
+	pthread_cond_destroy(&fs->released_cv);
+	ulp_ctl_free(fs);
 	free(fs);
 	return rc;
 }
@@ -414,5 +418,21 @@ void ulp_fs_unmount(ulp_fs *fs)
 	free(fs->conn_opts);
 	free(fs->mountpoint);
 	pthread_mutex_destroy(&fs->handles_mu);
+	pthread_cond_destroy(&fs->released_cv);
+	ulp_ctl_free(fs);
 	free(fs);
+}
+
+void ulp_fs_invalidate_inode(ulp_fs *fs, uint64_t ino)
+{
+	if (fs && fs->se)
+		(void)fuse_lowlevel_notify_inval_inode(fs->se, (fuse_ino_t)ino,
+		                                       0, 0);
+}
+
+void ulp_fs_invalidate_entry(ulp_fs *fs, uint64_t parent, const char *name)
+{
+	if (fs && fs->se)
+		(void)fuse_lowlevel_notify_inval_entry(
+			fs->se, (fuse_ino_t)parent, name, strlen(name));
 }

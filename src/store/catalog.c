@@ -142,9 +142,19 @@ static int v1_root(ulp_catalog *c, uid_t uid, gid_t gid)
 	                    (int64_t)uid, (int64_t)gid, now, now, now);
 }
 
+/* Version 2: the encoder's statistics of each version (ulp_stats, as
+ * written by ulp_estats_encode: logical and stored bytes per dtype, chunks
+ * per codec path), so that `ulpfs stats` can break the store down without
+ * decoding anything; NULL for versions committed before.  Snapshot items
+ * are also found by version and by path prefix. */
+static const char SCHEMA_V2[] = "ALTER TABLE versions ADD COLUMN estats BLOB;"
+				"CREATE INDEX IF NOT EXISTS versions_path_state"
+				" ON versions(path, state, seq);";
+
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
 	{ SCHEMA_V1, v1_root },
+	{ SCHEMA_V2, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)

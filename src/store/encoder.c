@@ -67,7 +67,9 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	job.cctx = &req->cctx;
 	job.write = sink_write;
 	job.write_opaque = &k;
-	rc = ulp_encode_file(&job, NULL, hash, stored);
+	if (req->stats)
+		memset(req->stats, 0, sizeof *req->stats);
+	rc = ulp_encode_file(&job, req->stats, hash, stored);
 	if (rc != ULP_OK) {
 		ulp_obj_abandon(st, k.fd, tmp);
 		return k.err ? k.err : ulp_errno_of(rc);
@@ -147,6 +149,7 @@ typedef struct new_version {
 	ulp_version_info v;
 	const uint8_t *tmap;
 	size_t tmap_len;
+	uint8_t estats[ULP_ESTATS_LEN];
 	int unchanged; /* same bytes as the current version: no new row */
 } new_version;
 
@@ -156,9 +159,9 @@ static const char Q_NEXT_SEQ[] = "SELECT coalesce(max(seq), 0) + 1 FROM "
 static const char Q_INSERT[] = "INSERT INTO versions(ino, path, seq, size, "
 			       "mtime, hash, object, ref,"
 			       " depth, keyframe, stored, state, layout, tmap, "
-			       "created)"
+			       "created, estats)"
 			       " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, "
-			       "?, ?)";
+			       "?, ?, ?)";
 static const char Q_VPATH[] = "SELECT path FROM versions WHERE id = ?";
 
 /* The previous current version stops being current: it stays as history
@@ -215,12 +218,13 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 		v->seq = (uint64_t)x;
 		v->mtime_ns = mt;
 		v->created_ns = ulp_now_ns();
-		rc = ulp_cat_exec(st->cat, Q_INSERT, "usuuibsruduibi", in->ino,
+		rc = ulp_cat_exec(st->cat, Q_INSERT, "usuuibsruduibib", in->ino,
 		                  path, v->seq, v->size, mt, v->hash,
 		                  (size_t)16, v->object, v->ref,
 		                  (uint64_t)v->depth, v->keyframe, v->stored,
 		                  (int64_t)v->layout, nv->tmap, nv->tmap_len,
-		                  v->created_ns);
+		                  v->created_ns, nv->estats,
+		                  (size_t)ULP_ESTATS_LEN);
 	}
 	free(path);
 	if (rc < 0)
@@ -281,6 +285,7 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, ulp_inode *in)
 	ref_choice ref;
 	new_version nv;
 	ulp_version_info cur = { 0 };
+	ulp_stats est;
 	uint8_t *tmap = NULL;
 	size_t tmap_len = 0;
 	void *data = NULL;
@@ -343,6 +348,7 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, ulp_inode *in)
 		.cctx = cctx,
 		.cancel = &in->gen,
 		.gen = gen,
+		.stats = &est,
 	};
 	uint8_t h2[16];
 	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, h2);
@@ -357,6 +363,7 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, ulp_inode *in)
 	nv.v.keyframe = ref.v.id == 0;
 	nv.tmap = tmap;
 	nv.tmap_len = tmap_len;
+	ulp_estats_encode(&est, nv.estats);
 	rc = commit(st, in, gen, &nv);
 out:
 	if (data)

@@ -116,7 +116,7 @@ static int decode_to_tmp(ulp_store *st, const ulp_version_info *v, int *fdp,
 static const char Q_CHECK[] = "SELECT state, ref FROM versions WHERE id = ?";
 static const char Q_REBASE[] = "UPDATE versions SET object = ?, ref = ?, depth "
 			       "= ?, keyframe = ?,"
-			       " stored = ? WHERE id = ?";
+			       " stored = ?, estats = ? WHERE id = ?";
 static const char Q_DEPTHS[] = "WITH RECURSIVE sub(id, depth) AS ("
 			       " SELECT id, depth FROM versions WHERE id = ?1"
 			       " UNION ALL"
@@ -128,7 +128,8 @@ static const char Q_DEPTHS[] = "WITH RECURSIVE sub(id, depth) AS ("
 			       " WHERE id IN (SELECT id FROM sub) AND id <> ?1";
 
 static int switch_txn(ulp_store *st, const job *j, const char *object,
-                      uint64_t stored, ulp_obj_list *dead)
+                      uint64_t stored, const uint8_t *estats,
+                      ulp_obj_list *dead)
 {
 	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_CHECK, "u", j->d.id);
 	int rc = ulp_cat_step(st->cat, s);
@@ -148,9 +149,10 @@ static int switch_txn(ulp_store *st, const job *j, const char *object,
 		if (nstate != ULP_VERSION_LIVE)
 			return -EAGAIN;
 	}
-	rc = ulp_cat_exec(st->cat, Q_REBASE, "sruduu", object, j->n.id,
+	rc = ulp_cat_exec(st->cat, Q_REBASE, "srudubu", object, j->n.id,
 	                  (uint64_t)(j->n.id ? j->n.depth + 1 : 0),
-	                  j->n.id == 0, stored, j->d.id);
+	                  j->n.id == 0, stored, estats, (size_t)ULP_ESTATS_LEN,
+	                  j->d.id);
 	if (rc == 0)
 		rc = ulp_cat_exec(st->cat, Q_DEPTHS, "u", j->d.id);
 	if (rc == 0)
@@ -162,7 +164,8 @@ static int rebase(ulp_store *st, job *j)
 {
 	ulp_obj_list dead = { 0 };
 	char object[ULP_OBJ_NAME_LEN];
-	uint8_t hash[16];
+	uint8_t hash[16], estats[ULP_ESTATS_LEN];
+	ulp_stats est;
 	uint64_t stored = 0;
 	void *data = NULL;
 	int fd = -1, rc;
@@ -179,6 +182,7 @@ static int rebase(ulp_store *st, job *j)
 			.ref_map = &j->nmap,
 			.cctx = st->gc_cctx,
 			.stop = &st->gc_stop,
+			.stats = &est,
 		};
 		rc = ulp_encode_object(st, &req, object, &stored, hash);
 		if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {
@@ -192,11 +196,12 @@ static int rebase(ulp_store *st, job *j)
 		close(fd);
 	if (rc < 0)
 		return rc;
+	ulp_estats_encode(&est, estats);
 
 	pthread_mutex_lock(&st->mu);
 	rc = ulp_cat_begin(st->cat);
 	if (rc == 0)
-		rc = switch_txn(st, j, object, stored, &dead);
+		rc = switch_txn(st, j, object, stored, estats, &dead);
 	if (rc == 0)
 		rc = ulp_cat_commit(st->cat);
 	else

@@ -34,6 +34,8 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "ulpfs/ulp.h" /* ulp_stats */
+
 #define ULP_ROOT_INO 1
 
 typedef struct ulp_store ulp_store;
@@ -237,5 +239,65 @@ typedef struct ulp_store_stats {
 	uint64_t commits, discards, rebases; /* since open */
 } ulp_store_stats;
 int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out);
+
+/* ------------------------------------------------------------ history
+ * (history.c) */
+
+/* One version of a path by sequence number (seq 0: the newest one that
+ * is not deleted); the path is "a/b".  0, -ENOENT. */
+int ulp_version_find(ulp_store *st, const char *path, uint64_t seq,
+                     ulp_version_info *out);
+/* A version and the path it was written at (malloc()ed into *path). */
+int ulp_version_get_path(ulp_store *st, uint64_t id, ulp_version_info *out,
+                         char **path);
+/* What stats needs of one version: its file format (ulp_format; from the
+ * tensor map kept with it) and the encoder's statistics (zeroed for
+ * versions committed before they were recorded: 0 then, else 1). */
+int ulp_version_usage(ulp_store *st, uint64_t id, int *format,
+                      ulp_stats *stats);
+/* Drop old versions of path: keep the newest keep_last, every version
+ * whose number is a multiple of keep_every (0: none), the current
+ * version of a live file and every pinned one; the rest is released
+ * (dependants rebased by the garbage collector).  *dropped counts them.
+ * -ENOENT: path has no live versions. */
+int ulp_version_prune(ulp_store *st, const char *path, unsigned keep_last,
+                      unsigned keep_every, uint64_t *dropped);
+
+/* ------------------------------------------------------------ snapshots
+ * (snapshot.c)
+ *
+ * A snapshot pins versions by path: a pinned version is never released
+ * (not by unlink, gc or prune) until every snapshot naming it is gone. */
+
+/* Pin the current committed version of every file (npaths 0) or of every
+ * file in the given subtrees (paths "a/b"; "" is the root).  Files with
+ * no committed version are skipped (sync first).  -EEXIST: the name is
+ * taken; -EINVAL: a bad name (empty, '/', leading '.', > 255 bytes);
+ * -ENOENT: a path does not exist.  *nitems (may be NULL) counts pins. */
+int ulp_snapshot_create(ulp_store *st, const char *name,
+                        const char *const *paths, size_t npaths,
+                        uint64_t *nitems);
+/* Delete; versions it alone kept are released.  -ENOENT. */
+int ulp_snapshot_delete(ulp_store *st, const char *name);
+typedef struct ulp_snapshot_info {
+	uint64_t id;
+	int64_t created_ns;
+	uint64_t items, logical_bytes, stored_bytes;
+} ulp_snapshot_info;
+typedef int (*ulp_snapshot_fn)(void *opaque, const char *name,
+                               const ulp_snapshot_info *info);
+/* Every snapshot, oldest first (fn returns non-zero to stop). */
+int ulp_snapshot_list(ulp_store *st, ulp_snapshot_fn fn, void *opaque);
+int ulp_snapshot_get(ulp_store *st, const char *name, ulp_snapshot_info *out);
+/* The items of a snapshot below prefix ("" for all; a file path for just
+ * that file), sorted by path. */
+typedef int (*ulp_snapshot_item_fn)(void *opaque, const char *path,
+                                    const ulp_version_info *v);
+int ulp_snapshot_items(ulp_store *st, const char *name, const char *prefix,
+                       ulp_snapshot_item_fn fn, void *opaque);
+/* What path is in snapshot name: 1 a file (*vid set), 2 a directory (a
+ * prefix of pinned paths; "" is the snapshot's root), -ENOENT. */
+int ulp_snapshot_lookup(ulp_store *st, const char *name, const char *path,
+                        uint64_t *vid);
 
 #endif /* ULP_STORE_H */

@@ -236,6 +236,8 @@ typedef struct ulp_encode_req {
 	_Atomic uint64_t *cancel; /* abort when *cancel != gen */
 	uint64_t gen;
 	_Atomic int *stop; /* abort when set (may be NULL) */
+	ulp_stats *stats;  /* filled with the encoder's statistics (may be
+	                      NULL) */
 } ulp_encode_req;
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
@@ -348,5 +350,14 @@ void ulp_gc_kick(ulp_store *st);
 
 int ulp_tmap_encode(const ulp_tensor_map *map, uint8_t **out, size_t *len);
 int ulp_tmap_decode(const uint8_t *p, size_t len, ulp_tensor_map *out);
+
+/* ------------------------------------------------------------ usage
+ * (usage.c): encoder statistics kept per version (versions.estats). */
+
+#define ULP_ESTATS_LEN (8 * (2 * ULP_DT_COUNT + 3))
+/* The fields stats reports (bytes in/out per dtype, chunks per path) in
+ * a fixed little-endian layout of ULP_ESTATS_LEN bytes. */
+void ulp_estats_encode(const ulp_stats *s, uint8_t out[ULP_ESTATS_LEN]);
+int ulp_estats_decode(const void *p, size_t len, ulp_stats *out);
 
 #endif /* ULP_STORE_INTERNAL_H */

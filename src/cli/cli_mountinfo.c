@@ -1,0 +1,109 @@
+/*
+ * cli_mountinfo.c - finding ulpfs mounts in /proc/self/mountinfo: a mount
+ * has fstype fuse.ulpfs and the store's absolute path as its source.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+/* Undo mountinfo's octal escapes (\040 for a space) in place. */
+static void unescape(char *s)
+{
+	char *d = s;
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' &&
+		    s[2] <= '7' && s[3] >= '0' && s[3] <= '7') {
+			*d++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 +
+			              (s[3] - '0'));
+			s += 3;
+		} else {
+			*d++ = *s;
+		}
+	}
+	*d = 0;
+}
+
+void cli_mount_ent_free(cli_mount_ent *e)
+{
+	free(e->target);
+	free(e->fstype);
+	free(e->source);
+	memset(e, 0, sizeof(*e));
+}
+
+/* Whether path is dir or below it. */
+static int within(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+	if (strcmp(dir, "/") == 0)
+		return 1;
+	return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
+}
+
+/* mode 0: the topmost mount on path; 1: the ulpfs mount whose source is
+ * path; 2: the innermost ulpfs mount that path is in. */
+static int scan(const char *path, int mode, cli_mount_ent *out)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+	if (!f)
+		return -1;
+	memset(out, 0, sizeof(*out));
+	while (getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ROOT TARGET OPTS [OPTIONAL...] - TYPE SRC SOPTS */
+		char *save = NULL, *fld[5] = { 0 };
+		int i = 0;
+		for (char *t = strtok_r(line, " \n", &save); t && i < 5;
+		     t = strtok_r(NULL, " \n", &save))
+			fld[i++] = t;
+		if (i < 5)
+			continue;
+		char *target = fld[4], *t, *type = NULL, *src = NULL;
+		while ((t = strtok_r(NULL, " \n", &save)) != NULL)
+			if (strcmp(t, "-") == 0) {
+				type = strtok_r(NULL, " \n", &save);
+				src = strtok_r(NULL, " \n", &save);
+				break;
+			}
+		if (!type || !src)
+			continue;
+		unescape(target);
+		unescape(src);
+		if (mode == 1 ? (strcmp(type, "fuse.ulpfs") != 0 ||
+		                 strcmp(src, path) != 0)
+		    : mode == 2
+		            ? (strcmp(type, "fuse.ulpfs") != 0 ||
+		               !within(path, target) ||
+		               (found && strlen(target) < strlen(out->target)))
+		            : strcmp(target, path) != 0)
+			continue;
+		cli_mount_ent_free(out);
+		out->target = strdup(target);
+		out->fstype = strdup(type);
+		out->source = strdup(src);
+		if (!out->target || !out->fstype || !out->source) {
+			cli_mount_ent_free(out);
+			found = -1;
+			break;
+		}
+		found = 1;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+int cli_find_mount(const char *path, int by_source, cli_mount_ent *out)
+{
+	return scan(path, by_source ? 1 : 0, out);
+}
+
+int cli_find_mount_of(const char *path, cli_mount_ent *out)
+{
+	return scan(path, 2, out);
+}

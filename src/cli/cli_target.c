@@ -1,0 +1,155 @@
+/*
+ * cli_target.c - which store a command acts on, and how it reaches it:
+ * --store DIR, or the ulpfs mount that a path (or the working directory)
+ * lies in; over the daemon's control socket when one holds the store,
+ * else by opening the store here.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "cli_target.h"
+
+/* Absolute, resolved path of p, which may not exist (its parent must). */
+static char *abs_of(const char *p)
+{
+	char *r = realpath(p, NULL);
+	if (r)
+		return r;
+	char *d = strdup(p), *b = strdup(p), *out = NULL;
+	if (d && b) {
+		char *dr = realpath(dirname(d), NULL);
+		if (dr && asprintf(&out, "%s/%s", strcmp(dr, "/") ? dr : "",
+		                   basename(b)) < 0)
+			out = NULL;
+		free(dr);
+	}
+	free(d);
+	free(b);
+	return out;
+}
+
+int cli_target_find(cli_target *t, const char *store, const char *hint)
+{
+	cli_mount_ent e = { 0 };
+	memset(t, 0, sizeof(*t));
+	if (store) {
+		t->store = realpath(store, NULL);
+		if (!t->store) {
+			cli_err("%s: %s", store, strerror(errno));
+			return CLI_FAIL;
+		}
+		if (cli_find_mount(t->store, 1, &e) == 1) {
+			t->mnt = e.target;
+			e.target = NULL;
+		}
+		t->explicit_store = 1;
+		cli_mount_ent_free(&e);
+		return CLI_OK;
+	}
+	char *a = abs_of(hint ? hint : ".");
+	int found = a ? cli_find_mount_of(a, &e) : -1;
+	if (found != 1) {
+		cli_err("%s: not in a ulpfs mount (give --store DIR)",
+		        hint ? hint : "the working directory");
+		free(a);
+		cli_mount_ent_free(&e);
+		return CLI_USAGE;
+	}
+	free(a);
+	t->store = e.source;
+	t->mnt = e.target;
+	e.source = e.target = NULL;
+	cli_mount_ent_free(&e);
+	return CLI_OK;
+}
+
+char *cli_target_path(cli_target *t, const char *arg)
+{
+	char *a = NULL;
+	if (t->mnt &&
+	    (!t->explicit_store || arg[0] == '/' || access(arg, F_OK) == 0))
+		a = abs_of(arg);
+	size_t n = t->mnt ? strlen(t->mnt) : 0;
+	if (a && strncmp(a, t->mnt, n) == 0 && (a[n] == '/' || a[n] == 0)) {
+		char *r = strdup(a[n] ? a + n + 1 : "");
+		free(a);
+		return r;
+	}
+	free(a);
+	if (!t->explicit_store) {
+		cli_err("%s: not in the mount %s", arg, t->mnt);
+		return NULL;
+	}
+	/* A path inside the store: "a/b", "/a/b/", "./a". */
+	while (arg[0] == '/' || (arg[0] == '.' && arg[1] == '/'))
+		arg += arg[0] == '/' ? 1 : 2;
+	char *r = strdup(strcmp(arg, ".") ? arg : "");
+	if (!r)
+		return NULL;
+	for (size_t l = strlen(r); l && r[l - 1] == '/'; l--)
+		r[l - 1] = 0;
+	/* ".." would name something outside the store. */
+	for (const char *c = r; c; c = strchr(c, '/')) {
+		c += *c == '/';
+		if (c[0] == '.' && c[1] == '.' && (c[2] == '/' || !c[2])) {
+			cli_err("%s: outside the store", arg);
+			free(r);
+			return NULL;
+		}
+	}
+	return r;
+}
+
+int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
+{
+	int rc = CLI_FAIL;
+	int r = cli_remote(t->store, req, sink, &rc);
+	if (r == 0)
+		return rc;
+	if (r != -ENOENT && r != -ECONNREFUSED) {
+		cli_err("%s: control channel: %s", t->store, strerror(-r));
+		return CLI_FAIL;
+	}
+	if (!t->st) {
+		ulp_store_opts o;
+		memset(&o, 0, sizeof(o));
+		ulp_store_opts_default(&o);
+		/* Never create a store by accident. */
+		char *cat = NULL;
+		if (asprintf(&cat, "%s/catalog.db", t->store) < 0)
+			return CLI_FAIL;
+		int exists = access(cat, F_OK) == 0;
+		free(cat);
+		if (!exists) {
+			cli_err("%s: not a ulpfs store", t->store);
+			return CLI_FAIL;
+		}
+		r = ulp_store_open(t->store, &o, &t->st);
+		if (r < 0) {
+			cli_err("%s: %s", t->store,
+			        r == -EBUSY ? "in use by another process, "
+			                      "which "
+			                      "does not answer on control.sock"
+			                    : strerror(-r));
+			return CLI_FAIL;
+		}
+	}
+	cli_env env = { t->st, NULL, sink };
+	return cli_exec(&env, req);
+}
+
+void cli_target_free(cli_target *t)
+{
+	if (t->st)
+		ulp_store_close(t->st);
+	free(t->store);
+	free(t->mnt);
+	memset(t, 0, sizeof(*t));
+}

@@ -1,0 +1,469 @@
+/*
+ * ctl_ops.c - the executor's long operations: restore, stats, verify.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "cli.h"
+#include "ctl.h"
+
+#define PIECE (4u << 20)
+
+static void hex(const uint8_t h[16], char out[33])
+{
+	for (int i = 0; i < 16; i++)
+		snprintf(out + 2 * i, 3, "%02x", h[i]);
+}
+
+/* ------------------------------------------------------------ restore */
+
+typedef struct ritem {
+	char *path;
+	ulp_version_info v;
+} ritem;
+
+typedef struct rlist {
+	ritem *v;
+	size_t n, cap;
+	uint64_t bytes;
+} rlist;
+
+static int ritem_cb(void *opaque, const char *path, const ulp_version_info *v)
+{
+	rlist *l = opaque;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		ritem *r = realloc(l->v, nc * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		l->v = r;
+		l->cap = nc;
+	}
+	if (!(l->v[l->n].path = strdup(path)))
+		return -ENOMEM;
+	l->v[l->n].v = *v;
+	l->n++;
+	l->bytes += v->size;
+	return 0;
+}
+
+/* Make the parent directories of path; *parent gets the last one's inode
+ * and *name points at the file name in path. */
+static int make_parents(ulp_store *st, char *path, const ulp_attr *root,
+                        uint64_t *parent, const char **name)
+{
+	uint64_t dir = ULP_ROOT_INO;
+	char *p = path;
+	for (char *slash; (slash = strchr(p, '/')) != NULL; p = slash + 1) {
+		ulp_attr a;
+		*slash = 0;
+		int rc = ulp_ns_lookup(st, dir, p, &a);
+		if (rc == -ENOENT)
+			rc = ulp_ns_mkdir(st, dir, p, S_IFDIR | 0755, root->uid,
+			                  root->gid, &a);
+		*slash = '/';
+		if (rc < 0)
+			return rc;
+		if (!S_ISDIR(a.mode))
+			return -ENOTDIR;
+		dir = a.ino;
+	}
+	*parent = dir;
+	*name = p;
+	return 0;
+}
+
+/* Bring one pinned version back at its path as the file's new content:
+ * 1 restored, 0 already current, -errno. */
+static int restore_one(cli_env *env, ritem *it, uint8_t *buf, uint64_t *done,
+                       uint64_t total)
+{
+	ulp_store *st = env->st;
+	ulp_attr root, a;
+	uint64_t parent = 0, cur = 0;
+	const char *name = NULL;
+	ulp_file *f = NULL;
+	int rc = ulp_ns_getattr(st, ULP_ROOT_INO, &root), created = 0;
+
+	if (rc == 0)
+		rc = make_parents(st, it->path, &root, &parent, &name);
+	if (rc < 0)
+		return rc;
+	rc = ulp_ns_lookup(st, parent, name, &a);
+	if (rc == 0) {
+		ulp_version_info v;
+		if (!S_ISREG(a.mode))
+			return -EISDIR;
+		if (ulp_ns_version(st, a.ino, &cur) == 0 && cur &&
+		    ulp_version_get(st, cur, &v) == 0 && v.size == it->v.size &&
+		    memcmp(v.hash, it->v.hash, 16) == 0) {
+			*done += it->v.size;
+			return 0;
+		}
+	} else if (rc == -ENOENT) {
+		rc = ulp_ns_create(st, parent, name, S_IFREG | 0644, root.uid,
+		                   root.gid, &a);
+		created = 1;
+	}
+	if (rc == 0)
+		rc = ulp_file_open(st, a.ino, O_WRONLY | O_TRUNC, &f, NULL);
+	for (uint64_t off = 0; rc == 0 && off < it->v.size;) {
+		size_t n = it->v.size - off < PIECE ? (size_t)(it->v.size - off)
+		                                    : PIECE;
+		ssize_t got = ulp_version_read(st, it->v.id, buf, n, off);
+		if (got <= 0) {
+			rc = got < 0 ? (int)got : -EIO;
+			break;
+		}
+		ssize_t w = ulp_file_write(f, buf, (size_t)got, (off_t)off);
+		if (w != got) {
+			rc = w < 0 ? (int)w : -EIO;
+			break;
+		}
+		off += (uint64_t)got;
+		*done += (uint64_t)got;
+		env->sink->progress(env->sink->opaque, "restore", *done, total);
+	}
+	if (rc == 0) {
+		ulp_attr t;
+		memset(&t, 0, sizeof(t));
+		t.mtime.tv_sec = it->v.mtime_ns / 1000000000;
+		t.mtime.tv_nsec = it->v.mtime_ns % 1000000000;
+		rc = ulp_ns_setattr(st, a.ino, &t, ULP_SET_MTIME, &t);
+	}
+	if (f) {
+		int frc = ulp_file_flush(f);
+		ulp_file_release(f);
+		if (rc == 0)
+			rc = frc;
+	}
+	/* The kernel may hold the old pages (kept for committed files) and
+	 * attributes, or a negative entry for a new name. */
+	ulp_fs_invalidate_inode(env->fs, a.ino);
+	if (created)
+		ulp_fs_invalidate_entry(env->fs, parent, name);
+	return rc < 0 ? rc : 1;
+}
+
+int cli_op_restore(cli_env *env, json_t *req)
+{
+	const char *snap = json_string_value(json_object_get(req, "snapshot"));
+	rlist l = { 0 };
+	uint64_t done = 0, restored = 0;
+	int ret = CLI_OK, rc;
+	uint8_t *buf = malloc(PIECE);
+
+	if (!buf || !snap) {
+		free(buf);
+		cli_errf(env, "restore: %s",
+		         snap ? strerror(ENOMEM) : "no snapshot named");
+		return snap ? CLI_FAIL : CLI_USAGE;
+	}
+	rc = ulp_snapshot_items(env->st, snap, "", ritem_cb, &l);
+	if (rc < 0) {
+		cli_errf(env, "snapshot %s: %s", snap,
+		         rc == -ENOENT ? "no such snapshot" : strerror(-rc));
+		ret = CLI_FAIL;
+	}
+	for (size_t i = 0; rc == 0 && i < l.n; i++) {
+		int r = restore_one(env, &l.v[i], buf, &done, l.bytes);
+		if (r < 0) {
+			cli_errf(env, "%s: %s", l.v[i].path, strerror(-r));
+			ret = CLI_FAIL;
+		} else {
+			restored += (uint64_t)r;
+		}
+	}
+	if (rc == 0) {
+		env->sink->progress(env->sink->opaque, "restore", l.bytes,
+		                    l.bytes);
+		/* Return once the restored files are committed versions. */
+		rc = cli_env_sync(env);
+		if (rc < 0) {
+			cli_errf(env, "sync: %s", strerror(-rc));
+			ret = CLI_FAIL;
+		}
+		cli_outf(env,
+		         "snapshot %s: %" PRIu64 " files restored, %" PRIu64
+		         " already current\n",
+		         snap, restored, (uint64_t)l.n - restored);
+	}
+	for (size_t i = 0; i < l.n; i++)
+		free(l.v[i].path);
+	free(l.v);
+	free(buf);
+	return ret;
+}
+
+/* ------------------------------------------------------------ versions */
+
+typedef struct vall {
+	ulp_version_info *v;
+	char **path;
+	size_t n, cap;
+	uint64_t bytes;
+} vall;
+
+static int vall_cb(void *opaque, const ulp_version_info *v, const char *path)
+{
+	vall *a = opaque;
+	if (v->state == ULP_VERSION_DELETED)
+		return 0;
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 64;
+		ulp_version_info *nv = realloc(a->v, nc * sizeof(*nv));
+		if (nv)
+			a->v = nv;
+		char **np = nv ? realloc(a->path, nc * sizeof(*np)) : NULL;
+		if (!np)
+			return -ENOMEM;
+		a->path = np;
+		a->cap = nc;
+	}
+	if (!(a->path[a->n] = strdup(path)))
+		return -ENOMEM;
+	a->v[a->n++] = *v;
+	a->bytes += v->size;
+	return 0;
+}
+
+static void vall_free(vall *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->path[i]);
+	free(a->path);
+	free(a->v);
+}
+
+/* ------------------------------------------------------------ verify */
+
+int cli_op_verify(cli_env *env, json_t *req)
+{
+	vall a = { 0 };
+	uint64_t done = 0, bad = 0;
+	uint8_t *buf = malloc(PIECE);
+	XXH3_state_t *xs = XXH3_createState();
+	int rc = buf && xs ? ulp_version_list(env->st, NULL, vall_cb, &a)
+	                   : -ENOMEM;
+	(void)req;
+
+	for (size_t i = 0; rc == 0 && i < a.n; i++) {
+		const ulp_version_info *v = &a.v[i];
+		int err = 0;
+		XXH3_128bits_reset(xs);
+		for (uint64_t off = 0; off < v->size;) {
+			size_t n = v->size - off < PIECE
+			                   ? (size_t)(v->size - off)
+			                   : PIECE;
+			ssize_t got =
+				ulp_version_read(env->st, v->id, buf, n, off);
+			if (got <= 0) {
+				err = got < 0 ? (int)got : -EIO;
+				break;
+			}
+			XXH3_128bits_update(xs, buf, (size_t)got);
+			off += (uint64_t)got;
+			done += (uint64_t)got;
+			env->sink->progress(env->sink->opaque, "verify", done,
+			                    a.bytes);
+		}
+		XXH128_canonical_t c;
+		XXH128_canonicalFromHash(&c, XXH3_128bits_digest(xs));
+		if (err) {
+			cli_errf(env, "%s@%" PRIu64 ": cannot decode: %s",
+			         a.path[i], v->seq, strerror(-err));
+			bad++;
+		} else if (memcmp(c.digest, v->hash, 16) != 0) {
+			char want[33], got[33];
+			hex(v->hash, want);
+			hex(c.digest, got);
+			cli_errf(env,
+			         "%s@%" PRIu64 ": hash mismatch (catalog %s, "
+			         "decoded %s)",
+			         a.path[i], v->seq, want, got);
+			bad++;
+		}
+	}
+	if (rc == 0)
+		env->sink->progress(env->sink->opaque, "verify", a.bytes,
+		                    a.bytes);
+	free(buf);
+	XXH3_freeState(xs);
+	size_t n = a.n;
+	vall_free(&a);
+	if (rc < 0) {
+		cli_errf(env, "verify: %s", strerror(-rc));
+		return CLI_FAIL;
+	}
+	cli_outf(env, "%zu versions checked, %" PRIu64 " bad\n", n, bad);
+	return bad ? CLI_FAIL : CLI_OK;
+}
+
+/* ------------------------------------------------------------ stats */
+
+typedef struct acc {
+	uint64_t count, logical, stored;
+} acc;
+
+static json_t *acc_json(const acc *a)
+{
+	return json_pack("{s:I,s:I,s:I,s:f}", "versions", (json_int_t)a->count,
+	                 "logical", (json_int_t)a->logical, "stored",
+	                 (json_int_t)a->stored, "ratio",
+	                 a->stored ? (double)a->logical / (double)a->stored
+	                           : 0.0);
+}
+
+static void acc_line(cli_env *env, const char *name, const acc *a)
+{
+	char l[32], s[32];
+	cli_human(a->logical, l);
+	cli_human(a->stored, s);
+	cli_outf(env, "  %-14s %8" PRIu64 " %12s %12s %8.2f\n", name, a->count,
+	         l, s, a->stored ? (double)a->logical / (double)a->stored : 0);
+}
+
+int cli_op_stats(cli_env *env, json_t *req)
+{
+	static const char *const kinds[3] = { "other", "safetensors",
+		                              "torch zip" };
+	int json = json_is_true(json_object_get(req, "json"));
+	ulp_store_stats ss;
+	vall a = { 0 };
+	acc kind[3] = { { 0 } }, dt[ULP_DT_COUNT] = { { 0 } };
+	uint64_t paths[3] = { 0 }, depth[65] = { 0 }, recorded = 0;
+	int rc = ulp_store_stats_get(env->st, &ss);
+
+	if (rc == 0)
+		rc = ulp_version_list(env->st, NULL, vall_cb, &a);
+	for (size_t i = 0; rc == 0 && i < a.n; i++) {
+		ulp_stats es;
+		int fmt;
+		int have = ulp_version_usage(env->st, a.v[i].id, &fmt, &es);
+		if (have < 0)
+			continue;
+		int k = fmt >= 0 && fmt < 3 ? fmt : 0;
+		kind[k].count++;
+		kind[k].logical += a.v[i].size;
+		kind[k].stored += a.v[i].stored;
+		depth[a.v[i].depth < 64 ? a.v[i].depth : 64]++;
+		if (!have)
+			continue;
+		recorded++;
+		for (int d = 0; d < ULP_DT_COUNT; d++) {
+			if (!es.dt[d].bytes_in)
+				continue;
+			dt[d].count++;
+			dt[d].logical += es.dt[d].bytes_in;
+			dt[d].stored += es.dt[d].bytes_out;
+		}
+		paths[0] += es.chunks_copy;
+		paths[1] += es.chunks_delta;
+		paths[2] += es.chunks_standalone;
+	}
+	vall_free(&a);
+	if (rc < 0) {
+		cli_errf(env, "stats: %s", strerror(-rc));
+		return CLI_FAIL;
+	}
+	uint64_t lookups = ss.cache_hits + ss.cache_misses;
+	double hit = lookups ? (double)ss.cache_hits / (double)lookups : 0;
+	if (json) {
+		json_t *o = json_pack(
+			"{s:I,s:I,s:f,s:{s:I,s:I,s:I},s:I,s:I,s:I,s:I}",
+			"logical", (json_int_t)ss.logical_bytes, "physical",
+			(json_int_t)ss.stored_bytes, "ratio",
+			ss.stored_bytes ? (double)ss.logical_bytes /
+						  (double)ss.stored_bytes
+					: 0.0,
+			"versions", "live", (json_int_t)ss.versions[0], "ghost",
+			(json_int_t)ss.versions[1], "deleted",
+			(json_int_t)ss.versions[2], "ghosts",
+			(json_int_t)ss.versions[1], "staged_bytes",
+			(json_int_t)ss.staged_bytes, "queued",
+			(json_int_t)ss.queued, "with_encoder_stats",
+			(json_int_t)recorded);
+		json_t *k = json_object(), *d = json_object(),
+		       *h = json_object();
+		for (int i = 0; i < 3; i++)
+			json_object_set_new(k, kinds[i], acc_json(&kind[i]));
+		for (int i = 0; i < ULP_DT_COUNT; i++)
+			if (dt[i].count)
+				json_object_set_new(d, ulp_dtype_name(i),
+				                    acc_json(&dt[i]));
+		for (int i = 0; i <= 64; i++)
+			if (depth[i]) {
+				char key[8];
+				snprintf(key, sizeof(key), "%d", i);
+				json_object_set_new(
+					h, key,
+					json_integer((json_int_t)depth[i]));
+			}
+		json_object_set_new(o, "by_kind", k);
+		json_object_set_new(o, "by_dtype", d);
+		json_object_set_new(
+			o, "chunks_by_path",
+			json_pack("{s:I,s:I,s:I}", "copy", (json_int_t)paths[0],
+		                  "delta", (json_int_t)paths[1], "standalone",
+		                  (json_int_t)paths[2]));
+		json_object_set_new(o, "depth_histogram", h);
+		json_object_set_new(
+			o, "cache",
+			env->fs ? json_pack("{s:I,s:I,s:I,s:f}", "bytes",
+		                            (json_int_t)ss.cache_bytes, "hits",
+		                            (json_int_t)ss.cache_hits, "misses",
+		                            (json_int_t)ss.cache_misses,
+		                            "hit_rate", hit)
+				: json_null());
+		char *s = json_dumps(o, JSON_INDENT(2));
+		json_decref(o);
+		if (s)
+			cli_outf(env, "%s\n", s);
+		free(s);
+		return CLI_OK;
+	}
+	char l[32], p[32], sb[32];
+	cli_human(ss.logical_bytes, l);
+	cli_human(ss.stored_bytes, p);
+	cli_human(ss.staged_bytes, sb);
+	cli_outf(env,
+	         "logical  %s\nphysical %s\nratio    %.2f\n"
+	         "versions %" PRIu64 " live, %" PRIu64 " ghost (waiting for "
+	         "rebase), %" PRIu64 " deleted\n"
+	         "staged   %s, %" PRIu64 " files queued for encoding\n",
+	         l, p,
+	         ss.stored_bytes
+	                 ? (double)ss.logical_bytes / (double)ss.stored_bytes
+	                 : 0.0,
+	         ss.versions[0], ss.versions[1], ss.versions[2], sb, ss.queued);
+	cli_outf(env, "\nby kind:         %8s %12s %12s %8s\n", "VERSIONS",
+	         "LOGICAL", "STORED", "RATIO");
+	for (int i = 0; i < 3; i++)
+		acc_line(env, kinds[i], &kind[i]);
+	cli_outf(env, "\nby dtype (%" PRIu64 " versions with encoder stats):\n",
+	         recorded);
+	for (int i = 0; i < ULP_DT_COUNT; i++)
+		if (dt[i].count)
+			acc_line(env, ulp_dtype_name(i), &dt[i]);
+	cli_outf(env,
+	         "\nchunks by codec path: %" PRIu64 " copy, %" PRIu64
+	         " delta, %" PRIu64 " standalone\n",
+	         paths[0], paths[1], paths[2]);
+	cli_outf(env, "\nchain depth histogram:\n");
+	for (int i = 0; i <= 64; i++)
+		if (depth[i])
+			cli_outf(env, "  %3d%s %8" PRIu64 "\n", i,
+			         i == 64 ? "+" : " ", depth[i]);
+	if (env->fs)
+		cli_outf(env,
+		         "\ndecoded-chunk cache: %" PRIu64 " hits, %" PRIu64
+		         " misses (hit rate %.1f%%)\n",
+		         ss.cache_hits, ss.cache_misses, 100 * hit);
+	return CLI_OK;
+}

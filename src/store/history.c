@@ -1,0 +1,212 @@
+/*
+ * history.c - queries and upkeep on the history of one path: finding a
+ * version by number, what stats needs of a version, and prune.
+ */
+#include "store/store_internal.h"
+
+/* ------------------------------------------------------------ estats */
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+void ulp_estats_encode(const ulp_stats *s, uint8_t out[ULP_ESTATS_LEN])
+{
+	uint8_t *p = out;
+
+	for (int d = 0; d < ULP_DT_COUNT; d++, p += 16) {
+		put64(p, s->dt[d].bytes_in);
+		put64(p + 8, s->dt[d].bytes_out);
+	}
+	put64(p, s->chunks_copy);
+	put64(p + 8, s->chunks_delta);
+	put64(p + 16, s->chunks_standalone);
+}
+
+int ulp_estats_decode(const void *blob, size_t len, ulp_stats *out)
+{
+	const uint8_t *p = blob;
+
+	memset(out, 0, sizeof *out);
+	if (!p || len != ULP_ESTATS_LEN)
+		return 0;
+	for (int d = 0; d < ULP_DT_COUNT; d++, p += 16) {
+		out->dt[d].bytes_in = get64(p);
+		out->dt[d].bytes_out = get64(p + 8);
+	}
+	out->chunks_copy = get64(p);
+	out->chunks_delta = get64(p + 8);
+	out->chunks_standalone = get64(p + 16);
+	return 1;
+}
+
+/* ------------------------------------------------------------ queries */
+
+static const char Q_FIND[] = "SELECT " ULP_VCOLS " FROM versions"
+			     " WHERE path = ? AND seq = ? AND state <> 2";
+static const char Q_NEWEST[] = "SELECT " ULP_VCOLS " FROM versions"
+			       " WHERE path = ? AND state <> 2"
+			       " ORDER BY seq DESC LIMIT 1";
+
+int ulp_version_find(ulp_store *st, const char *path, uint64_t seq,
+                     ulp_version_info *out)
+{
+	pthread_mutex_lock(&st->mu);
+	sqlite3_stmt *s = seq ? ulp_cat_q(st->cat, Q_FIND, "su", path, seq)
+	                      : ulp_cat_q(st->cat, Q_NEWEST, "s", path);
+	int rc = ulp_cat_step(st->cat, s);
+	if (rc == 1) {
+		ulp_version_from_row(s, out);
+		ulp_cat_done(s);
+		rc = 0;
+	} else if (rc == 0) {
+		rc = -ENOENT;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+static const char Q_GET_PATH[] = "SELECT " ULP_VCOLS " FROM versions"
+				 " WHERE id = ?";
+
+int ulp_version_get_path(ulp_store *st, uint64_t id, ulp_version_info *out,
+                         char **path)
+{
+	*path = NULL;
+	pthread_mutex_lock(&st->mu);
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_GET_PATH, "u", id);
+	int rc = ulp_cat_step(st->cat, s);
+	if (rc == 1) {
+		ulp_version_from_row(s, out);
+		const char *p = (const char *)sqlite3_column_text(s, 14);
+		*path = strdup(p ? p : "");
+		ulp_cat_done(s);
+		rc = *path ? 0 : -ENOMEM;
+	} else if (rc == 0) {
+		rc = -ENOENT;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+static const char Q_USAGE[] = "SELECT tmap, estats FROM versions WHERE id = ?";
+
+int ulp_version_usage(ulp_store *st, uint64_t id, int *format, ulp_stats *stats)
+{
+	ulp_tensor_map map = { ULP_FMT_UNKNOWN, 0, NULL };
+	int rc, have = 0;
+
+	*format = ULP_FMT_UNKNOWN;
+	memset(stats, 0, sizeof *stats);
+	pthread_mutex_lock(&st->mu);
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_USAGE, "u", id);
+	rc = ulp_cat_step(st->cat, s);
+	if (rc == 1) {
+		const void *t = sqlite3_column_blob(s, 0);
+		size_t tn = (size_t)sqlite3_column_bytes(s, 0);
+		rc = t ? ulp_tmap_decode(t, tn, &map) : 0;
+		if (rc == 0)
+			*format = map.format;
+		have = ulp_estats_decode(sqlite3_column_blob(s, 1),
+		                         (size_t)sqlite3_column_bytes(s, 1),
+		                         stats);
+		ulp_cat_done(s);
+	} else if (rc == 0) {
+		rc = -ENOENT;
+	}
+	pthread_mutex_unlock(&st->mu);
+	ulp_tensor_map_free(&map);
+	return rc < 0 ? rc : have;
+}
+
+/* ------------------------------------------------------------ prune */
+
+static const char Q_PRUNE_LIST[] = "SELECT id, seq FROM versions"
+				   " WHERE path = ? AND state = 0"
+				   " ORDER BY seq DESC";
+static const char Q_STATE_OF[] = "SELECT state FROM versions WHERE id = ?";
+static const char Q_IS_CURRENT[] = "SELECT 1 FROM inodes WHERE version = ?";
+
+int ulp_version_prune(ulp_store *st, const char *path, unsigned keep_last,
+                      unsigned keep_every, uint64_t *dropped)
+{
+	ulp_obj_list dead = { 0 };
+	uint64_t *ids = NULL, *seqs = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+
+	*dropped = 0;
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_cat_begin(st->cat);
+	if (rc < 0)
+		goto unlock;
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_PRUNE_LIST, "s", path);
+	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 64;
+			uint64_t *a = realloc(ids, nc * sizeof *a);
+			if (a)
+				ids = a;
+			uint64_t *b = a ? realloc(seqs, nc * sizeof *b) : NULL;
+			if (!b) {
+				ulp_cat_done(s);
+				rc = -ENOMEM;
+				break;
+			}
+			seqs = b;
+			cap = nc;
+		}
+		ids[n] = (uint64_t)sqlite3_column_int64(s, 0);
+		seqs[n++] = (uint64_t)sqlite3_column_int64(s, 1);
+	}
+	if (rc == 0 && n == 0)
+		rc = -ENOENT; /* no such path (or no history at all) */
+	/* Newest first: the first keep_last are kept. */
+	for (size_t i = keep_last; rc == 0 && i < n; i++) {
+		int64_t one;
+		if (keep_every && seqs[i] % keep_every == 0)
+			continue;
+		rc = ulp_cat_int(st->cat, &one, Q_IS_CURRENT, "u", ids[i]);
+		if (rc != 0) {
+			rc = rc < 0 ? rc : 0; /* a live file's content */
+			continue;
+		}
+		int64_t before = 0, after = 0;
+		rc = ulp_cat_int(st->cat, &before, Q_STATE_OF, "u", ids[i]);
+		if (rc >= 0)
+			rc = ulp_versions_release(st, ids[i], &dead);
+		if (rc >= 0)
+			rc = ulp_cat_int(st->cat, &after, Q_STATE_OF, "u",
+			                 ids[i]);
+		if (rc >= 0) {
+			if (after != before)
+				(*dropped)++; /* pinned ones stay live */
+			rc = 0;
+		}
+	}
+	if (rc == 0)
+		rc = ulp_cat_commit(st->cat);
+	else
+		ulp_cat_rollback(st->cat);
+	if (rc < 0) {
+		dead.n = 0;
+		*dropped = 0;
+	}
+unlock:
+	pthread_mutex_unlock(&st->mu);
+	ulp_obj_reap(st, &dead);
+	free(ids);
+	free(seqs);
+	return rc;
+}

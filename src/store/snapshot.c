@@ -1,0 +1,389 @@
+/*
+ * snapshot.c - named snapshots: sets of (path, version) pins.  The rules
+ * that keep pinned versions alive are in versions.c (a version listed in
+ * snapshot_items is never released); this file creates, lists, reads and
+ * deletes the sets.
+ */
+#include "store/store_internal.h"
+
+static int name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 0 && n <= 255 && name[0] != '.' && !strchr(name, '/');
+}
+
+/* Everything below "a/b" sorts in ["a/b/", "a/b0"); the root is
+ * everything.  lo and hi are malloc()ed. */
+static int prefix_range(const char *path, char **lo, char **hi)
+{
+	size_t n = strlen(path);
+
+	*lo = malloc(n + 2);
+	*hi = malloc(n + 2);
+	if (!*lo || !*hi) {
+		free(*lo);
+		free(*hi);
+		return -ENOMEM;
+	}
+	memcpy(*lo, path, n);
+	memcpy(*hi, path, n);
+	if (n) {
+		(*lo)[n] = '/';
+		(*hi)[n] = '0';
+		(*lo)[n + 1] = (*hi)[n + 1] = '\0';
+	} else {
+		(*lo)[0] = '\0';
+		(*hi)[0] = '\x7f'; /* above every path's first byte < 0x80 */
+		(*hi)[1] = '\0';
+	}
+	return 0;
+}
+
+static const char Q_SNAP_ID[] = "SELECT id FROM snapshots WHERE name = ?";
+static const char Q_SNAP_NEW[] = "INSERT INTO snapshots(name, created)"
+				 " VALUES(?, ?)";
+/* The current committed version of every file below an inode, at the
+ * file's path now (a version row keeps the path it was committed at,
+ * which a later rename does not change). */
+static const char Q_PIN[] = "WITH RECURSIVE t(ino, path) AS ("
+			    " SELECT ?2, ?3"
+			    " UNION ALL"
+			    " SELECT d.ino, CASE WHEN t.path = '' THEN d.name"
+			    "  ELSE t.path || '/' || d.name END"
+			    " FROM dirents AS d JOIN t ON d.parent = t.ino)"
+			    " INSERT OR IGNORE INTO snapshot_items"
+			    "(snapshot, path, version)"
+			    " SELECT ?1, t.path, i.version FROM t"
+			    " JOIN inodes AS i ON i.ino = t.ino"
+			    " WHERE i.kind = 1 AND i.version IS NOT NULL";
+
+/* The inode at path: 0, -ENOENT. */
+static int resolve(ulp_store *st, const char *path, uint64_t *ino)
+{
+	char name[256];
+
+	*ino = ULP_ROOT_INO;
+	while (*path) {
+		const char *slash = strchr(path, '/');
+		size_t n = slash ? (size_t)(slash - path) : strlen(path);
+
+		if (n == 0 || n >= sizeof name)
+			return -ENOENT;
+		memcpy(name, path, n);
+		name[n] = '\0';
+		int rc = ulp_cat_lookup(st->cat, *ino, name, ino);
+		if (rc < 0)
+			return rc;
+		path += n + (slash ? 1 : 0);
+	}
+	return 0;
+}
+
+int ulp_snapshot_create(ulp_store *st, const char *name,
+                        const char *const *paths, size_t npaths,
+                        uint64_t *nitems)
+{
+	static const char *const root[] = { "" };
+	int64_t id;
+	int rc;
+
+	if (nitems)
+		*nitems = 0;
+	if (!name_ok(name))
+		return -EINVAL;
+	if (npaths == 0) {
+		paths = root;
+		npaths = 1;
+	}
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_cat_begin(st->cat);
+	if (rc < 0)
+		goto unlock;
+	rc = ulp_cat_int(st->cat, &id, Q_SNAP_ID, "s", name);
+	if (rc == 1)
+		rc = -EEXIST;
+	if (rc == 0)
+		rc = ulp_cat_exec(st->cat, Q_SNAP_NEW, "si", name,
+		                  ulp_now_ns());
+	id = ulp_cat_last_rowid(st->cat);
+	for (size_t i = 0; rc == 0 && i < npaths; i++) {
+		uint64_t ino;
+		rc = resolve(st, paths[i], &ino);
+		if (rc == 0)
+			rc = ulp_cat_exec(st->cat, Q_PIN, "ius", id, ino,
+			                  paths[i]);
+		if (rc == 0 && nitems)
+			*nitems += (uint64_t)ulp_cat_changes(st->cat);
+	}
+	if (rc == 0)
+		rc = ulp_cat_commit(st->cat);
+	else
+		ulp_cat_rollback(st->cat);
+unlock:
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+static const char Q_SNAP_VERS[] = "SELECT version FROM snapshot_items"
+				  " WHERE snapshot = ?";
+static const char Q_SNAP_DEL[] = "DELETE FROM snapshots WHERE id = ?";
+static const char Q_VER_PATH[] = "SELECT path FROM versions WHERE id = ?"
+				 " AND state = 0"
+				 " AND id NOT IN (SELECT version FROM inodes"
+				 "  WHERE version IS NOT NULL)";
+
+int ulp_snapshot_delete(ulp_store *st, const char *name)
+{
+	ulp_obj_list dead = { 0 };
+	uint64_t *ids = NULL;
+	size_t n = 0, cap = 0;
+	int64_t id;
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_cat_begin(st->cat);
+	if (rc < 0)
+		goto unlock;
+	rc = ulp_cat_int(st->cat, &id, Q_SNAP_ID, "s", name);
+	if (rc == 0)
+		rc = -ENOENT;
+	if (rc == 1) {
+		sqlite3_stmt *s = ulp_cat_q(st->cat, Q_SNAP_VERS, "i", id);
+		while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 64;
+				uint64_t *a = realloc(ids, nc * sizeof *a);
+				if (!a) {
+					ulp_cat_done(s);
+					rc = -ENOMEM;
+					break;
+				}
+				ids = a;
+				cap = nc;
+			}
+			ids[n++] = (uint64_t)sqlite3_column_int64(s, 0);
+		}
+	}
+	if (rc == 0)
+		rc = ulp_cat_exec(st->cat, Q_SNAP_DEL, "i", id);
+	/* A version this snapshot kept whose path is gone goes now (history
+	 * of a path that still exists stays, as for any other version). */
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		sqlite3_stmt *s = ulp_cat_q(st->cat, Q_VER_PATH, "u", ids[i]);
+		rc = ulp_cat_step(st->cat, s);
+		if (rc != 1)
+			continue;
+		char *p = strdup((const char *)sqlite3_column_text(s, 0) ?: "");
+		ulp_cat_done(s);
+		rc = p ? ulp_ns_path_exists(st, p) : -ENOMEM;
+		free(p);
+		if (rc == 0)
+			rc = ulp_versions_release(st, ids[i], &dead);
+		else if (rc == 1)
+			rc = 0;
+	}
+	if (rc == 0)
+		rc = ulp_cat_commit(st->cat);
+	else
+		ulp_cat_rollback(st->cat);
+	if (rc < 0)
+		dead.n = 0;
+unlock:
+	pthread_mutex_unlock(&st->mu);
+	ulp_obj_reap(st, &dead);
+	free(ids);
+	return rc;
+}
+
+static const char Q_SNAP_INFO[] = "SELECT s.id, s.created, count(i.version),"
+				  " coalesce(sum(v.size), 0),"
+				  " coalesce(sum(v.stored), 0)"
+				  " FROM snapshots AS s"
+				  " LEFT JOIN snapshot_items AS i"
+				  "  ON i.snapshot = s.id"
+				  " LEFT JOIN versions AS v ON v.id = i.version"
+				  " WHERE s.name = ? GROUP BY s.id";
+static const char Q_SNAP_NAMES[] = "SELECT name FROM snapshots ORDER BY id";
+
+int ulp_snapshot_get(ulp_store *st, const char *name, ulp_snapshot_info *out)
+{
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&st->mu);
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_SNAP_INFO, "s", name);
+	int rc = ulp_cat_step(st->cat, s);
+	if (rc == 1) {
+		out->id = (uint64_t)sqlite3_column_int64(s, 0);
+		out->created_ns = sqlite3_column_int64(s, 1);
+		out->items = (uint64_t)sqlite3_column_int64(s, 2);
+		out->logical_bytes = (uint64_t)sqlite3_column_int64(s, 3);
+		out->stored_bytes = (uint64_t)sqlite3_column_int64(s, 4);
+		ulp_cat_done(s);
+		rc = 0;
+	} else if (rc == 0) {
+		rc = -ENOENT;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+/* Collect strings of a one-column query first: callbacks may call into
+ * the store. */
+typedef struct strv {
+	char **v;
+	size_t n, cap;
+} strv;
+
+static int strv_add(strv *a, const char *s)
+{
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 16;
+		char **v = realloc(a->v, nc * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = nc;
+	}
+	if (!(a->v[a->n] = strdup(s ? s : "")))
+		return -ENOMEM;
+	a->n++;
+	return 0;
+}
+
+static void strv_free(strv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+}
+
+int ulp_snapshot_list(ulp_store *st, ulp_snapshot_fn fn, void *opaque)
+{
+	strv names = { 0 };
+	int rc;
+
+	pthread_mutex_lock(&st->mu);
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_SNAP_NAMES, "");
+	while ((rc = ulp_cat_step(st->cat, s)) == 1)
+		if ((rc = strv_add(&names, (const char *)sqlite3_column_text(
+						   s, 0))) < 0) {
+			ulp_cat_done(s);
+			break;
+		}
+	pthread_mutex_unlock(&st->mu);
+	for (size_t i = 0; rc == 0 && i < names.n; i++) {
+		ulp_snapshot_info info;
+		rc = ulp_snapshot_get(st, names.v[i], &info);
+		if (rc == -ENOENT) {
+			rc = 0; /* deleted meanwhile */
+			continue;
+		}
+		if (rc == 0)
+			rc = fn(opaque, names.v[i], &info);
+	}
+	strv_free(&names);
+	return rc;
+}
+
+static const char Q_ITEMS[] = "SELECT " ULP_VCOLS ", ipath FROM ("
+			      " SELECT v.*, i.path AS ipath"
+			      " FROM snapshot_items AS i"
+			      " JOIN versions AS v ON v.id = i.version"
+			      " WHERE i.snapshot = ?1"
+			      " AND (?2 = '' OR i.path = ?2"
+			      "  OR (i.path >= ?3 AND i.path < ?4)))"
+			      " ORDER BY ipath";
+
+typedef struct item_row {
+	ulp_version_info v;
+	char *path;
+} item_row;
+
+int ulp_snapshot_items(ulp_store *st, const char *name, const char *prefix,
+                       ulp_snapshot_item_fn fn, void *opaque)
+{
+	item_row *rows = NULL;
+	size_t n = 0, cap = 0;
+	char *lo = NULL, *hi = NULL;
+	int64_t id;
+	int rc = prefix_range(prefix, &lo, &hi);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_cat_int(st->cat, &id, Q_SNAP_ID, "s", name);
+	if (rc == 0)
+		rc = -ENOENT;
+	if (rc == 1) {
+		sqlite3_stmt *s =
+			ulp_cat_q(st->cat, Q_ITEMS, "isss", id, prefix, lo, hi);
+		while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+			if (n == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				item_row *r = realloc(rows, nc * sizeof *r);
+				if (!r) {
+					ulp_cat_done(s);
+					rc = -ENOMEM;
+					break;
+				}
+				rows = r;
+				cap = nc;
+			}
+			ulp_version_from_row(s, &rows[n].v);
+			const char *p =
+				(const char *)sqlite3_column_text(s, 15);
+			rows[n].path = strdup(p ? p : "");
+			if (!rows[n].path) {
+				ulp_cat_done(s);
+				rc = -ENOMEM;
+				break;
+			}
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&st->mu);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = fn(opaque, rows[i].path, &rows[i].v);
+	for (size_t i = 0; i < n; i++)
+		free(rows[i].path);
+	free(rows);
+	free(lo);
+	free(hi);
+	return rc;
+}
+
+static const char Q_ITEM_AT[] = "SELECT version FROM snapshot_items"
+				" WHERE snapshot = ? AND path = ?";
+static const char Q_ITEM_UNDER[] = "SELECT 1 FROM snapshot_items"
+				   " WHERE snapshot = ? AND path >= ?"
+				   " AND path < ? LIMIT 1";
+
+int ulp_snapshot_lookup(ulp_store *st, const char *name, const char *path,
+                        uint64_t *vid)
+{
+	char *lo = NULL, *hi = NULL;
+	int64_t id, v = 0;
+	int rc = prefix_range(path, &lo, &hi);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_cat_int(st->cat, &id, Q_SNAP_ID, "s", name);
+	if (rc == 1 && path[0]) {
+		rc = ulp_cat_int(st->cat, &v, Q_ITEM_AT, "is", id, path);
+		if (rc == 1) {
+			*vid = (uint64_t)v;
+			rc = 1;
+		} else if (rc == 0) {
+			rc = ulp_cat_int(st->cat, &v, Q_ITEM_UNDER, "iss", id,
+			                 lo, hi);
+			rc = rc == 1 ? 2 : rc;
+		}
+	} else if (rc == 1) {
+		rc = 2; /* the snapshot's root */
+	}
+	pthread_mutex_unlock(&st->mu);
+	free(lo);
+	free(hi);
+	return rc == 0 ? -ENOENT : rc;
+}
