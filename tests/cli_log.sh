@@ -102,6 +102,17 @@ fi
 expect 0 "log (no --chain) checkpoint-2/model.safetensors" log --json "$MNT/checkpoint-2/model.safetensors"
 util versions "$OUT_F" --count 1 && ok "without --chain only the path's own version" || bad "log without --chain"
 
+step "a checkpoint saved to tmp-checkpoint-3/ and renamed: log finds it under its new name"
+mkdir -p "$MNT/tmp-checkpoint-3"
+cp "$MNT/checkpoint-2/model.safetensors" "$MNT/tmp-checkpoint-3/model.safetensors"
+expect 0 "sync" sync "$MNT"
+mv "$MNT/tmp-checkpoint-3" "$MNT/checkpoint-3"
+expect 0 "log checkpoint-3/model.safetensors" log --json "$MNT/checkpoint-3/model.safetensors"
+util versions "$OUT_F" --count 1 && ok "renamed checkpoint: its version is listed" ||
+	bad "renamed checkpoint: log does not list its one version"
+cmp -s "$MNT/.ulpfs/versions/checkpoint-3/model.safetensors/1" "$MNT/checkpoint-2/model.safetensors" &&
+	ok ".ulpfs/versions under the new name" || bad ".ulpfs/versions/checkpoint-3/model.safetensors/1 differs"
+
 step "bad arguments, mounted"
 expect_err "1" "nosuch" "unknown path (in the mount)" log "$MNT/nosuch"
 expect_err "1" "nosuch" "unknown path (--store)" log --store "$STORE" nosuch/file

@@ -165,6 +165,14 @@ static int rename_txn(ulp_store *st, const rn *r, ulp_obj_list *dead,
 	}
 	if (rc == 0)
 		rc = ulp_cat_exec(st->cat, Q_CTIME, "iu", r->now, s->ino);
+	if (rc == 0) {
+		char *new_path = NULL;
+		rc = ulp_ns_path_alloc(st, s->ino, &new_path);
+		if (rc == 0)
+			rc = ulp_versions_repath(st, r->old_path, new_path,
+			                         sdir);
+		free(new_path);
+	}
 	if (rc == 0)
 		rc = ulp_versions_release_path(st, r->old_path, sdir, dead);
 commit:

@@ -199,3 +199,72 @@ out:
 	free(hi);
 	return rc;
 }
+
+/* Live files renamed: their current versions follow them to the new path
+ * (numbered after any history the new path already has), so that `log`
+ * and .ulpfs/versions find a file saved into tmp-checkpoint-N/ and then
+ * renamed to checkpoint-N/ under the name it lives at. */
+static const char Q_MOVED[] = "SELECT id, path FROM versions WHERE"
+			      " (path = ?1 OR (?2 AND path >= ?3 AND path < "
+                              "?4))"
+			      " AND id IN (SELECT version FROM inodes"
+			      "  WHERE version IS NOT NULL)";
+static const char Q_REPATH[] = "UPDATE versions SET path = ?1, seq ="
+			       " (SELECT COALESCE(MAX(seq), 0) + 1 FROM "
+                               "versions"
+			       "  WHERE path = ?1) WHERE id = ?2";
+
+int ulp_versions_repath(ulp_store *st, const char *old_path,
+                        const char *new_path, int subtree)
+{
+	size_t n = strlen(old_path), cnt = 0, cap = 0;
+	char *lo = malloc(n + 2), *hi = malloc(n + 2);
+	struct moved {
+		uint64_t id;
+		char *path;
+	} *v = NULL;
+	int rc = 0;
+
+	if (!lo || !hi) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	memcpy(lo, old_path, n);
+	memcpy(hi, old_path, n);
+	lo[n] = '/';
+	hi[n] = '0';
+	lo[n + 1] = hi[n + 1] = '\0';
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_MOVED, "sdss", old_path,
+	                            subtree ? 1 : 0, lo, hi);
+	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+		const char *p = (const char *)sqlite3_column_text(s, 1);
+		struct moved m = { (uint64_t)sqlite3_column_int64(s, 0), NULL };
+		/* new path = new_path + what followed old_path */
+		if (p && asprintf(&m.path, "%s%s", new_path, p + n) < 0)
+			m.path = NULL;
+		if (m.path && cnt == cap) {
+			size_t ncap = cap ? 2 * cap : 16;
+			struct moved *nv = realloc(v, ncap * sizeof(*nv));
+			if (nv) {
+				v = nv;
+				cap = ncap;
+			}
+		}
+		if (!m.path || cnt == cap) {
+			free(m.path);
+			ulp_cat_done(s);
+			rc = -ENOMEM;
+			break;
+		}
+		v[cnt++] = m;
+	}
+	for (size_t i = 0; i < cnt && rc == 0; i++)
+		rc = ulp_cat_exec(st->cat, Q_REPATH, "su", v[i].path, v[i].id);
+out:
+	for (size_t i = 0; i < cnt; i++)
+		free(v[i].path);
+	free(v);
+	free(lo);
+	free(hi);
+	return rc;
+}
