@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # examples/quickstart.sh - the main job, end to end, on a fresh Debian 12
 # machine as root: install the dependencies, build ulpfs, mount a store,
-# train a small GPT writing its checkpoint trajectory into the mount, read
-# every checkpoint back (torch.load, safetensors through numpy, sha256sum
-# after a remount), show what the store holds, and compare the codec with
-# zstd -3, zstd -19 and a byte-grouped coder on the same files.
+# train a small GPT writing its checkpoint trajectory into the mount, show
+# `ulpfs log` and `ulpfs stats`, read every checkpoint back (torch.load,
+# safetensors through numpy, sha256sum after a remount), and compare the
+# codec with zstd -3, zstd -19 and a byte-grouped coder on the same files.
 #
 #   bash examples/quickstart.sh [--quick]
 #
@@ -53,12 +53,20 @@ echo "==> training a small byte-level GPT with AdamW, writing checkpoints into t
 echo "==> copying the trajectory out of the mount (a plain reference copy)"
 cp -a "$mnt/run" "$plain/"
 
+last=$(cd "$mnt/run" && ls -d step-* | tail -n 1)
+echo "==> ulpfs log --chain: the last bf16 checkpoint's reference lineage"
+"$ulpfs" sync "$mnt"
+"$ulpfs" log --chain "$mnt/run/$last/model-bf16.safetensors"
+echo "==> ulpfs stats"
+"$ulpfs" stats "$mnt"
+
 echo "==> unmounting (waits until every checkpoint is encoded and committed)"
 "$ulpfs" umount "$mnt"
 raw=$(du -sb "$plain/run" | cut -f1)
-stored=$(du -sb "$store" | cut -f1)
-printf 'raw checkpoints: %s bytes; store on disk: %s bytes (%.1f%%)\n' \
+stored=$(du -scb "$store/objects" "$store/catalog.db" | tail -n 1 | cut -f1)
+printf 'raw checkpoints: %s bytes; store (objects + catalog): %s bytes (%.1f%%)\n' \
 	"$raw" "$stored" "$(echo "100 * $stored / $raw" | bc -l)"
+echo "(the store also keeps a 4 MiB reserve file so deletions succeed on a full disk)"
 
 echo "==> remounting and reading every checkpoint back"
 "$ulpfs" mount "$store" "$mnt"
