@@ -37,6 +37,18 @@ typedef struct cli_env {
 	const cli_sink *sink;
 } cli_env;
 
+/* A growing list of versions with their paths (ulp_version_fn
+ * callbacks fill it). */
+typedef struct cli_vvec {
+	ulp_version_info *v;
+	char **path;
+	size_t n, cap;
+} cli_vvec;
+
+/* ulp_version_fn: append (v, path) to the cli_vvec at opaque. */
+int cli_vvec_add(void *opaque, const ulp_version_info *v, const char *path);
+void cli_vvec_free(cli_vvec *a);
+
 /* Run one request: CLI_OK, CLI_FAIL or CLI_USAGE. */
 int cli_exec(cli_env *env, json_t *req);
 

@@ -125,15 +125,9 @@ static int fail(cli_env *env, const char *what, int rc)
 
 /* ------------------------------------------------------------ log */
 
-typedef struct vvec {
-	ulp_version_info *v;
-	char **path;
-	size_t n, cap;
-} vvec;
-
-static int vvec_add(void *opaque, const ulp_version_info *v, const char *path)
+int cli_vvec_add(void *opaque, const ulp_version_info *v, const char *path)
 {
-	vvec *a = opaque;
+	cli_vvec *a = opaque;
 	if (a->n == a->cap) {
 		size_t nc = a->cap ? a->cap * 2 : 64;
 		ulp_version_info *nv = realloc(a->v, nc * sizeof(*nv));
@@ -151,7 +145,7 @@ static int vvec_add(void *opaque, const ulp_version_info *v, const char *path)
 	return 0;
 }
 
-static void vvec_free(vvec *a)
+void cli_vvec_free(cli_vvec *a)
 {
 	for (size_t i = 0; i < a->n; i++)
 		free(a->path[i]);
@@ -248,7 +242,7 @@ int cli_op_log(cli_env *env, json_t *req)
 	uint64_t seq = (uint64_t)json_integer_value(json_object_get(req, "se"
 	                                                                 "q"));
 	int json = json_is_true(json_object_get(req, "json"));
-	vvec a = { 0 };
+	cli_vvec a = { 0 };
 	int rc;
 
 	if (json_is_true(json_object_get(req, "chain"))) {
@@ -263,7 +257,7 @@ int cli_op_log(cli_env *env, json_t *req)
 		for (unsigned guard = 0; rc == 0 && guard < 100000; guard++) {
 			rc = ulp_version_get_path(env->st, v.id, &v, &p);
 			if (rc == 0)
-				rc = vvec_add(&a, &v, p);
+				rc = cli_vvec_add(&a, &v, p);
 			free(p);
 			if (rc < 0 || !v.ref)
 				break;
@@ -279,20 +273,20 @@ int cli_op_log(cli_env *env, json_t *req)
 			a.path[a.n - 1 - i] = tp;
 		}
 	} else {
-		rc = ulp_version_list(env->st, path, vvec_add, &a);
+		rc = ulp_version_list(env->st, path, cli_vvec_add, &a);
 		if (rc == 0 && a.n == 0) {
-			vvec_free(&a);
+			cli_vvec_free(&a);
 			cli_errf(env, "%s: no versions (no such file?)", path);
 			return CLI_FAIL;
 		}
 	}
 	if (rc < 0) {
-		vvec_free(&a);
+		cli_vvec_free(&a);
 		return fail(env, path, rc);
 	}
 	rc = print_versions(env, a.v, a.path, a.n, json,
 	                    json_is_true(json_object_get(req, "chain")));
-	vvec_free(&a);
+	cli_vvec_free(&a);
 	return rc;
 }
 

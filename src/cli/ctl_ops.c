@@ -203,10 +203,9 @@ int cli_op_restore(cli_env *env, json_t *req)
 
 /* ------------------------------------------------------------ versions */
 
+/* Every version that still has bytes, and their total logical size. */
 typedef struct vall {
-	ulp_version_info *v;
-	char **path;
-	size_t n, cap;
+	cli_vvec vec;
 	uint64_t bytes;
 } vall;
 
@@ -215,30 +214,15 @@ static int vall_cb(void *opaque, const ulp_version_info *v, const char *path)
 	vall *a = opaque;
 	if (v->state == ULP_VERSION_DELETED)
 		return 0;
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 64;
-		ulp_version_info *nv = realloc(a->v, nc * sizeof(*nv));
-		if (nv)
-			a->v = nv;
-		char **np = nv ? realloc(a->path, nc * sizeof(*np)) : NULL;
-		if (!np)
-			return -ENOMEM;
-		a->path = np;
-		a->cap = nc;
-	}
-	if (!(a->path[a->n] = strdup(path)))
-		return -ENOMEM;
-	a->v[a->n++] = *v;
-	a->bytes += v->size;
-	return 0;
+	int rc = cli_vvec_add(&a->vec, v, path);
+	if (rc == 0)
+		a->bytes += v->size;
+	return rc;
 }
 
 static void vall_free(vall *a)
 {
-	for (size_t i = 0; i < a->n; i++)
-		free(a->path[i]);
-	free(a->path);
-	free(a->v);
+	cli_vvec_free(&a->vec);
 }
 
 /* ------------------------------------------------------------ verify */
@@ -253,8 +237,8 @@ int cli_op_verify(cli_env *env, json_t *req)
 	                   : -ENOMEM;
 	(void)req;
 
-	for (size_t i = 0; rc == 0 && i < a.n; i++) {
-		const ulp_version_info *v = &a.v[i];
+	for (size_t i = 0; rc == 0 && i < a.vec.n; i++) {
+		const ulp_version_info *v = &a.vec.v[i];
 		int err = 0;
 		XXH3_128bits_reset(xs);
 		for (uint64_t off = 0; off < v->size;) {
@@ -277,7 +261,7 @@ int cli_op_verify(cli_env *env, json_t *req)
 		XXH128_canonicalFromHash(&c, XXH3_128bits_digest(xs));
 		if (err) {
 			cli_errf(env, "%s@%" PRIu64 ": cannot decode: %s",
-			         a.path[i], v->seq, strerror(-err));
+			         a.vec.path[i], v->seq, strerror(-err));
 			bad++;
 		} else if (memcmp(c.digest, v->hash, 16) != 0) {
 			char want[33], got[33];
@@ -286,7 +270,7 @@ int cli_op_verify(cli_env *env, json_t *req)
 			cli_errf(env,
 			         "%s@%" PRIu64 ": hash mismatch (catalog %s, "
 			         "decoded %s)",
-			         a.path[i], v->seq, want, got);
+			         a.vec.path[i], v->seq, want, got);
 			bad++;
 		}
 	}
@@ -295,7 +279,7 @@ int cli_op_verify(cli_env *env, json_t *req)
 		                    a.bytes);
 	free(buf);
 	XXH3_freeState(xs);
-	size_t n = a.n;
+	size_t n = a.vec.n;
 	vall_free(&a);
 	if (rc < 0) {
 		cli_errf(env, "verify: %s", strerror(-rc));
@@ -342,17 +326,17 @@ int cli_op_stats(cli_env *env, json_t *req)
 
 	if (rc == 0)
 		rc = ulp_version_list(env->st, NULL, vall_cb, &a);
-	for (size_t i = 0; rc == 0 && i < a.n; i++) {
+	for (size_t i = 0; rc == 0 && i < a.vec.n; i++) {
 		ulp_stats es;
 		int fmt;
-		int have = ulp_version_usage(env->st, a.v[i].id, &fmt, &es);
+		int have = ulp_version_usage(env->st, a.vec.v[i].id, &fmt, &es);
 		if (have < 0)
 			continue;
 		int k = fmt >= 0 && fmt < 3 ? fmt : 0;
 		kind[k].count++;
-		kind[k].logical += a.v[i].size;
-		kind[k].stored += a.v[i].stored;
-		depth[a.v[i].depth < 64 ? a.v[i].depth : 64]++;
+		kind[k].logical += a.vec.v[i].size;
+		kind[k].stored += a.vec.v[i].stored;
+		depth[a.vec.v[i].depth < 64 ? a.vec.v[i].depth : 64]++;
 		if (!have)
 			continue;
 		recorded++;

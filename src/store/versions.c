@@ -152,24 +152,37 @@ static const char Q_HISTORY[] = "SELECT id FROM versions WHERE state = 0"
 				" AND id NOT IN (SELECT version FROM "
 				"snapshot_items)";
 
+/* Everything below "a/b" sorts in ["a/b/", "a/b0"): the bounds a subtree
+ * query compares paths with.  Both strings are malloc'ed. */
+static int subtree_bounds(const char *path, char **lo, char **hi)
+{
+	size_t n = strlen(path);
+	*lo = malloc(n + 2);
+	*hi = malloc(n + 2);
+	if (!*lo || !*hi) {
+		free(*lo);
+		free(*hi);
+		*lo = *hi = NULL;
+		return -ENOMEM;
+	}
+	memcpy(*lo, path, n);
+	memcpy(*hi, path, n);
+	(*lo)[n] = '/';
+	(*hi)[n] = '0';
+	(*lo)[n + 1] = (*hi)[n + 1] = '\0';
+	return 0;
+}
+
 int ulp_versions_release_path(ulp_store *st, const char *path, int subtree,
                               ulp_obj_list *dead)
 {
-	size_t n = strlen(path), cnt = 0, cap = 0;
-	char *lo = malloc(n + 2), *hi = malloc(n + 2);
+	size_t cnt = 0, cap = 0;
+	char *lo, *hi;
 	uint64_t *ids = NULL;
-	int rc = 0;
+	int rc = subtree_bounds(path, &lo, &hi);
 
-	if (!lo || !hi) {
-		rc = -ENOMEM;
+	if (rc < 0)
 		goto out;
-	}
-	/* Everything below "a/b" sorts in ["a/b/", "a/b0"). */
-	memcpy(lo, path, n);
-	memcpy(hi, path, n);
-	lo[n] = '/';
-	hi[n] = '0';
-	lo[n + 1] = hi[n + 1] = '\0';
 	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_HISTORY, "sdss", path,
 	                            subtree ? 1 : 0, lo, hi);
 	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
@@ -206,34 +219,27 @@ out:
  * renamed to checkpoint-N/ under the name it lives at. */
 static const char Q_MOVED[] = "SELECT id, path FROM versions WHERE"
 			      " (path = ?1 OR (?2 AND path >= ?3 AND path < "
-                              "?4))"
+			      "?4))"
 			      " AND id IN (SELECT version FROM inodes"
 			      "  WHERE version IS NOT NULL)";
 static const char Q_REPATH[] = "UPDATE versions SET path = ?1, seq ="
 			       " (SELECT COALESCE(MAX(seq), 0) + 1 FROM "
-                               "versions"
+			       "versions"
 			       "  WHERE path = ?1) WHERE id = ?2";
 
 int ulp_versions_repath(ulp_store *st, const char *old_path,
                         const char *new_path, int subtree)
 {
 	size_t n = strlen(old_path), cnt = 0, cap = 0;
-	char *lo = malloc(n + 2), *hi = malloc(n + 2);
+	char *lo, *hi;
 	struct moved {
 		uint64_t id;
 		char *path;
 	} *v = NULL;
-	int rc = 0;
+	int rc = subtree_bounds(old_path, &lo, &hi);
 
-	if (!lo || !hi) {
-		rc = -ENOMEM;
+	if (rc < 0)
 		goto out;
-	}
-	memcpy(lo, old_path, n);
-	memcpy(hi, old_path, n);
-	lo[n] = '/';
-	hi[n] = '0';
-	lo[n + 1] = hi[n + 1] = '\0';
 	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_MOVED, "sdss", old_path,
 	                            subtree ? 1 : 0, lo, hi);
 	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
