@@ -62,6 +62,9 @@ void cli_progress_end(cli_progress *p);
 
 /* Parse a size such as 4096, 64K, 2M, 1G; -1 on error. */
 int cli_parse_size(const char *s, uint64_t *out);
+/* Parse --chunk-size for command cmd (between ULP_CHUNK_SIZE_MIN and
+ * ULP_CHUNK_SIZE_MAX); prints the error and returns -1 when it is bad. */
+int cli_parse_chunk_size(const char *cmd, const char *s, uint32_t *out);
 /* Parse a non-negative integer no larger than max; -1 on error. */
 int cli_parse_uint(const char *s, unsigned max, unsigned *out);
 

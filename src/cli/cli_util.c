@@ -361,6 +361,18 @@ int cli_parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+int cli_parse_chunk_size(const char *cmd, const char *s, uint32_t *out)
+{
+	uint64_t v;
+	if (cli_parse_size(s, &v) < 0 || v < ULP_CHUNK_SIZE_MIN ||
+	    v > ULP_CHUNK_SIZE_MAX) {
+		cli_err("%s: --chunk-size must be between 4K and 64M", cmd);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
 int cli_parse_uint(const char *s, unsigned max, unsigned *out)
 {
 	char *end;

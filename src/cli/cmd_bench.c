@@ -442,7 +442,6 @@ static const struct option bench_longopts[] = {
 int cmd_bench(int argc, char **argv)
 {
 	bench_opts o = { .threads = 2, .reps = 3, .baselines = 1, .zstd19 = 1 };
-	uint64_t chunk = 0;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "t:r:c:h", bench_longopts, NULL)) !=
@@ -463,14 +462,8 @@ int cmd_bench(int argc, char **argv)
 			}
 			break;
 		case 'c':
-			if (cli_parse_size(optarg, &chunk) < 0 ||
-			    chunk < ULP_CHUNK_SIZE_MIN ||
-			    chunk > ULP_CHUNK_SIZE_MAX) {
-				cli_err("bench: --chunk-size must be between "
-				        "4K and 64M");
+			if (cli_parse_chunk_size("bench", optarg, &o.chunk) < 0)
 				return CLI_USAGE;
-			}
-			o.chunk = (uint32_t)chunk;
 			break;
 		case 'B':
 			o.baselines = 0;

@@ -104,7 +104,7 @@ int cmd_pack(int argc, char **argv)
 	const char *ref_path = NULL, *out_path = NULL;
 	ulp_encode_job job = { 0 };
 	unsigned threads = 0, level = 0;
-	uint64_t chunk = 0;
+	uint32_t chunk = 0;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "r:t:c:l:o:h", pack_opts, NULL)) !=
@@ -120,13 +120,8 @@ int cmd_pack(int argc, char **argv)
 			}
 			break;
 		case 'c':
-			if (cli_parse_size(optarg, &chunk) < 0 ||
-			    chunk < ULP_CHUNK_SIZE_MIN ||
-			    chunk > ULP_CHUNK_SIZE_MAX) {
-				cli_err("pack: --chunk-size must be between "
-				        "4K and 64M");
+			if (cli_parse_chunk_size("pack", optarg, &chunk) < 0)
 				return CLI_USAGE;
-			}
 			break;
 		case 'l':
 			if (cli_parse_uint(optarg, 22, &level) < 0 || !level) {
@@ -184,7 +179,7 @@ int cmd_pack(int argc, char **argv)
 	job.ref_hash = ref_hash;
 	job.ref_read = cli_map_read;
 	job.ref_opaque = &ref;
-	job.params.chunk_size = (uint32_t)chunk;
+	job.params.chunk_size = chunk;
 	job.params.generic_level = (int)level;
 	job.nthreads = threads;
 	job.write = cli_fd_write;
