@@ -12,6 +12,8 @@
 
 #include <sys/mman.h>
 
+#include <xxhash.h>
+
 /* ------------------------------------------------------------ objects */
 
 typedef struct sink {
@@ -37,6 +39,49 @@ static int sink_write(void *opaque, const void *buf, size_t len)
 		return ULP_ERR_IO;
 	}
 	return ULP_OK;
+}
+
+/* The staging file is mapped whole while it is encoded.  Pages of the
+ * chunks already written are dropped from the mapping as encoding moves
+ * on (they stay in the page cache), so the daemon's resident size stays
+ * at a few chunks however large the file. */
+typedef struct drop_ctx {
+	const uint8_t *base; /* page-aligned start of the mapping */
+	uint64_t dropped;    /* bytes already dropped from the start */
+} drop_ctx;
+
+static void drop_done(void *opaque, uint64_t done, uint64_t total)
+{
+	drop_ctx *d = opaque;
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+	uint64_t end = done / page * page;
+	(void)total;
+	if (!d->base || end <= d->dropped)
+		return;
+	madvise((void *)(uintptr_t)(d->base + d->dropped), end - d->dropped,
+	        MADV_DONTNEED);
+	d->dropped = end;
+}
+
+/* XXH3-128 of the mapped staging file, dropping each block from the
+ * mapping once hashed, for the same reason as drop_done. */
+static int hash_dropping(const uint8_t *data, uint64_t size, uint8_t out[16])
+{
+	const uint64_t block = 64ull << 20; /* a multiple of any page size */
+	XXH3_state_t *hs = XXH3_createState();
+	XXH128_canonical_t c;
+	if (!hs)
+		return -ENOMEM;
+	XXH3_128bits_reset(hs);
+	for (uint64_t off = 0; off < size; off += block) {
+		uint64_t n = size - off < block ? size - off : block;
+		XXH3_128bits_update(hs, data + off, n);
+		madvise((void *)(uintptr_t)(data + off), n, MADV_DONTNEED);
+	}
+	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(hs));
+	memcpy(out, c.digest, 16);
+	XXH3_freeState(hs);
+	return 0;
 }
 
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
@@ -67,6 +112,9 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	job.cctx = &req->cctx;
 	job.write = sink_write;
 	job.write_opaque = &k;
+	drop_ctx drop = { job.cur, 0 };
+	job.progress = drop_done;
+	job.progress_opaque = &drop;
 	if (req->stats)
 		memset(req->stats, 0, sizeof *req->stats);
 	rc = ulp_encode_file(&job, req->stats, hash, stored);
@@ -316,7 +364,9 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, ulp_inode *in)
 		}
 		madvise(data, size, MADV_SEQUENTIAL);
 	}
-	ulp_hash128(data, size, nv.v.hash);
+	rc = hash_dropping(data, size, nv.v.hash);
+	if (rc < 0)
+		goto out;
 	nv.v.size = size;
 	if (current && cur.size == size &&
 	    memcmp(cur.hash, nv.v.hash, 16) == 0) {
