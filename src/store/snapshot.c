@@ -13,33 +13,6 @@ static int name_ok(const char *name)
 	return n > 0 && n <= 255 && name[0] != '.' && !strchr(name, '/');
 }
 
-/* Everything below "a/b" sorts in ["a/b/", "a/b0"); the root is
- * everything.  lo and hi are malloc()ed. */
-static int prefix_range(const char *path, char **lo, char **hi)
-{
-	size_t n = strlen(path);
-
-	*lo = malloc(n + 2);
-	*hi = malloc(n + 2);
-	if (!*lo || !*hi) {
-		free(*lo);
-		free(*hi);
-		return -ENOMEM;
-	}
-	memcpy(*lo, path, n);
-	memcpy(*hi, path, n);
-	if (n) {
-		(*lo)[n] = '/';
-		(*hi)[n] = '0';
-		(*lo)[n + 1] = (*hi)[n + 1] = '\0';
-	} else {
-		(*lo)[0] = '\0';
-		(*hi)[0] = '\x7f'; /* above every path's first byte < 0x80 */
-		(*hi)[1] = '\0';
-	}
-	return 0;
-}
-
 static const char Q_SNAP_ID[] = "SELECT id FROM snapshots WHERE name = ?";
 static const char Q_SNAP_NEW[] = "INSERT INTO snapshots(name, created)"
 				 " VALUES(?, ?)";
@@ -306,7 +279,7 @@ int ulp_snapshot_items(ulp_store *st, const char *name, const char *prefix,
 	size_t n = 0, cap = 0;
 	char *lo = NULL, *hi = NULL;
 	int64_t id;
-	int rc = prefix_range(prefix, &lo, &hi);
+	int rc = ulp_path_range(prefix, &lo, &hi);
 
 	if (rc < 0)
 		return rc;
@@ -363,7 +336,7 @@ int ulp_snapshot_lookup(ulp_store *st, const char *name, const char *path,
 {
 	char *lo = NULL, *hi = NULL;
 	int64_t id, v = 0;
-	int rc = prefix_range(path, &lo, &hi);
+	int rc = ulp_path_range(path, &lo, &hi);
 
 	if (rc < 0)
 		return rc;

@@ -312,6 +312,10 @@ int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out);
 int ulp_ns_path_exists(ulp_store *st, const char *path);
 /* Release the history of path (and, with subtree, of everything below it)
  * that is neither a current version nor pinned by a snapshot. */
+/* The paths strictly below path sort (bytewise, as the catalog compares
+ * them) in [*lo, *hi): "a/b/" to "a/b0"; for "" (the root), every path.
+ * Both strings are malloc()ed. */
+int ulp_path_range(const char *path, char **lo, char **hi);
 /* Within a rename's transaction: the current versions of live files at
  * old_path (or below it) take the corresponding path under new_path. */
 int ulp_versions_repath(ulp_store *st, const char *old_path,

@@ -152,11 +152,10 @@ static const char Q_HISTORY[] = "SELECT id FROM versions WHERE state = 0"
 				" AND id NOT IN (SELECT version FROM "
 				"snapshot_items)";
 
-/* Everything below "a/b" sorts in ["a/b/", "a/b0"): the bounds a subtree
- * query compares paths with.  Both strings are malloc'ed. */
-static int subtree_bounds(const char *path, char **lo, char **hi)
+int ulp_path_range(const char *path, char **lo, char **hi)
 {
 	size_t n = strlen(path);
+
 	*lo = malloc(n + 2);
 	*hi = malloc(n + 2);
 	if (!*lo || !*hi) {
@@ -167,9 +166,17 @@ static int subtree_bounds(const char *path, char **lo, char **hi)
 	}
 	memcpy(*lo, path, n);
 	memcpy(*hi, path, n);
-	(*lo)[n] = '/';
-	(*hi)[n] = '0';
-	(*lo)[n + 1] = (*hi)[n + 1] = '\0';
+	if (n) {
+		(*lo)[n] = '/';
+		(*hi)[n] = '0';
+		(*lo)[n + 1] = (*hi)[n + 1] = '\0';
+	} else {
+		/* the root: every path; 0xff starts no UTF-8 sequence, so it
+		 * sorts (bytewise) above every path */
+		(*lo)[0] = '\0';
+		(*hi)[0] = '\xff';
+		(*hi)[1] = '\0';
+	}
 	return 0;
 }
 
@@ -179,7 +186,7 @@ int ulp_versions_release_path(ulp_store *st, const char *path, int subtree,
 	size_t cnt = 0, cap = 0;
 	char *lo, *hi;
 	uint64_t *ids = NULL;
-	int rc = subtree_bounds(path, &lo, &hi);
+	int rc = ulp_path_range(path, &lo, &hi);
 
 	if (rc < 0)
 		goto out;
@@ -236,7 +243,7 @@ int ulp_versions_repath(ulp_store *st, const char *old_path,
 		uint64_t id;
 		char *path;
 	} *v = NULL;
-	int rc = subtree_bounds(old_path, &lo, &hi);
+	int rc = ulp_path_range(old_path, &lo, &hi);
 
 	if (rc < 0)
 		goto out;
