@@ -133,6 +133,20 @@ def load_corpus(paths, max_bytes, per_file_cap, verbose=False):
     return corpus, nfiles
 
 
+def load_training_data(paths=None, max_text_mb=4.0, min_bytes=2):
+    """The training data as used by main() (and examples/train.py): the
+    corpus of `paths` (default: default_text_files(), 256 KiB per file) as
+    an int64 tensor of bytes; returns (data, nfiles, corpus sha256 hex)."""
+    max_bytes = int(max_text_mb * 1024 * 1024)
+    corpus, nfiles = load_corpus(paths if paths else default_text_files(), max_bytes,
+                                 per_file_cap=max_bytes if paths else 256 * 1024,
+                                 verbose=bool(paths))
+    if len(corpus) < min_bytes:
+        sys.exit("error: corpus too small (%d bytes)" % len(corpus))
+    data = torch.from_numpy(np.frombuffer(corpus, dtype=np.uint8).astype(np.int64))
+    return data, nfiles, hashlib.sha256(corpus).hexdigest()
+
+
 # --------------------------------------------------------------------------
 # Model
 # --------------------------------------------------------------------------
@@ -430,16 +444,8 @@ def main(argv=None):
         shutil.rmtree(d)
 
     # ---- data
-    paths = a.text if a.text else default_text_files()
-    max_bytes = int(a.max_text_mb * 1024 * 1024)
-    corpus, nfiles = load_corpus(paths, max_bytes,
-                                 per_file_cap=max_bytes if a.text else 256 * 1024,
-                                 verbose=bool(a.text))
-    if len(corpus) < a.ctx + 2:
-        sys.exit("error: corpus too small (%d bytes)" % len(corpus))
-    corpus_sha = hashlib.sha256(corpus).hexdigest()
-    data = torch.from_numpy(np.frombuffer(corpus, dtype=np.uint8).astype(np.int64))
-    log("corpus: %d files, %d bytes, sha256 %s" % (nfiles, len(corpus), corpus_sha[:16]))
+    data, nfiles, corpus_sha = load_training_data(a.text, a.max_text_mb, a.ctx + 2)
+    log("corpus: %d files, %d bytes, sha256 %s" % (nfiles, len(data), corpus_sha[:16]))
 
     # ---- model / optimizer
     amp = a.precision == "bf16-mixed"
@@ -515,7 +521,7 @@ def main(argv=None):
         "optimizer": {"type": "AdamW", "betas": [0.9, 0.95], "eps": 1e-8,
                       "weight_decay": 0.1, "no_decay": "1-D tensors (biases, LayerNorm)"},
         "schedule": "linear warmup, cosine to 0 at last step",
-        "corpus_bytes": len(corpus), "corpus_files": nfiles, "corpus_sha256": corpus_sha,
+        "corpus_bytes": len(data), "corpus_files": nfiles, "corpus_sha256": corpus_sha,
         "torch": torch.__version__, "losses": losses,
         "checkpoints": [os.path.basename(c) for c in ckpts],
     }

@@ -1,0 +1,256 @@
+#!/usr/bin/python3
+"""examples/train.py - a training run that writes Hugging Face Trainer-style
+checkpoints, to run with its --output_dir on a ulpfs mount.
+
+Trains the small byte-level GPT of bench/make_trajectory.py (imported from
+there, with its corpus loader: plain text found under /usr/share) with
+AdamW and a linear-warmup + cosine LambdaLR schedule, and every --save_steps
+steps (and at the last one) saves, as recent transformers.Trainer versions
+do, OUTPUT_DIR/tmp-checkpoint-N, fsyncs it and renames it to checkpoint-N:
+
+    model.safetensors    the weights in bfloat16 (make_trajectory's writer)
+    optimizer.pt         torch.save(optimizer.state_dict()), plus the fp32
+                         master weights under "fp32_master_weights" (the
+                         model trains in fp32 under bf16 autocast, so the
+                         bf16 file alone cannot resume it exactly; DeepSpeed's
+                         bf16 optimizer keeps its master copy the same way)
+    scheduler.pt         torch.save(lr_scheduler.state_dict())
+    rng_state.pth        {"python", "numpy", "cpu"} RNG states
+    trainer_state.json   global_step, max_steps, log_history (loss and
+                         learning rate of every step), the run's config
+
+--save_total_limit K then deletes the oldest checkpoints (shutil.rmtree),
+sorted by directory mtime as Trainer(use_mtime=True) does -- ties broken by
+step number -- until K are left (the newest is never deleted).
+
+--resume [CKPT] continues from CKPT (default: the highest checkpoint-N in
+--output_dir): model, optimizer, scheduler and RNG states, step count and
+log history.  Training is deterministic (fixed seed, fixed thread count,
+torch.use_deterministic_algorithms), so a resumed run writes the same bytes
+as an uninterrupted one.  --stop_after N ends the run after step N as if it
+had been preempted (the schedule still runs to --max_steps).
+
+Run with /usr/bin/python3 (the interpreter that has torch).
+"""
+
+import argparse
+import json
+import math
+import os
+import random
+import re
+import shutil
+import sys
+import time
+
+sys.dont_write_bytecode = True    # no __pycache__ in the source tree
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+import make_trajectory as mt  # noqa: E402  (model, corpus, safetensors writer)
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+CKPT_RE = re.compile(r"checkpoint-(\d+)")
+
+
+def log(msg):
+    print("[train] " + msg, file=sys.stderr, flush=True)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--output_dir", required=True)
+    ap.add_argument("--max_steps", type=int, help="default 200; --quick 60")
+    ap.add_argument("--save_steps", type=int, help="default 20; --quick 10")
+    ap.add_argument("--save_total_limit", type=int, default=0,
+                    help="keep at most this many checkpoints (0: keep all)")
+    ap.add_argument("--resume", nargs="?", const="latest", metavar="CKPT",
+                    help="resume from CKPT (default: the latest checkpoint in --output_dir)")
+    ap.add_argument("--stop_after", type=int, help="stop after this step (simulated preemption)")
+    ap.add_argument("--quick", action="store_true",
+                    help="small preset that runs in seconds: 3 layers, d_model 128, ctx 64, "
+                         "batch 8, 60 steps, save every 10")
+    ap.add_argument("--seed", type=int, default=42)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (default 1; results depend on it)")
+    ap.add_argument("--lr", type=float, help="peak learning rate (default 1e-3; quick 3e-3)")
+    ap.add_argument("--warmup_steps", type=int, help="default 10%% of --max_steps")
+    ap.add_argument("--layers", type=int)
+    ap.add_argument("--d_model", type=int)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--ctx", type=int)
+    ap.add_argument("--batch", type=int)
+    ap.add_argument("--max_text_mb", type=float, help="corpus cap (default 4; quick 1)")
+    a = ap.parse_args(argv)
+    full = dict(max_steps=200, save_steps=20, layers=4, d_model=256, ctx=128, batch=16,
+                lr=1e-3, max_text_mb=4.0)
+    quick = dict(max_steps=60, save_steps=10, layers=3, d_model=128, ctx=64, batch=8,
+                 lr=3e-3, max_text_mb=1.0)
+    for k, v in (quick if a.quick else full).items():
+        if getattr(a, k) is None:
+            setattr(a, k, v)
+    if a.warmup_steps is None:
+        a.warmup_steps = max(1, a.max_steps // 10)
+    if a.max_steps < 1 or a.save_steps < 1 or a.save_total_limit < 0:
+        ap.error("need --max_steps >= 1, --save_steps >= 1, --save_total_limit >= 0")
+    if a.d_model % a.heads:
+        ap.error("--d_model must be divisible by --heads")
+    return a
+
+
+def run_config(a):
+    """What must match between a run and its resumption."""
+    return {k: getattr(a, k) for k in ("max_steps", "seed", "threads", "lr", "warmup_steps",
+                                       "layers", "d_model", "heads", "ctx", "batch",
+                                       "max_text_mb")}
+
+
+def lr_lambda_for(a):
+    # transformers.get_cosine_schedule_with_warmup
+    def f(step):
+        if step < a.warmup_steps:
+            return step / max(1, a.warmup_steps)
+        p = (step - a.warmup_steps) / max(1, a.max_steps - a.warmup_steps)
+        return max(0.0, 0.5 * (1.0 + math.cos(math.pi * p)))
+    return f
+
+
+def list_checkpoints(out):
+    """[(step, path)] of OUTPUT_DIR/checkpoint-N directories."""
+    found = []
+    for name in os.listdir(out):
+        m = CKPT_RE.fullmatch(name)
+        if m and os.path.isdir(os.path.join(out, name)):
+            found.append((int(m.group(1)), os.path.join(out, name)))
+    return found
+
+
+def rotate_checkpoints(out, limit, newest):
+    """Trainer._rotate_checkpoints with use_mtime=True (ties: step number)."""
+    if limit <= 0:
+        return
+    ckpts = sorted(list_checkpoints(out), key=lambda sp: (os.path.getmtime(sp[1]), sp[0]))
+    ckpts = [p for _, p in ckpts if p != newest] + [newest]   # never delete the newest
+    for old in ckpts[: max(0, len(ckpts) - limit)]:
+        log("deleting older checkpoint %s (save_total_limit %d)" % (os.path.basename(old), limit))
+        shutil.rmtree(old)
+
+
+def fsync_dir(path):
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(a, step, model, opt, sched, state):
+    name = "checkpoint-%d" % step
+    final = os.path.join(a.output_dir, name)
+    tmp = os.path.join(a.output_dir, "tmp-" + name)
+    shutil.rmtree(tmp, ignore_errors=True)
+    os.makedirs(tmp)
+    sd = model.state_dict()
+    mt.write_safetensors(os.path.join(tmp, "model.safetensors"), sd, "BF16")
+    osd = opt.state_dict()
+    osd["fp32_master_weights"] = {k: v.detach().clone() for k, v in sd.items()}
+    torch.save(osd, os.path.join(tmp, "optimizer.pt"))
+    torch.save(sched.state_dict(), os.path.join(tmp, "scheduler.pt"))
+    torch.save({"python": random.getstate(), "numpy": np.random.get_state(),
+                "cpu": torch.get_rng_state()}, os.path.join(tmp, "rng_state.pth"))
+    with open(os.path.join(tmp, "trainer_state.json"), "w") as f:
+        json.dump(state, f, indent=2, sort_keys=True)
+        f.write("\n")
+    if os.path.exists(final):          # a re-run over an old checkpoint
+        shutil.rmtree(final)
+    os.rename(tmp, final)
+    fsync_dir(final)
+    fsync_dir(a.output_dir)
+    log("step %d: saved %s" % (step, final))
+    rotate_checkpoints(a.output_dir, a.save_total_limit, final)
+
+
+def find_resume_checkpoint(a):
+    if a.resume != "latest":
+        return a.resume
+    ckpts = list_checkpoints(a.output_dir) if os.path.isdir(a.output_dir) else []
+    if not ckpts:
+        sys.exit("error: --resume: no checkpoint-N in %s" % a.output_dir)
+    return max(ckpts)[1]
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    t0 = time.time()
+    torch.set_num_threads(a.threads)
+    torch.use_deterministic_algorithms(True)
+    random.seed(a.seed)
+    np.random.seed(a.seed)
+    torch.manual_seed(a.seed)
+    os.makedirs(a.output_dir, exist_ok=True)
+
+    data, nfiles, corpus_sha = mt.load_training_data(None, a.max_text_mb, a.ctx + 2)
+    mt.Linear.use_conv = False          # bf16 autocast: matmuls go to oneDNN
+    model = mt.GPT(256, a.ctx, a.layers, a.d_model, a.heads)
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": no_decay, "weight_decay": 0.0}],
+                            lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda_for(a))
+    state = {"global_step": 0, "max_steps": a.max_steps, "save_steps": a.save_steps,
+             "log_history": [], "config": run_config(a), "corpus_sha256": corpus_sha}
+    log("corpus: %d files, %d bytes; model: %d params" %
+        (nfiles, len(data), sum(p.numel() for p in model.parameters())))
+
+    if a.resume:
+        ck = find_resume_checkpoint(a)
+        with open(os.path.join(ck, "trainer_state.json")) as f:
+            state = json.load(f)
+        if state.get("config") != run_config(a) or state.get("corpus_sha256") != corpus_sha:
+            sys.exit("error: %s was written by a run with another config or corpus:\n  %s\n  %s"
+                     % (ck, state.get("config"), run_config(a)))
+        osd = torch.load(os.path.join(ck, "optimizer.pt"), map_location="cpu")
+        master = osd.pop("fp32_master_weights")
+        model.load_state_dict(master)
+        # the bf16 model file must be the master weights rounded
+        _, st = mt.read_safetensors(os.path.join(ck, "model.safetensors"))
+        for k, v in master.items():
+            if not torch.equal(st[k].view(torch.int16), v.to(torch.bfloat16).view(torch.int16)):
+                sys.exit("error: %s: model.safetensors tensor %s does not match the "
+                         "optimizer's master weights" % (ck, k))
+        opt.load_state_dict(osd)
+        sched.load_state_dict(torch.load(os.path.join(ck, "scheduler.pt"), map_location="cpu"))
+        rng = torch.load(os.path.join(ck, "rng_state.pth"), map_location="cpu")
+        random.setstate(rng["python"])
+        np.random.set_state(rng["numpy"])
+        torch.set_rng_state(rng["cpu"])
+        log("resumed from %s at step %d" % (ck, state["global_step"]))
+
+    offs = torch.arange(a.ctx + 1)
+    last = min(a.max_steps, a.stop_after or a.max_steps)
+    first = state["global_step"] + 1
+    model.train()
+    for step in range(first, last + 1):
+        ix = torch.randint(len(data) - a.ctx - 1, (a.batch,))   # global RNG: in rng_state
+        chunk = data[ix[:, None] + offs[None, :]]
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            _, loss = model(chunk[:, :-1], chunk[:, 1:])
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        lr = sched.get_last_lr()[0]
+        opt.step()
+        sched.step()
+        state["global_step"] = step
+        state["log_history"].append({"step": step, "loss": loss.item(), "learning_rate": lr})
+        if step == first or step % a.save_steps == 0:
+            log("step %d loss %.6f lr %.3e" % (step, loss.item(), lr))
+        if step % a.save_steps == 0 or step == a.max_steps:
+            save_checkpoint(a, step, model, opt, sched, state)
+    log("done at step %d in %.1fs" % (state["global_step"], time.time() - t0))
+
+
+if __name__ == "__main__":
+    main()
