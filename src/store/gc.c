@@ -15,8 +15,6 @@
 #include <sys/mman.h>
 #include <time.h>
 
-#define PIECE (4u << 20)
-
 typedef struct job {
 	ulp_version_info d; /* the dependant */
 	uint64_t ghost;
@@ -63,7 +61,6 @@ static int decode_to_tmp(ulp_store *st, const ulp_version_info *v, int *fdp,
                          void **map)
 {
 	char name[64];
-	uint8_t *buf = NULL;
 	int fd, rc = 0;
 
 	snprintf(name, sizeof name, "%s%llu", ULP_REBASE_PREFIX,
@@ -77,32 +74,7 @@ static int decode_to_tmp(ulp_store *st, const ulp_version_info *v, int *fdp,
 	*map = NULL;
 	if (v->size == 0)
 		return 0;
-	buf = malloc(PIECE);
-	if (!buf)
-		return -ENOMEM;
-	for (uint64_t off = 0; off < v->size && rc == 0;) {
-		size_t n = v->size - off < PIECE ? (size_t)(v->size - off)
-		                                 : PIECE;
-		if (atomic_load(&st->gc_stop)) {
-			rc = -ECANCELED;
-			break;
-		}
-		ssize_t got = ulp_read_version(st, v->id, buf, n, off);
-		if (got != (ssize_t)n) {
-			rc = got < 0 ? (int)got : -EIO;
-			break;
-		}
-		for (size_t done = 0; done < n && rc == 0;) {
-			ssize_t w = pwrite(fd, buf + done, n - done,
-			                   (off_t)(off + done));
-			if (w < 0 && errno != EINTR)
-				rc = -errno;
-			else if (w > 0)
-				done += (size_t)w;
-		}
-		off += n;
-	}
-	free(buf);
+	rc = ulp_version_to_fd(st, v->id, v->size, fd, &st->gc_stop);
 	if (rc < 0)
 		return rc;
 	*map = mmap(NULL, v->size, PROT_READ, MAP_SHARED, fd, 0);

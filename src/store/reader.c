@@ -376,3 +376,40 @@ ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
 	}
 	return n;
 }
+
+int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
+                      _Atomic int *stop)
+{
+	const size_t piece = 4u << 20;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (size == 0)
+		return 0;
+	buf = malloc(piece);
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t off = 0; off < size && rc == 0;) {
+		size_t n = size - off < piece ? (size_t)(size - off) : piece;
+		if (stop && atomic_load(stop)) {
+			rc = -ECANCELED;
+			break;
+		}
+		ssize_t got = ulp_read_version(st, vid, buf, n, off);
+		if (got != (ssize_t)n) {
+			rc = got < 0 ? (int)got : -EIO;
+			break;
+		}
+		for (size_t done = 0; done < n && rc == 0;) {
+			ssize_t w = pwrite(fd, buf + done, n - done,
+			                   (off_t)(off + done));
+			if (w < 0 && errno != EINTR)
+				rc = -errno;
+			else if (w > 0)
+				done += (size_t)w;
+		}
+		off += n;
+	}
+	free(buf);
+	return rc;
+}

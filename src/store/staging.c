@@ -9,8 +9,6 @@
 
 #include <sys/stat.h>
 
-#define COPY_PIECE (4u << 20)
-
 int ulp_stage_create(ulp_store *st, uint64_t ino)
 {
 	char name[32];
@@ -69,7 +67,6 @@ void ulp_stage_wait_space(ulp_store *st, uint64_t grow)
 static int copy_up(ulp_store *st, uint64_t vid, int fd, uint64_t *size)
 {
 	ulp_version_info v;
-	uint8_t *buf;
 	int rc;
 
 	pthread_mutex_lock(&st->mu);
@@ -77,30 +74,7 @@ static int copy_up(ulp_store *st, uint64_t vid, int fd, uint64_t *size)
 	pthread_mutex_unlock(&st->mu);
 	if (rc < 0)
 		return rc;
-	buf = malloc(COPY_PIECE);
-	if (!buf)
-		return -ENOMEM;
-	for (uint64_t off = 0; off < v.size && rc == 0;) {
-		size_t n = v.size - off < COPY_PIECE ? (size_t)(v.size - off)
-		                                     : COPY_PIECE;
-		ssize_t got = ulp_read_version(st, vid, buf, n, off);
-		if (got < 0) {
-			rc = (int)got;
-		} else if ((size_t)got != n) {
-			rc = -EIO;
-		} else {
-			for (size_t done = 0; done < n && rc == 0;) {
-				ssize_t w = pwrite(fd, buf + done, n - done,
-				                   (off_t)(off + done));
-				if (w < 0 && errno != EINTR)
-					rc = -errno;
-				else if (w > 0)
-					done += (size_t)w;
-			}
-			off += n;
-		}
-	}
-	free(buf);
+	rc = ulp_version_to_fd(st, vid, v.size, fd, NULL);
 	if (rc == 0 && ftruncate(fd, (off_t)v.size) < 0)
 		rc = -errno;
 	*size = v.size;

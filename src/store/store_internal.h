@@ -274,6 +274,10 @@ void ulp_reader_free(ulp_reader *r);
  * returns the count or -errno.  Never call with st->mu held. */
 ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
                          uint64_t off);
+/* Decode bytes [0, size) of version vid into fd at the same offsets, a
+ * few MiB at a time; stops with -ECANCELED once *stop (if given) is set. */
+int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
+                      _Atomic int *stop);
 /* ulp_ref_read_fn over a version; opaque is a ulp_ref_ctx. */
 typedef struct ulp_ref_ctx {
 	ulp_store *st;
