@@ -113,6 +113,22 @@ util versions "$OUT_F" --count 1 && ok "renamed checkpoint: its version is liste
 cmp -s "$MNT/.ulpfs/versions/checkpoint-3/model.safetensors/1" "$MNT/checkpoint-2/model.safetensors" &&
 	ok ".ulpfs/versions under the new name" || bad ".ulpfs/versions/checkpoint-3/model.safetensors/1 differs"
 
+step "log of a directory: the versions of every file under it, with paths"
+expect 0 "log --json MNT/checkpoint-2" log --json "$MNT/checkpoint-2"
+want=$(cd "$TR/checkpoint-2" && find . -type f | sed 's|^\./|checkpoint-2/|' | LC_ALL=C sort | tr '\n' ' ')
+got=$("$PY" -c 'import json, sys
+print(" ".join(sorted({v["path"] for v in json.load(open(sys.argv[1]))})), end=" ")' "$OUT_F") ||
+	bad "log --json DIR does not parse"
+[ "$got" = "$want" ] && ok "log DIR lists exactly the files under it ($got)" ||
+	bad "log DIR lists [$got], want [$want]"
+expect 0 "log MNT (the whole store, text)" log "$MNT"
+for f in "$P" checkpoint-1/model.safetensors checkpoint-3/model.safetensors; do
+	grep -q " $f " "$OUT_F" && ok "log MNT names $f" || { bad "log MNT does not name $f"; sed 's/^/    | /' "$OUT_F" | head >&2; }
+done
+expect 0 "log --store STORE checkpoint-2 (a directory, through --store)" log --store "$STORE" checkpoint-2
+grep -q 'checkpoint-1/model.safetensors@1' "$OUT_F" && ok "log DIR shows each version's reference on another path" ||
+	bad "log DIR lacks the reference checkpoint-1/model.safetensors@1"
+
 step "bad arguments, mounted"
 expect_err "1" "nosuch" "unknown path (in the mount)" log "$MNT/nosuch"
 expect_err "1" "nosuch" "unknown path (--store)" log --store "$STORE" nosuch/file
@@ -121,7 +137,8 @@ expect_err "1|2" "" "a path outside any mount, no --store" log /etc/passwd
 expect_err "2" "" "no path" log
 expect_err "2" "" "unknown option" log --bogus "$MNT/$P"
 expect_err "1" "" "a store that does not exist" log --store "$WORK/nostore" "$P"
-expect_err "1|2" "" "a directory (not a file)" log "$MNT/a"
+mkdir -p "$MNT/empty"
+expect_err "1" "no versions" "a directory with no files" log "$MNT/empty"
 
 fs_umount "$MNT"
 

@@ -174,16 +174,23 @@ static json_t *version_json(const ulp_version_info *v, const char *path,
 	                 v->keyframe, "hash", h, "state", state_name(v->state));
 }
 
+/* REF comes last: a reference on another path ("dir/file@N") is as wide
+ * as a path, so it would break any column after it. */
 static int print_versions(cli_env *env, ulp_version_info *v, char **path,
                           size_t n, int json, int show_path)
 {
 	json_t *arr = json ? json_array() : NULL;
+	int pw = 4;
+	for (size_t i = 0; show_path && i < n; i++)
+		if (strlen(path[i]) > (size_t)pw)
+			pw = (int)strlen(path[i]) < 120 ? (int)strlen(path[i])
+			                                : 120;
 	if (!json)
 		cli_outf(env,
-		         "%5s  %-19s  %10s  %10s  %7s  %-12s %5s %2s  "
-		         "%-32s%s\n",
-		         "N", "TIME", "SIZE", "STORED", "RATIO", "REF", "DEPTH",
-		         "KF", "HASH", show_path ? "  PATH" : "");
+		         "%5s  %-19s  %10s  %10s  %7s %5s %2s  %-32s  %-*s%s\n",
+		         "N", "TIME", "SIZE", "STORED", "RATIO", "DEPTH", "KF",
+		         "HASH", show_path ? pw : 0, show_path ? "PATH" : "",
+		         show_path ? "  REF" : "REF");
 	for (size_t i = 0; i < n; i++) {
 		ulp_version_info r;
 		char *rpath = NULL, refs[64] = "-";
@@ -215,14 +222,14 @@ static int print_versions(cli_env *env, ulp_version_info *v, char **path,
 				                           (double)v[i].stored
 				                 : 0.0);
 			cli_outf(env,
-			         "%5" PRIu64 "  %-19s  %10s  %10s  %7s  %-12s "
-			         "%5u %2s  %s%s%s%s%s%s\n",
-			         v[i].seq, t, sz, so, ratio, refs, v[i].depth,
-			         v[i].keyframe ? "K" : "", h,
-			         v[i].state ? "  (" : "",
+			         "%5" PRIu64 "  %-19s  %10s  %10s  %7s %5u %2s  "
+			         "%s  %-*s%s%s%s%s%s\n",
+			         v[i].seq, t, sz, so, ratio, v[i].depth,
+			         v[i].keyframe ? "K" : "", h, show_path ? pw : 0,
+			         show_path ? path[i] : "", show_path ? "  " : "",
+			         refs, v[i].state ? "  (" : "",
 			         v[i].state ? state_name(v[i].state) : "",
-			         v[i].state ? ")" : "", show_path ? "  " : "",
-			         show_path ? path[i] : "");
+			         v[i].state ? ")" : "");
 		}
 		free(rpath);
 	}
@@ -243,7 +250,7 @@ int cli_op_log(cli_env *env, json_t *req)
 	                                                                 "q"));
 	int json = json_is_true(json_object_get(req, "json"));
 	cli_vvec a = { 0 };
-	int rc;
+	int rc, under = 0;
 
 	if (json_is_true(json_object_get(req, "chain"))) {
 		ulp_version_info v;
@@ -273,10 +280,19 @@ int cli_op_log(cli_env *env, json_t *req)
 			a.path[a.n - 1 - i] = tp;
 		}
 	} else {
-		rc = ulp_version_list(env->st, path, cli_vvec_add, &a);
+		/* a path with no versions of its own may be a directory: then
+		 * every file under it, each with its path */
+		rc = *path ? ulp_version_list(env->st, path, cli_vvec_add, &a)
+		           : 0;
+		if (rc == 0 && a.n == 0) {
+			rc = ulp_version_list_under(env->st, path, cli_vvec_add,
+			                            &a);
+			under = 1;
+		}
 		if (rc == 0 && a.n == 0) {
 			cli_vvec_free(&a);
-			cli_errf(env, "%s: no versions (no such file?)", path);
+			cli_errf(env, "%s: no versions (no such file?)",
+			         *path ? path : "/");
 			return CLI_FAIL;
 		}
 	}
@@ -285,7 +301,7 @@ int cli_op_log(cli_env *env, json_t *req)
 		return fail(env, path, rc);
 	}
 	rc = print_versions(env, a.v, a.path, a.n, json,
-	                    json_is_true(json_object_get(req, "chain")));
+	                    under || json_is_true(json_object_get(req, "chain")));
 	cli_vvec_free(&a);
 	return rc;
 }

@@ -213,6 +213,10 @@ typedef int (*ulp_version_fn)(void *opaque, const ulp_version_info *v,
                               const char *path);
 int ulp_version_list(ulp_store *st, const char *path, ulp_version_fn fn,
                      void *opaque);
+/* Versions of every path under directory dir ("" : the whole store),
+ * ordered by path then seq; same callback contract. */
+int ulp_version_list_under(ulp_store *st, const char *dir, ulp_version_fn fn,
+                           void *opaque);
 /* Read a live or ghost version: count (0 at its end) or -errno. */
 ssize_t ulp_version_read(ulp_store *st, uint64_t id, void *buf, size_t size,
                          uint64_t off);

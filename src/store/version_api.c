@@ -56,22 +56,16 @@ typedef struct vrow {
 	char *path;
 } vrow;
 
-int ulp_version_list(ulp_store *st, const char *path, ulp_version_fn fn,
-                     void *opaque)
+/* Run s (prepared under st->mu, which the caller holds and this releases)
+ * and hand each row to fn, after the lock is dropped: the callback may
+ * call into the store. */
+static int version_rows(ulp_store *st, sqlite3_stmt *s, ulp_version_fn fn,
+                        void *opaque)
 {
-	static const char Q_ALL[] = "SELECT " ULP_VCOLS " FROM versions ORDER "
-				    "BY id";
-	static const char Q_PATH[] = "SELECT " ULP_VCOLS " FROM versions WHERE "
-				     "path = ? ORDER BY "
-				     "seq";
 	vrow *rows = NULL;
 	size_t n = 0, cap = 0;
 	int rc;
 
-	/* Collect first: the callback may call into the store. */
-	pthread_mutex_lock(&st->mu);
-	sqlite3_stmt *s = path ? ulp_cat_q(st->cat, Q_PATH, "s", path)
-	                       : ulp_cat_q(st->cat, Q_ALL, "");
 	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 16;
@@ -100,6 +94,40 @@ int ulp_version_list(ulp_store *st, const char *path, ulp_version_fn fn,
 	for (size_t i = 0; i < n; i++)
 		free(rows[i].path);
 	free(rows);
+	return rc;
+}
+
+int ulp_version_list(ulp_store *st, const char *path, ulp_version_fn fn,
+                     void *opaque)
+{
+	static const char Q_ALL[] = "SELECT " ULP_VCOLS " FROM versions ORDER "
+				    "BY id";
+	static const char Q_PATH[] = "SELECT " ULP_VCOLS " FROM versions WHERE "
+				     "path = ? ORDER BY "
+				     "seq";
+
+	pthread_mutex_lock(&st->mu);
+	sqlite3_stmt *s = path ? ulp_cat_q(st->cat, Q_PATH, "s", path)
+	                       : ulp_cat_q(st->cat, Q_ALL, "");
+	return version_rows(st, s, fn, opaque);
+}
+
+int ulp_version_list_under(ulp_store *st, const char *dir, ulp_version_fn fn,
+                           void *opaque)
+{
+	static const char Q_UNDER[] = "SELECT " ULP_VCOLS " FROM versions "
+				      "WHERE path >= ? AND path < ? ORDER BY "
+				      "path, seq";
+	char *lo, *hi;
+	int rc = ulp_path_range(dir, &lo, &hi);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&st->mu);
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_UNDER, "ss", lo, hi);
+	rc = version_rows(st, s, fn, opaque);
+	free(lo);
+	free(hi);
 	return rc;
 }
 
