@@ -99,6 +99,13 @@ if util paths "$OUT_F"; then
 else
 	bad "--chain --json does not parse"
 fi
+expect 0 "log --json checkpoint-2/trainer_state.json" log --json "$MNT/checkpoint-2/trainer_state.json"
+ref=$("$PY" -c 'import json, sys
+v = json.load(open(sys.argv[1]))[-1]
+print(v["ref"]["path"] if v["ref"] else "-")' "$OUT_F")
+[ "$ref" = checkpoint-1/trainer_state.json ] &&
+	ok "a file with no tensor layout is coded against the same name in the previous checkpoint" ||
+	bad "checkpoint-2/trainer_state.json's reference is $ref, want checkpoint-1/trainer_state.json"
 expect 0 "log (no --chain) checkpoint-2/model.safetensors" log --json "$MNT/checkpoint-2/model.safetensors"
 util versions "$OUT_F" --count 1 && ok "without --chain only the path's own version" || bad "log without --chain"
 

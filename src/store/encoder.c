@@ -139,7 +139,35 @@ static const char Q_PATH_LATEST[] = "SELECT id FROM versions WHERE path = ? "
 static const char Q_LAYOUT_LATEST[] = "SELECT id FROM versions WHERE layout = "
 				      "? AND state = 0"
 				      " ORDER BY id DESC LIMIT 1";
+/* Byte-wise suffix match (substr on a BLOB counts bytes, and no LIKE or
+ * GLOB metacharacters to escape).  Scanning from the newest id stops at
+ * the first hit, which for checkpoint directories is the previous one. */
+static const char Q_BASE_LATEST[] = "SELECT id FROM versions WHERE state = 0"
+				    " AND (path = ?1 OR substr(CAST(path AS "
+				    "BLOB), -?2) = CAST(?3 AS BLOB))"
+				    " ORDER BY id DESC LIMIT 1";
 static const char Q_TMAP[] = "SELECT tmap FROM versions WHERE id = ?";
+
+/* The latest live version whose file has path's base name, in any
+ * directory: checkpoint-N/trainer_state.json, tokenizer.json or
+ * config.json have no tensor layout to match, but the same file in the
+ * previous checkpoint directory is nearly or exactly the same bytes. */
+static int base_latest(ulp_store *st, const char *path, int64_t *id)
+{
+	const char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	size_t n = strlen(base);
+	char *suffix = malloc(n + 2);
+
+	if (!suffix)
+		return -ENOMEM;
+	suffix[0] = '/';
+	memcpy(suffix + 1, base, n + 1);
+	int rc = ulp_cat_int(st->cat, id, Q_BASE_LATEST, "sis", base,
+	                     (int64_t)(n + 1), suffix);
+	free(suffix);
+	return rc;
+}
 
 int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out)
 {
@@ -157,8 +185,9 @@ int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out)
 }
 
 /* The reference of a new version: the file's current version, else the
- * latest of its path, else the latest with its tensor layout; none when
- * that would make the chain reach keyframe_every.  mu held. */
+ * latest of its path, else the latest with its tensor layout, else the
+ * latest with its base name; none when that would make the chain reach
+ * keyframe_every.  mu held. */
 static int choose_ref(ulp_store *st, uint64_t current, const char *path,
                       uint64_t layout, ref_choice *rc_out)
 {
@@ -173,6 +202,8 @@ static int choose_ref(ulp_store *st, uint64_t current, const char *path,
 	if (rc >= 0 && !id && layout)
 		rc = ulp_cat_int(st->cat, &id, Q_LAYOUT_LATEST, "i",
 		                 (int64_t)layout);
+	if (rc >= 0 && !id)
+		rc = base_latest(st, path, &id);
 	if (rc < 0)
 		return rc;
 	if (!id)
