@@ -279,6 +279,7 @@ def _tensor_bytes(t, st_dtype):
 
 
 def write_safetensors(path, state, st_dtype):
+    """Write STATE as safetensors to PATH (a file name or a binary file object)."""
     names = sorted(state)          # safetensors orders tensors by name
     blobs, header, off = [], {"__metadata__": {"format": "pt"}}, 0
     for n in names:
@@ -289,11 +290,18 @@ def write_safetensors(path, state, st_dtype):
         blobs.append(b)
     hj = json.dumps(header, separators=(",", ":")).encode("utf-8")
     hj += b" " * ((-len(hj)) % 8)
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        _write_parts(path, len(hj).to_bytes(8, "little"), hj, blobs)
+        return
     with open(path, "wb") as f:
-        f.write(len(hj).to_bytes(8, "little"))
-        f.write(hj)
-        for b in blobs:
-            f.write(b)
+        _write_parts(f, len(hj).to_bytes(8, "little"), hj, blobs)
+
+
+def _write_parts(f, length, header, blobs):
+    f.write(length)
+    f.write(header)
+    for b in blobs:
+        f.write(b)
 
 
 def read_safetensors(path):

@@ -23,6 +23,17 @@ do, OUTPUT_DIR/tmp-checkpoint-N, fsyncs it and renames it to checkpoint-N:
 sorted by directory mtime as Trainer(use_mtime=True) does -- ties broken by
 step number -- until K are left (the newest is never deleted).
 
+--sha256_manifest FILE records the SHA-256 of every byte each checkpoint file
+was written with, hashed on the way out (the file objects handed to
+torch.save and the safetensors writer hash what passes through them), in
+`sha256sum` format with paths relative to --output_dir.  The manifest always
+lists exactly the checkpoints that exist: rotation drops their lines.  Keep
+it outside --output_dir; `cd OUTPUT_DIR && sha256sum -c FILE` then checks
+what a filesystem gives back against what training wrote, without trusting
+any read of that filesystem.  (Because torch.save is handed a file object
+rather than a path, its zip entries are named archive/... instead of
+optimizer/...; the pickles and tensor records are the same.)
+
 --resume [CKPT] continues from CKPT (default: the highest checkpoint-N in
 --output_dir): model, optimizer, scheduler and RNG states, step count and
 log history.  Training is deterministic (fixed seed, fixed thread count,
@@ -34,6 +45,7 @@ Run with /usr/bin/python3 (the interpreter that has torch).
 """
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -67,6 +79,8 @@ def parse_args(argv=None):
                     help="keep at most this many checkpoints (0: keep all)")
     ap.add_argument("--resume", nargs="?", const="latest", metavar="CKPT",
                     help="resume from CKPT (default: the latest checkpoint in --output_dir)")
+    ap.add_argument("--sha256_manifest", metavar="FILE",
+                    help="record the SHA-256 of every checkpoint file as written")
     ap.add_argument("--stop_after", type=int, help="stop after this step (simulated preemption)")
     ap.add_argument("--quick", action="store_true",
                     help="small preset that runs in seconds: 3 layers, d_model 128, ctx 64, "
@@ -126,6 +140,57 @@ def list_checkpoints(out):
     return found
 
 
+class HashingWriter:
+    """A binary file that hashes every byte written to it.  torch.save and
+    write_safetensors accept file objects, so the digest is of exactly the
+    bytes training handed to the filesystem."""
+
+    def __init__(self, path):
+        self.f = open(path, "wb")
+        self.sha = hashlib.sha256()
+
+    def write(self, b):
+        self.sha.update(b)
+        return self.f.write(b)
+
+    def flush(self):
+        self.f.flush()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+class Manifest:
+    """OUTPUT_DIR-relative path -> sha256 of checkpoint files, kept on disk
+    (atomically replaced) in sha256sum format."""
+
+    def __init__(self, path, out):
+        self.path, self.out, self.sums = path, out, {}
+        if path and os.path.exists(path):
+            with open(path) as f:
+                for line in f:
+                    digest, name = line.rstrip("\n").split("  ", 1)
+                    self.sums[name] = digest
+
+    def add(self, name, digest):
+        self.sums[name] = digest
+
+    def save(self):
+        if not self.path:
+            return
+        live = {n: d for n, d in self.sums.items()
+                if os.path.isdir(os.path.join(self.out, n.split("/", 1)[0]))}
+        self.sums = live
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            for n in sorted(live):
+                f.write("%s  %s\n" % (live[n], n))
+        os.replace(tmp, self.path)
+
+
 def rotate_checkpoints(out, limit, newest):
     """Trainer._rotate_checkpoints with use_mtime=True (ties: step number)."""
     if limit <= 0:
@@ -145,30 +210,40 @@ def fsync_dir(path):
         os.close(fd)
 
 
-def save_checkpoint(a, step, model, opt, sched, state):
+def save_checkpoint(a, step, model, opt, sched, state, manifest):
     name = "checkpoint-%d" % step
     final = os.path.join(a.output_dir, name)
     tmp = os.path.join(a.output_dir, "tmp-" + name)
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
+    written = {}
+
+    def save(fname, write):
+        with HashingWriter(os.path.join(tmp, fname)) as f:
+            write(f)
+        written[fname] = f.sha.hexdigest()
+
     sd = model.state_dict()
-    mt.write_safetensors(os.path.join(tmp, "model.safetensors"), sd, "BF16")
+    save("model.safetensors", lambda f: mt.write_safetensors(f, sd, "BF16"))
     osd = opt.state_dict()
     osd["fp32_master_weights"] = {k: v.detach().clone() for k, v in sd.items()}
-    torch.save(osd, os.path.join(tmp, "optimizer.pt"))
-    torch.save(sched.state_dict(), os.path.join(tmp, "scheduler.pt"))
-    torch.save({"python": random.getstate(), "numpy": np.random.get_state(),
-                "cpu": torch.get_rng_state()}, os.path.join(tmp, "rng_state.pth"))
-    with open(os.path.join(tmp, "trainer_state.json"), "w") as f:
-        json.dump(state, f, indent=2, sort_keys=True)
-        f.write("\n")
+    save("optimizer.pt", lambda f: torch.save(osd, f))
+    save("scheduler.pt", lambda f: torch.save(sched.state_dict(), f))
+    rng = {"python": random.getstate(), "numpy": np.random.get_state(),
+           "cpu": torch.get_rng_state()}
+    save("rng_state.pth", lambda f: torch.save(rng, f))
+    save("trainer_state.json",
+         lambda f: f.write((json.dumps(state, indent=2, sort_keys=True) + "\n").encode()))
     if os.path.exists(final):          # a re-run over an old checkpoint
         shutil.rmtree(final)
     os.rename(tmp, final)
     fsync_dir(final)
     fsync_dir(a.output_dir)
     log("step %d: saved %s" % (step, final))
+    for fname, digest in written.items():
+        manifest.add(name + "/" + fname, digest)
     rotate_checkpoints(a.output_dir, a.save_total_limit, final)
+    manifest.save()
 
 
 def find_resume_checkpoint(a):
@@ -189,6 +264,7 @@ def main(argv=None):
     np.random.seed(a.seed)
     torch.manual_seed(a.seed)
     os.makedirs(a.output_dir, exist_ok=True)
+    manifest = Manifest(a.sha256_manifest, a.output_dir)
 
     data, nfiles, corpus_sha = mt.load_training_data(None, a.max_text_mb, a.ctx + 2)
     mt.Linear.use_conv = False          # bf16 autocast: matmuls go to oneDNN
@@ -248,7 +324,7 @@ def main(argv=None):
         if step == first or step % a.save_steps == 0:
             log("step %d loss %.6f lr %.3e" % (step, loss.item(), lr))
         if step % a.save_steps == 0 or step == a.max_steps:
-            save_checkpoint(a, step, model, opt, sched, state)
+            save_checkpoint(a, step, model, opt, sched, state, manifest)
     log("done at step %d in %.1fs" % (state["global_step"], time.time() - t0))
 
 
