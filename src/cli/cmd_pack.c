@@ -99,51 +99,85 @@ static const struct option pack_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-int cmd_pack(int argc, char **argv)
+/* The options pack and unpack share (unpack accepts only -r -t -o). */
+typedef struct pack_args {
+	const char *ref_path, *out_path, *in_path;
+	unsigned threads, level;
+	uint32_t chunk;
+} pack_args;
+
+/* Parse argv into a: -1 to go on, else the exit code (after --help or a
+ * usage error). */
+static int pack_args_parse(const char *cmd, const char *shortopts,
+                           void (*usage)(FILE *), int argc, char **argv,
+                           pack_args *a)
 {
-	const char *ref_path = NULL, *out_path = NULL;
-	ulp_encode_job job = { 0 };
-	unsigned threads = 0, level = 0;
-	uint32_t chunk = 0;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "r:t:c:l:o:h", pack_opts, NULL)) !=
+	memset(a, 0, sizeof *a);
+	while ((c = getopt_long(argc, argv, shortopts, pack_opts, NULL)) !=
 	       -1) {
+		/* pack_opts holds both commands' long options: getopt_long
+		 * accepts unpack --level unless it is refused here */
+		if (c != '?' && !strchr(shortopts, c)) {
+			const struct option *o = pack_opts;
+			while (o->name && o->val != c)
+				o++;
+			cli_err("%s: --%s is an option of pack only", cmd,
+			        o->name ? o->name : "?");
+			usage(stderr);
+			return CLI_USAGE;
+		}
 		switch (c) {
 		case 'r':
-			ref_path = optarg;
+			a->ref_path = optarg;
 			break;
 		case 't':
-			if (cli_parse_uint(optarg, 256, &threads) < 0) {
-				cli_err("pack: bad --threads '%s'", optarg);
+			if (cli_parse_uint(optarg, 256, &a->threads) < 0) {
+				cli_err("%s: bad --threads '%s'", cmd, optarg);
 				return CLI_USAGE;
 			}
 			break;
 		case 'c':
-			if (cli_parse_chunk_size("pack", optarg, &chunk) < 0)
+			if (cli_parse_chunk_size(cmd, optarg, &a->chunk) < 0)
 				return CLI_USAGE;
 			break;
 		case 'l':
-			if (cli_parse_uint(optarg, 22, &level) < 0 || !level) {
-				cli_err("pack: --level must be 1..22");
+			if (cli_parse_uint(optarg, 22, &a->level) < 0 ||
+			    !a->level) {
+				cli_err("%s: --level must be 1..22", cmd);
 				return CLI_USAGE;
 			}
 			break;
 		case 'o':
-			out_path = optarg;
+			a->out_path = optarg;
 			break;
 		case 'h':
-			pack_usage(stdout);
+			usage(stdout);
 			return CLI_OK;
 		default:
-			pack_usage(stderr);
+			usage(stderr);
 			return CLI_USAGE;
 		}
 	}
-	if (optind != argc - 1 || !out_path) {
-		pack_usage(stderr);
+	if (optind != argc - 1 || !a->out_path) {
+		usage(stderr);
 		return CLI_USAGE;
 	}
+	a->in_path = argv[optind];
+	return -1;
+}
+
+int cmd_pack(int argc, char **argv)
+{
+	ulp_encode_job job = { 0 };
+	pack_args a;
+	int done = pack_args_parse("pack", "r:t:c:l:o:h", pack_usage, argc,
+	                           argv, &a);
+
+	if (done >= 0)
+		return done;
+	const char *ref_path = a.ref_path, *out_path = a.out_path;
 
 	cli_map in, ref = { 0 };
 	ulp_tensor_map in_map = { 0 }, ref_map = { 0 };
@@ -154,7 +188,7 @@ int cmd_pack(int argc, char **argv)
 	uint64_t obj_size;
 	int rc, ok = 0;
 
-	if (cli_map_open(&in, argv[optind]) < 0)
+	if (cli_map_open(&in, a.in_path) < 0)
 		return CLI_FAIL;
 	if (ref_path && cli_map_open(&ref, ref_path) < 0) {
 		cli_map_close(&in);
@@ -179,9 +213,9 @@ int cmd_pack(int argc, char **argv)
 	job.ref_hash = ref_hash;
 	job.ref_read = cli_map_read;
 	job.ref_opaque = &ref;
-	job.params.chunk_size = chunk;
-	job.params.generic_level = (int)level;
-	job.nthreads = threads;
+	job.params.chunk_size = a.chunk;
+	job.params.generic_level = (int)a.level;
+	job.nthreads = a.threads;
 	job.write = cli_fd_write;
 	job.write_opaque = &out.fd;
 	job.progress = cli_progress_cb;
@@ -210,39 +244,14 @@ static void unpack_usage(FILE *f)
 
 int cmd_unpack(int argc, char **argv)
 {
-	const char *ref_path = NULL, *out_path = NULL;
-	unsigned threads = 0;
-	int c;
+	pack_args a;
+	int done = pack_args_parse("unpack", "r:t:o:h", unpack_usage, argc,
+	                           argv, &a);
 
-	while ((c = getopt_long(argc, argv, "r:t:o:h", pack_opts, NULL)) !=
-	       -1) {
-		switch (c) {
-		case 'r':
-			ref_path = optarg;
-			break;
-		case 't':
-			if (cli_parse_uint(optarg, 256, &threads) < 0) {
-				cli_err("unpack: bad --threads '%s'", optarg);
-				return CLI_USAGE;
-			}
-			break;
-		case 'o':
-			out_path = optarg;
-			break;
-		case 'h':
-			unpack_usage(stdout);
-			return CLI_OK;
-		default:
-			unpack_usage(stderr);
-			return CLI_USAGE;
-		}
-	}
-	if (optind != argc - 1 || !out_path) {
-		unpack_usage(stderr);
-		return CLI_USAGE;
-	}
-
-	const char *in_path = argv[optind];
+	if (done >= 0)
+		return done;
+	const char *in_path = a.in_path, *ref_path = a.ref_path,
+		   *out_path = a.out_path;
 	cli_map ref = { 0 };
 	ulp_object *obj = NULL;
 	struct stat st;
@@ -268,7 +277,7 @@ int cmd_unpack(int argc, char **argv)
 		goto done;
 	if (out_open(&out, out_path) < 0)
 		goto done;
-	rc = cli_decode_all(obj, ulp_object_has_ref(obj) ? &ref : NULL, threads,
+	rc = cli_decode_all(obj, ulp_object_has_ref(obj) ? &ref : NULL, a.threads,
 	                    NULL, NULL, out.fd);
 	if (rc)
 		cli_err("%s: %s", rc == ULP_ERR_IO ? out_path : in_path,
