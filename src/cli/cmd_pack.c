@@ -277,8 +277,8 @@ int cmd_unpack(int argc, char **argv)
 		goto done;
 	if (out_open(&out, out_path) < 0)
 		goto done;
-	rc = cli_decode_all(obj, ulp_object_has_ref(obj) ? &ref : NULL, a.threads,
-	                    NULL, NULL, out.fd);
+	rc = cli_decode_all(obj, ulp_object_has_ref(obj) ? &ref : NULL,
+	                    a.threads, NULL, NULL, out.fd);
 	if (rc)
 		cli_err("%s: %s", rc == ULP_ERR_IO ? out_path : in_path,
 		        rc == ULP_ERR_IO ? strerror(errno) : ulp_strerror(rc));
