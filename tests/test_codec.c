@@ -1539,21 +1539,7 @@ static int encode_refused_or_readable(const ulp_encode_job *job,
 static ulp_encode_job job_for(const tu_file *cur, const tu_file *ref,
                               tu_mem *rm)
 {
-	ulp_encode_job job;
-	memset(&job, 0, sizeof(job));
-	job.cur = cur->data;
-	job.cur_size = cur->size;
-	job.cur_map = cur->map.n ? &cur->map : NULL;
-	if (ref) {
-		job.has_ref = 1;
-		job.ref_size = ref->size;
-		job.ref_map = ref->map.n ? &ref->map : NULL;
-		job.ref_hash = ref->hash;
-		job.ref_read = tu_mem_read;
-		job.ref_opaque = rm;
-	}
-	job.nthreads = 2;
-	return job;
+	return tu_job(cur, ref, rm, 2);
 }
 
 Test(codec, has_ref_without_ref_hash)

@@ -501,15 +501,12 @@ static inline void tu_file_free(tu_file *f)
 
 /* ------------------------------------------------ encode / decode */
 
-/* Encode cur (with its map unless raw) against ref (NULL: standalone)
- * into sink->b.  Returns ulp_encode_file's code. */
-static inline int tu_encode(const tu_file *cur, const tu_file *ref,
-                            uint32_t chunk_size, unsigned nthreads,
-                            tu_sink *sink, ulp_stats *stats, tu_mem *ref_src)
+/* A job coding cur (with its map unless raw) against ref (NULL:
+ * standalone, else read through ref_src); no sink yet. */
+static inline ulp_encode_job tu_job(const tu_file *cur, const tu_file *ref,
+                                    tu_mem *ref_src, unsigned nthreads)
 {
 	ulp_encode_job job;
-	uint8_t hash[16];
-	uint64_t osize = 0;
 	memset(&job, 0, sizeof(job));
 	job.cur = cur->data;
 	job.cur_size = cur->size;
@@ -522,8 +519,20 @@ static inline int tu_encode(const tu_file *cur, const tu_file *ref,
 		job.ref_read = tu_mem_read;
 		job.ref_opaque = ref_src;
 	}
-	job.params.chunk_size = chunk_size;
 	job.nthreads = nthreads;
+	return job;
+}
+
+/* Encode cur against ref (NULL: standalone) into sink->b.  Returns
+ * ulp_encode_file's code. */
+static inline int tu_encode(const tu_file *cur, const tu_file *ref,
+                            uint32_t chunk_size, unsigned nthreads,
+                            tu_sink *sink, ulp_stats *stats, tu_mem *ref_src)
+{
+	ulp_encode_job job = tu_job(cur, ref, ref_src, nthreads);
+	uint8_t hash[16];
+	uint64_t osize = 0;
+	job.params.chunk_size = chunk_size;
 	job.write = tu_sink_write;
 	job.write_opaque = sink;
 	int rc = ulp_encode_file(&job, stats, hash, &osize);
