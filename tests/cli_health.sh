@@ -4,6 +4,10 @@
 #   - stats (text, --json): logical/physical bytes, ratio, by file kind,
 #     dtype, codec path, chain depth histogram, ghosts; cache hit rate when
 #     mounted
+#   - stats --zstd19: the zstd -19 bytes of every stored version, overall
+#     and by kind, equal the zstd CLI's on the same files (mounted, after
+#     rm + gc, unmounted, and for a version only a snapshot keeps); a
+#     second run takes every figure from the catalog
 #   - gc finishes pending rebases: ghosts left by rm -rf of a referenced
 #     checkpoint directory are gone after "ulpfs gc"
 #   - prune --keep-last N [--keep-every M] PATH: old versions go (numbers
@@ -53,6 +57,58 @@ versions_of() { # ARGS... -> "1,2,3" from log --json
 	[ "$RC" = 0 ] || { echo "log-failed"; return 1; }
 	"$PY" "$CLI_UTIL" versions "$OUT_F" 2>/dev/null | sed -n 's/^versions: //p'
 }
+# z19_of FILE: the bytes "zstd -19 FILE" writes (of the file itself: from
+# a pipe the frame would not record the content size), computed once
+declare -A Z19
+z19_of() {
+	[ -n "${Z19[$1]:-}" ] || Z19[$1]=$(zstd -19 -c -q -- "$1" | wc -c)
+	echo "${Z19[$1]}"
+}
+# z19_expect FILE...: the versions stats should count, as "kind bytes"
+# lines in $WORK/z19.exp (kinds by name, as the generators write them)
+z19_expect() {
+	local f k
+	for f in "$@"; do
+		case $f in *.safetensors) k=safetensors ;; *.pt) k="torch zip" ;; *) k=other ;; esac
+		printf '%s\t%s\n' "$k" "$(z19_of "$f")"
+	done >"$WORK/z19.exp"
+}
+# z19_check WHAT: stats --zstd19 --json in $OUT_F against $WORK/z19.exp,
+# overall and by kind; $Z19_CACHED gets the count of cached figures
+z19_check() {
+	local r
+	r=$("$PY" - "$OUT_F" "$WORK/z19.exp" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+want, n = {}, {}
+for line in open(sys.argv[2]):
+    k, b = line.rstrip("\n").split("\t")
+    want[k] = want.get(k, 0) + int(b)
+    n[k] = n.get(k, 0) + 1
+z = d.get("zstd19") or {}
+bad = []
+if z.get("bytes") != sum(want.values()) or z.get("versions") != sum(n.values()):
+    bad.append("overall %s bytes in %s versions, zstd CLI %d in %d"
+               % (z.get("bytes"), z.get("versions"), sum(want.values()), sum(n.values())))
+for k, v in d.get("by_kind", {}).items():
+    got = v.get("zstd19") or {}
+    if got.get("bytes") != want.get(k, 0) or got.get("versions") != n.get(k, 0):
+        bad.append("%s: %s bytes in %s versions, zstd CLI %d in %d"
+                   % (k, got.get("bytes"), got.get("versions"), want.get(k, 0), n.get(k, 0)))
+print("; ".join(bad) if bad else "ok %d %d %d" % (z["bytes"], z["versions"], z.get("cached", -1)))
+PY
+)
+	case $r in
+	ok\ *)
+		local what=$1
+		set -- $r
+		Z19_CACHED=$4
+		ok "$what: zstd -19 $2 bytes over $3 versions, as the zstd CLI, by kind too ($4 cached)" ;;
+	*)
+		Z19_CACHED=-1
+		bad "$1: stats --zstd19 differs from the zstd CLI: $r" ;;
+	esac
+}
 flip_byte() { # FILE OFFSET
 	"$PY" - "$1" "$2" <<'PY'
 import sys
@@ -100,6 +156,21 @@ util keys "$OUT_F" 'cache|cache_hit_rate|hit_rate|cache_hits|hits' && ok "stats 
 r=$(json_num "$OUT_F" ratio)
 awk "BEGIN { exit !(\"$r\" + 0 > 1.0) }" && ok "ratio $r > 1 for a drifting bf16 trajectory" || bad "stats ratio '$r' (expected > 1)"
 
+step "stats --zstd19, mounted: the same bytes as the zstd CLI on the source files"
+command -v zstd >/dev/null || die "the zstd CLI is missing (Debian: apt-get install zstd)"
+z19_expect "$SRC"/a/v[1-6]/model.safetensors "$SRC"/b/v[1-8]/model.safetensors "$TR"/checkpoint-[12]/*
+expect 0 "stats --zstd19 --json (mounted, computes every figure)" stats --zstd19 --json --store "$STORE"
+z19_check "mounted, first run"
+[ "$Z19_CACHED" = 0 ] || bad "first stats --zstd19 found $Z19_CACHED figures in the catalog (expected 0)"
+expect 0 "stats --zstd19 --json again" stats --zstd19 --json --store "$STORE"
+z19_check "mounted, second run"
+n=$(wc -l <"$WORK/z19.exp")
+[ "$Z19_CACHED" = "$n" ] && ok "the second run took all $n figures from the catalog" || bad "second stats --zstd19: $Z19_CACHED of $n figures cached"
+in_dir "$MNT" expect 0 "stats --zstd19 --threads 1 (text)" stats --zstd19 --threads 1
+if grep -q '^zstd -19 .*versions' "$OUT_F" && grep -q '^saved vs raw' "$OUT_F" && grep -q 'ZSTD-19' "$OUT_F"; then
+	ok "text stats has the zstd -19 line, the saving against raw and the ZSTD-19 column"
+else bad "text stats --zstd19 lacks the zstd -19 line, 'saved vs raw' or the ZSTD-19 column"; show_output stats --zstd19; fi
+
 step "gc finishes rebases: rm -rf checkpoint-1 (checkpoint-2 is coded against it)"
 rm -rf "$MNT/checkpoint-1"
 expect 0 "gc (mounted)" gc --store "$STORE"
@@ -108,6 +179,11 @@ g=$(json_num "$OUT_F" ghost)
 [ "$g" = 0 ] && ok "no ghosts left after gc" || bad "ghosts after gc: '$g' (expected 0)"
 cmp -s "$MNT/checkpoint-2/model.safetensors" "$TR/checkpoint-2/model.safetensors" && ok "checkpoint-2 intact after its reference was rebased away" || bad "checkpoint-2 damaged after gc"
 expect 0 "verify (mounted)" verify --store "$STORE"
+z19_expect "$SRC"/a/v[1-6]/model.safetensors "$SRC"/b/v[1-8]/model.safetensors "$TR"/checkpoint-2/*
+expect 0 "stats --zstd19 --json after rm -rf + gc" stats --zstd19 --json --store "$STORE"
+z19_check "after rm -rf checkpoint-1 + gc"
+n=$(wc -l <"$WORK/z19.exp")
+[ "$Z19_CACHED" = "$n" ] && ok "rebased versions keep their figures ($n cached)" || bad "after gc: $Z19_CACHED of $n figures cached"
 
 step "prune --keep-last 2, mounted"
 before=$(find "$STORE/objects" -type f | wc -l)
@@ -152,6 +228,8 @@ expect_err "1" "nosuch" "prune of an unknown path" prune --store "$STORE" --keep
 expect_err "1|2" "" "prune ../../etc/passwd" prune --store "$STORE" --keep-last 2 ../../etc/passwd
 expect_err "2" "" "verify --bogus" verify --bogus
 expect_err "2" "" "stats --bogus" stats --bogus
+expect_err "2" "" "stats --zstd19 --threads 0" stats --zstd19 --threads 0 --store "$STORE"
+expect_err "2" "" "stats --zstd19 --threads abc" stats --zstd19 --threads abc --store "$STORE"
 expect_err "1" "" "stats of a store that does not exist" stats --store "$WORK/nostore"
 in_dir / expect_err "1|2" "" "stats with cwd outside any mount and no --store" stats
 in_dir / expect_err "1|2" "" "gc with cwd outside any mount and no --store" gc
@@ -160,6 +238,14 @@ fs_umount "$MNT"
 
 step "unmounted: stats, gc, prune, verify"
 expect 0 "stats (unmounted)" stats --store "$STORE"
+files=("$TR"/checkpoint-2/*)
+for i in $(versions_of --store "$STORE" a/m.safetensors | tr , ' '); do files+=("$SRC/a/v$i/model.safetensors"); done
+for i in $(versions_of --store "$STORE" b/m.safetensors | tr , ' '); do files+=("$SRC/b/v$i/model.safetensors"); done
+z19_expect "${files[@]}"
+expect 0 "stats --zstd19 --json (unmounted, after the prunes)" stats --zstd19 --json --store "$STORE"
+z19_check "unmounted, after prune + gc"
+n=$(wc -l <"$WORK/z19.exp")
+[ "$Z19_CACHED" = "$n" ] && ok "unmounted: all $n figures from the catalog" || bad "unmounted: $Z19_CACHED of $n figures cached"
 expect 0 "stats --json (unmounted)" stats --json --store "$STORE"
 util keys "$OUT_F" 'logical|logical_bytes|logical_size' 'physical|physical_bytes|stored|stored_bytes' 'ratio' &&
 	ok "unmounted stats --json has logical/physical/ratio" || bad "unmounted stats --json lacks fields"
@@ -196,6 +282,11 @@ rm -rf "$MNT/ghost"
 expect 0 "gc" gc --store "$S2"
 expect 0 "verify (mounted, pinned-only version)" verify --store "$S2"
 fs_umount "$MNT"
+echo small >"$WORK/x.txt"
+z19_expect "$WORK/blob.bin" "$WORK/x.txt"
+expect 0 "stats --zstd19 --json --threads 1 (unmounted, nothing cached)" stats --zstd19 --json --threads 1 --store "$S2"
+z19_check "unmounted, with a version only a snapshot keeps"
+[ "$Z19_CACHED" = 0 ] || bad "unmounted first stats --zstd19 found $Z19_CACHED figures cached (expected 0)"
 obj=$(find "$S2/objects" -type f -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2-)
 sz=$(stat -c %s "$obj")
 [ "$sz" -gt 1000000 ] || bad "the pinned blob's object is not the largest ($sz bytes)"

@@ -1122,7 +1122,7 @@ Test(store, reopen_keeps_everything)
 	                                -1, &s, NULL),
 	             SQLITE_OK);
 	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(s, 0), 2);
+	cr_assert_eq(sqlite3_column_int(s, 0), 3);
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	free(v.p);
@@ -1551,5 +1551,127 @@ Test(store, version_usage_records_format_and_stats)
 		in += es.dt[d].bytes_in;
 	cr_assert_gt(in, 0);
 	ulp_store_close(st);
+	free(v.p);
+}
+
+/* ------------------------------------------------------------ baselines */
+
+/* Run sql on the catalog of the closed store; the first column of its
+ * first row (0 when none). */
+static int64_t cat_sql(const char *sql)
+{
+	char db[400];
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	int64_t v = 0;
+	int rc;
+
+	snprintf(db, sizeof db, "%s/catalog.db", store_dir());
+	cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK,
+	             "%s: %s", sql, sqlite3_errmsg(h));
+	rc = sqlite3_step(s);
+	cr_assert(rc == SQLITE_ROW || rc == SQLITE_DONE, "%s: %s", sql,
+	          sqlite3_errmsg(h));
+	if (rc == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return v;
+}
+
+Test(store, baselines_live_as_long_as_their_version)
+{
+	ulp_store *st = open_default();
+	sfile v = st_make(16 * 1024, 64, 61);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "m.safetensors", v.p, v.len);
+	uint64_t b = 0, dropped = 0;
+	ulp_version_info found;
+
+	sync_ok(st);
+	uint64_t id1 = current(st, ino).id;
+	cr_assert_eq(ulp_version_baseline_get(st, id1, "zstd-19", &b), -ENOENT);
+	cr_assert_eq(ulp_version_baseline_put(st, id1, "zstd-19", 1234), 0);
+	cr_assert_eq(ulp_version_baseline_put(st, id1, "other", 7), 0);
+	cr_assert_eq(ulp_version_baseline_get(st, id1, "zstd-19", &b), 0);
+	cr_assert_eq(b, 1234);
+	cr_assert_eq(ulp_version_baseline_get(st, id1, "other", &b), 0);
+	cr_assert_eq(b, 7);
+	cr_assert_eq(ulp_version_baseline_put(st, id1, "zstd-19", 1235), 0);
+	cr_assert_eq(ulp_version_baseline_get(st, id1, "zstd-19", &b), 0);
+	cr_assert_eq(b, 1235, "a put replaces the figure");
+	cr_assert_eq(ulp_version_baseline_put(st, id1 + 1000, "zstd-19", 1),
+	             -ENOENT, "no figure for a version that does not exist");
+
+	/* A second version, coded against the first; pruning the first
+	 * makes it a ghost, which gc rebases away: its figures go with it,
+	 * the second keeps its own (rebasing does not change content). */
+	st_step(&v, 62);
+	put_file(st, ULP_ROOT_INO, "m.safetensors", v.p, v.len);
+	sync_ok(st);
+	ulp_version_info v2 = current(st, ino);
+	cr_assert_eq(v2.ref, id1);
+	cr_assert_eq(ulp_version_baseline_put(st, v2.id, "zstd-19", 99), 0);
+	cr_assert_eq(ulp_version_prune(st, "m.safetensors", 1, 0, &dropped), 0);
+	cr_assert_eq(dropped, 1);
+	cr_assert_eq(ulp_store_gc(st), 0);
+	cr_assert_eq(ulp_version_get(st, id1, &found), 0);
+	cr_assert_eq(found.state, ULP_VERSION_DELETED);
+	cr_assert_eq(ulp_version_baseline_get(st, id1, "zstd-19", &b), -ENOENT);
+	cr_assert_eq(ulp_version_baseline_put(st, id1, "zstd-19", 5), -ENOENT,
+	             "no figure for a deleted version");
+	cr_assert_eq(ulp_version_get(st, v2.id, &found), 0);
+	cr_assert_eq(found.ref, 0, "the second version was rebased");
+	cr_assert_eq(ulp_version_baseline_get(st, v2.id, "zstd-19", &b), 0);
+	cr_assert_eq(b, 99);
+
+	/* Unlinking the file deletes its last version (nothing references
+	 * it): no row is left behind. */
+	cr_assert_eq(ulp_ns_unlink(st, ULP_ROOT_INO, "m.safetensors"), 0);
+	cr_assert_eq(ulp_store_gc(st), 0);
+	ulp_store_close(st);
+	cr_assert_eq(cat_sql("SELECT count(*) FROM baselines"), 0,
+	             "figures of deleted versions are removed");
+	free(v.p);
+}
+
+Test(store, migrates_a_v2_catalog)
+{
+	ulp_store *st = open_default();
+	sfile v = st_make(16 * 1024, 64, 63);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "m.safetensors", v.p, v.len);
+	uint64_t b = 0;
+
+	sync_ok(st);
+	uint64_t id = current(st, ino).id;
+	ulp_store_close(st);
+
+	/* What a version-2 ulpfs left: no baselines table. */
+	cat_sql("DROP TABLE baselines");
+	cat_sql("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
+	cr_assert_eq(cat_sql("SELECT count(*) FROM sqlite_master WHERE name"
+	                     " = 'baselines'"),
+	             0);
+
+	st = open_default();
+	expect_content(st, ino, v.p, v.len);
+	cr_assert_eq(ulp_version_baseline_get(st, id, "zstd-19", &b), -ENOENT);
+	cr_assert_eq(ulp_version_baseline_put(st, id, "zstd-19", 4321), 0);
+	ulp_store_close(st);
+	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
+	                     " 'schema_version'"),
+	             3);
+
+	st = open_default();
+	cr_assert_eq(ulp_version_baseline_get(st, id, "zstd-19", &b), 0);
+	cr_assert_eq(b, 4321, "the figure survives a reopen");
+	ulp_store_close(st);
+
+	/* A catalog from a newer ulpfs is refused, untouched. */
+	cat_sql("UPDATE meta SET value = 4 WHERE key = 'schema_version'");
+	cr_assert_eq(ulp_store_open(store_dir(), NULL, &st), -EPROTO);
+	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
+	                     " 'schema_version'"),
+	             4);
 	free(v.p);
 }

@@ -29,6 +29,10 @@ typedef struct cli_sink {
 	void (*progress)(void *opaque, const char *what, uint64_t done,
 	                 uint64_t total);
 	void *opaque;
+	/* Non-zero once the output has nowhere to go (the client hung up,
+	 * or the daemon is stopping), so that a long operation can stop
+	 * early; NULL: never. */
+	int (*cancelled)(void *opaque);
 } cli_sink;
 
 typedef struct cli_env {
@@ -48,6 +52,15 @@ typedef struct cli_vvec {
 /* ulp_version_fn: append (v, path) to the cli_vvec at opaque. */
 int cli_vvec_add(void *opaque, const ulp_version_info *v, const char *path);
 void cli_vvec_free(cli_vvec *a);
+
+/* ctl_baseline.c: the size `zstd -19 FILE` gives each version in vec,
+ * computed on nthreads threads (figures kept in the catalog are reused,
+ * new ones are kept): z[i] the size, gone[i] set for a version deleted
+ * meanwhile (not to be counted), *cached the figures found kept.  0, or
+ * -errno after naming each version that failed, or when the client went
+ * away (env->sink->cancelled). */
+int cli_z19_sizes(cli_env *env, const cli_vvec *vec, unsigned nthreads,
+                  uint64_t *z, char *gone, uint64_t *cached);
 
 /* Run one request: CLI_OK, CLI_FAIL or CLI_USAGE. */
 int cli_exec(cli_env *env, json_t *req);

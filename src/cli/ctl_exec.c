@@ -71,7 +71,8 @@ static void l_progress(void *o, const char *what, uint64_t done, uint64_t total)
 
 const cli_sink *cli_local_sink(void)
 {
-	static const cli_sink s = { l_out, l_err, l_progress, NULL };
+	/* Ctrl-C ends this process: nothing to poll. */
+	static const cli_sink s = { l_out, l_err, l_progress, NULL, NULL };
 	return &s;
 }
 

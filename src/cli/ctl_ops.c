@@ -1,5 +1,6 @@
 /*
- * ctl_ops.c - the executor's long operations: restore, stats, verify.
+ * ctl_ops.c - the executor's long operations: restore, stats, verify
+ * (the zstd -19 figures of stats are in ctl_baseline.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -8,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <xxhash.h>
 
 #include "cli.h"
@@ -293,24 +295,44 @@ int cli_op_verify(cli_env *env, json_t *req)
 
 typedef struct acc {
 	uint64_t count, logical, stored;
+	uint64_t z19; /* zstd -19 bytes of the same versions (--zstd19) */
 } acc;
 
-static json_t *acc_json(const acc *a)
+static json_t *acc_json(const acc *a, int z19)
 {
-	return json_pack("{s:I,s:I,s:I,s:f}", "versions", (json_int_t)a->count,
-	                 "logical", (json_int_t)a->logical, "stored",
-	                 (json_int_t)a->stored, "ratio",
-	                 a->stored ? (double)a->logical / (double)a->stored
-	                           : 0.0);
+	json_t *o = json_pack(
+		"{s:I,s:I,s:I,s:f}", "versions", (json_int_t)a->count,
+		"logical", (json_int_t)a->logical, "stored",
+		(json_int_t)a->stored, "ratio",
+		a->stored ? (double)a->logical / (double)a->stored : 0.0);
+	if (o && z19)
+		json_object_set_new(o, "zstd19",
+		                    json_pack("{s:I,s:I}", "bytes",
+		                              (json_int_t)a->z19, "versions",
+		                              (json_int_t)a->count));
+	return o;
 }
 
-static void acc_line(cli_env *env, const char *name, const acc *a)
+/* How much smaller (negative) or larger x is than zstd -19's z, in %. */
+static double vs_z19(uint64_t x, uint64_t z)
 {
-	char l[32], s[32];
+	return z ? 100.0 * ((double)x - (double)z) / (double)z : 0.0;
+}
+
+static void acc_line(cli_env *env, const char *name, const acc *a, int z19)
+{
+	char l[32], s[32], z[32];
 	cli_human(a->logical, l);
 	cli_human(a->stored, s);
-	cli_outf(env, "  %-14s %8" PRIu64 " %12s %12s %8.2f\n", name, a->count,
-	         l, s, a->stored ? (double)a->logical / (double)a->stored : 0);
+	cli_outf(env, "  %-14s %8" PRIu64 " %12s %12s %8.2f", name, a->count, l,
+	         s, a->stored ? (double)a->logical / (double)a->stored : 0);
+	if (z19 && a->count) {
+		cli_human(a->z19, z);
+		cli_outf(env, " %12s %+7.1f%%", z, vs_z19(a->stored, a->z19));
+	} else if (z19) {
+		cli_outf(env, " %12s %8s", "-", "-");
+	}
+	cli_outf(env, "\n");
 }
 
 int cli_op_stats(cli_env *env, json_t *req)
@@ -318,17 +340,42 @@ int cli_op_stats(cli_env *env, json_t *req)
 	static const char *const kinds[3] = { "other", "safetensors",
 		                              "torch zip" };
 	int json = json_is_true(json_object_get(req, "json"));
+	int z19 = json_is_true(json_object_get(req, "zstd19"));
+	json_t *jt = json_object_get(req, "threads");
+	json_int_t nthreads = json_integer_value(jt);
 	ulp_store_stats ss;
+	ulp_store_disk disk;
 	vall a = { 0 };
-	acc kind[3] = { { 0 } }, dt[ULP_DT_COUNT] = { { 0 } };
-	uint64_t paths[3] = { 0 }, depth[65] = { 0 }, recorded = 0;
-	int rc = ulp_store_stats_get(env->st, &ss);
+	acc kind[3] = { { 0 } }, dt[ULP_DT_COUNT] = { { 0 } }, all = { 0 };
+	uint64_t paths[3] = { 0 }, depth[65] = { 0 }, recorded = 0, cached = 0;
+	uint64_t *zb = NULL;
+	char *gone = NULL;
+	int rc = ulp_version_list(env->st, NULL, vall_cb, &a);
 
+	if (rc == 0 && z19) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+		/* at most 4 by default: each context holds about 170 MiB
+		 * at level 19, inside the daemon when mounted */
+		if (nthreads <= 0)
+			nthreads = ncpu > 4 ? 4 : ncpu > 0 ? ncpu : 1;
+		if (nthreads > 1024) /* as the helper's --threads allows */
+			nthreads = 1024;
+		zb = calloc(a.vec.n ? a.vec.n : 1, sizeof(*zb));
+		gone = calloc(a.vec.n ? a.vec.n : 1, 1);
+		rc = zb && gone ? cli_z19_sizes(env, &a.vec, (unsigned)nthreads,
+		                                zb, gone, &cached)
+		                : -ENOMEM;
+	}
+	/* After the (maybe long) compression: figures of the same moment. */
 	if (rc == 0)
-		rc = ulp_version_list(env->st, NULL, vall_cb, &a);
+		rc = ulp_store_stats_get(env->st, &ss);
+	if (rc == 0)
+		rc = ulp_store_disk_get(env->st, &disk);
 	for (size_t i = 0; rc == 0 && i < a.vec.n; i++) {
 		ulp_stats es;
 		int fmt;
+		if (gone && gone[i])
+			continue;
 		int have = ulp_version_usage(env->st, a.vec.v[i].id, &fmt, &es);
 		if (have < 0)
 			continue;
@@ -336,6 +383,11 @@ int cli_op_stats(cli_env *env, json_t *req)
 		kind[k].count++;
 		kind[k].logical += a.vec.v[i].size;
 		kind[k].stored += a.vec.v[i].stored;
+		kind[k].z19 += zb ? zb[i] : 0;
+		all.count++;
+		all.logical += a.vec.v[i].size;
+		all.stored += a.vec.v[i].stored;
+		all.z19 += zb ? zb[i] : 0;
 		depth[a.vec.v[i].depth < 64 ? a.vec.v[i].depth : 64]++;
 		if (!have)
 			continue;
@@ -352,10 +404,16 @@ int cli_op_stats(cli_env *env, json_t *req)
 		paths[2] += es.chunks_standalone;
 	}
 	vall_free(&a);
+	free(zb);
+	free(gone);
 	if (rc < 0) {
-		cli_errf(env, "stats: %s", strerror(-rc));
+		cli_errf(env, "stats: %s",
+		         rc == -ECANCELED ? "interrupted" : strerror(-rc));
 		return CLI_FAIL;
 	}
+	/* What the comparison counts as the store: the objects of the
+	 * versions compared, and the catalog (not the fixed reserve). */
+	uint64_t store = all.stored + disk.catalog_bytes;
 	uint64_t lookups = ss.cache_hits + ss.cache_misses;
 	double hit = lookups ? (double)ss.cache_hits / (double)lookups : 0;
 	if (json) {
@@ -375,15 +433,32 @@ int cli_op_stats(cli_env *env, json_t *req)
 			(json_int_t)recorded);
 		json_t *k = json_object(), *d = json_object(),
 		       *h = json_object();
+		json_object_set_new(
+			o, "catalog_bytes",
+			json_integer((json_int_t)disk.catalog_bytes));
+		json_object_set_new(
+			o, "reserve_bytes",
+			json_integer((json_int_t)disk.reserve_bytes));
+		if (z19)
+			json_object_set_new(
+				o, "zstd19",
+				json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "bytes",
+			                  (json_int_t)all.z19, "versions",
+			                  (json_int_t)all.count, "logical",
+			                  (json_int_t)all.logical, "stored",
+			                  (json_int_t)all.stored, "store",
+			                  (json_int_t)store, "cached",
+			                  (json_int_t)cached));
 		for (int i = 0; i < 3; i++)
-			json_object_set_new(k, kinds[i], acc_json(&kind[i]));
+			json_object_set_new(k, kinds[i],
+			                    acc_json(&kind[i], z19));
 		for (int i = 0; i < ULP_DT_COUNT; i++)
 			if (dt[i].count)
 				json_object_set_new(d, ulp_dtype_name(i),
-				                    acc_json(&dt[i]));
+				                    acc_json(&dt[i], 0));
 		for (int i = 0; i <= 64; i++)
 			if (depth[i]) {
-				char key[8];
+				char key[12];
 				snprintf(key, sizeof(key), "%d", i);
 				json_object_set_new(
 					h, key,
@@ -412,29 +487,57 @@ int cli_op_stats(cli_env *env, json_t *req)
 		free(s);
 		return CLI_OK;
 	}
-	char l[32], p[32], sb[32];
+	char l[32], p[32], sb[32], c[32];
 	cli_human(ss.logical_bytes, l);
 	cli_human(ss.stored_bytes, p);
 	cli_human(ss.staged_bytes, sb);
+	cli_human(ss.stored_bytes + disk.catalog_bytes, c);
 	cli_outf(env,
-	         "logical  %s\nphysical %s\nratio    %.2f\n"
+	         "logical  %s\nphysical %s of objects, %s with the catalog\n"
+	         "ratio    %.2f\n",
+	         l, p, c,
+	         ss.stored_bytes
+	                 ? (double)ss.logical_bytes / (double)ss.stored_bytes
+	                 : 0.0);
+	if (z19) {
+		char z[32], sv[32], r[32], sr[32];
+		int64_t saved = (int64_t)all.z19 - (int64_t)store;
+		int64_t saved_raw = (int64_t)all.logical - (int64_t)store;
+		cli_human(all.z19, z);
+		cli_human((uint64_t)(saved < 0 ? -saved : saved), sv);
+		cli_human(all.logical, r);
+		cli_human((uint64_t)(saved_raw < 0 ? -saved_raw : saved_raw),
+		          sr);
+		double pct = vs_z19(store, all.z19);
+		cli_outf(env,
+		         "zstd -19 %s (%" PRIu64 " versions, %s raw; the "
+		         "store, catalog included, is %.1f%% %s, %s %s)\n",
+		         z, all.count, r, pct < 0 ? -pct : pct,
+		         saved < 0 ? "larger" : "smaller",
+		         saved < 0 ? "costing" : "saving", sv);
+		cli_outf(env, "saved vs raw: %s%s (%.1f%%)\n",
+		         saved_raw < 0 ? "-" : "", sr,
+		         all.logical ? 100.0 * (double)saved_raw /
+		                               (double)all.logical
+		                     : 0.0);
+	}
+	cli_outf(env,
 	         "versions %" PRIu64 " live, %" PRIu64 " ghost (waiting for "
 	         "rebase), %" PRIu64 " deleted\n"
 	         "staged   %s, %" PRIu64 " files queued for encoding\n",
-	         l, p,
-	         ss.stored_bytes
-	                 ? (double)ss.logical_bytes / (double)ss.stored_bytes
-	                 : 0.0,
 	         ss.versions[0], ss.versions[1], ss.versions[2], sb, ss.queued);
-	cli_outf(env, "\nby kind:         %8s %12s %12s %8s\n", "VERSIONS",
+	cli_outf(env, "\nby kind:         %8s %12s %12s %8s", "VERSIONS",
 	         "LOGICAL", "STORED", "RATIO");
+	if (z19)
+		cli_outf(env, " %12s %8s", "ZSTD-19", "VS Z19");
+	cli_outf(env, "\n");
 	for (int i = 0; i < 3; i++)
-		acc_line(env, kinds[i], &kind[i]);
+		acc_line(env, kinds[i], &kind[i], z19);
 	cli_outf(env, "\nby dtype (%" PRIu64 " versions with encoder stats):\n",
 	         recorded);
 	for (int i = 0; i < ULP_DT_COUNT; i++)
 		if (dt[i].count)
-			acc_line(env, ulp_dtype_name(i), &dt[i]);
+			acc_line(env, ulp_dtype_name(i), &dt[i], 0);
 	cli_outf(env,
 	         "\nchunks by codec path: %" PRIu64 " copy, %" PRIu64
 	         " delta, %" PRIu64 " standalone\n",

@@ -4,6 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +78,24 @@ static void r_progress(void *o, const char *what, uint64_t done, uint64_t total)
 	                        (json_int_t)total, "w", what));
 }
 
+/* The client is gone (Ctrl-C, killed) or the daemon is unmounting: a long
+ * operation need not go on, and must not hold up cli_server_stop(). */
+static int r_cancelled(void *o)
+{
+	conn *c = o;
+	struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
+
+	pthread_mutex_lock(&c->srv->mu);
+	int stopping = c->srv->stopping;
+	pthread_mutex_unlock(&c->srv->mu);
+	if (stopping || c->broken)
+		return 1;
+	/* The client sends nothing after its request, so any hang-up or
+	 * error on the socket means it went away. */
+	return poll(&p, 1, 0) > 0 &&
+	       (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
 /* Read one line (the request), at most 1 MiB. */
 static char *read_line(int fd)
 {
@@ -114,7 +133,7 @@ static void *conn_main(void *arg)
 	cli_server *srv = c->srv;
 	char *line = read_line(c->fd);
 	json_t *req = line ? json_loads(line, 0, NULL) : NULL;
-	cli_sink sink = { r_out, r_err, r_progress, c };
+	cli_sink sink = { r_out, r_err, r_progress, c, r_cancelled };
 	int rc = CLI_USAGE;
 
 	if (req && json_is_object(req)) {

@@ -151,10 +151,23 @@ static const char SCHEMA_V2[] = "ALTER TABLE versions ADD COLUMN estats BLOB;"
 				"CREATE INDEX IF NOT EXISTS versions_path_state"
 				" ON versions(path, state, seq);";
 
+/* Version 3: figures of other compressors on a version's bytes (name
+ * "zstd-19": the size `zstd -19 FILE` gives), so that `ulpfs stats
+ * --zstd19` compresses each version once.  Versions are immutable (a
+ * rebase changes the object, not the content), so a row never goes stale;
+ * it is deleted with the version's object.  No foreign key: the version
+ * row outlives its object. */
+static const char SCHEMA_V3[] = "CREATE TABLE baselines("
+				" version INTEGER NOT NULL,"
+				" name TEXT NOT NULL,"
+				" bytes INTEGER NOT NULL,"
+				" PRIMARY KEY(version, name)) WITHOUT ROWID;";
+
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
 	{ SCHEMA_V1, v1_root },
 	{ SCHEMA_V2, NULL },
+	{ SCHEMA_V3, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)

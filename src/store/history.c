@@ -1,6 +1,7 @@
 /*
  * history.c - queries and upkeep on the history of one path: finding a
- * version by number, what stats needs of a version, and prune.
+ * version by number, what stats needs of a version (and the baseline
+ * figures it keeps), and prune.
  */
 #include "store/store_internal.h"
 
@@ -128,6 +129,43 @@ int ulp_version_usage(ulp_store *st, uint64_t id, int *format, ulp_stats *stats)
 	pthread_mutex_unlock(&st->mu);
 	ulp_tensor_map_free(&map);
 	return rc < 0 ? rc : have;
+}
+
+/* ------------------------------------------------------------ baselines */
+
+static const char Q_BASE_GET[] = "SELECT b.bytes FROM baselines AS b"
+				 " JOIN versions AS v ON v.id = b.version"
+				 " WHERE b.version = ? AND b.name = ?"
+				 " AND v.state <> 2";
+/* Only for a version that still has bytes: settling a version deletes its
+ * rows (versions.c), and under st->mu a put cannot land after that. */
+static const char Q_BASE_PUT[] = "INSERT OR REPLACE INTO baselines(version,"
+				 " name, bytes) SELECT ?1, ?2, ?3"
+				 " WHERE EXISTS(SELECT 1 FROM versions"
+				 "  WHERE id = ?1 AND state <> 2)";
+
+int ulp_version_baseline_get(ulp_store *st, uint64_t id, const char *name,
+                             uint64_t *bytes)
+{
+	int64_t v = 0;
+
+	pthread_mutex_lock(&st->mu);
+	int rc = ulp_cat_int(st->cat, &v, Q_BASE_GET, "us", id, name);
+	pthread_mutex_unlock(&st->mu);
+	if (rc == 1)
+		*bytes = (uint64_t)v;
+	return rc == 1 ? 0 : rc == 0 ? -ENOENT : rc;
+}
+
+int ulp_version_baseline_put(ulp_store *st, uint64_t id, const char *name,
+                             uint64_t bytes)
+{
+	pthread_mutex_lock(&st->mu);
+	int rc = ulp_cat_exec(st->cat, Q_BASE_PUT, "usu", id, name, bytes);
+	if (rc == 0 && ulp_cat_changes(st->cat) == 0)
+		rc = -ENOENT;
+	pthread_mutex_unlock(&st->mu);
+	return rc;
 }
 
 /* ------------------------------------------------------------ prune */

@@ -243,6 +243,15 @@ typedef struct ulp_store_stats {
 	uint64_t commits, discards, rebases; /* since open */
 } ulp_store_stats;
 int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out);
+/* What the store's own files take besides the objects, in bytes (file
+ * sizes, as `du -b` counts them): STORE/catalog.db with its -wal and
+ * -shm files, and STORE/reserve (a fixed few MiB kept allocated so that
+ * deleting works on a full disk; 0 while given back). */
+typedef struct ulp_store_disk {
+	uint64_t catalog_bytes;
+	uint64_t reserve_bytes;
+} ulp_store_disk;
+int ulp_store_disk_get(ulp_store *st, ulp_store_disk *out);
 
 /* ------------------------------------------------------------ history
  * (history.c) */
@@ -259,6 +268,17 @@ int ulp_version_get_path(ulp_store *st, uint64_t id, ulp_version_info *out,
  * versions committed before they were recorded: 0 then, else 1). */
 int ulp_version_usage(ulp_store *st, uint64_t id, int *format,
                       ulp_stats *stats);
+/* Baseline figures of a version: the size another compressor gives its
+ * bytes, under a name ("zstd-19": what `zstd -19 FILE` writes), kept in
+ * the catalog so that each is computed once.  Content never changes
+ * (rebasing changes only the object), so a figure stays valid until the
+ * version is deleted, which drops its figures.  get: 0 with *bytes set,
+ * -ENOENT when none is kept (or the version is deleted).  put: 0, or
+ * -ENOENT when the version is deleted (nothing kept). */
+int ulp_version_baseline_get(ulp_store *st, uint64_t id, const char *name,
+                             uint64_t *bytes);
+int ulp_version_baseline_put(ulp_store *st, uint64_t id, const char *name,
+                             uint64_t bytes);
 /* Drop old versions of path: keep the newest keep_last, every version
  * whose number is a multiple of keep_every (0: none), the current
  * version of a live file and every pinned one; the rest is released

@@ -204,3 +204,27 @@ int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out)
 	out->rebases = atomic_load(&st->stat_rebases);
 	return rc;
 }
+
+static uint64_t file_bytes(int dir_fd, const char *name)
+{
+	struct stat sb;
+
+	return fstatat(dir_fd, name, &sb, 0) == 0 && S_ISREG(sb.st_mode)
+	               ? (uint64_t)sb.st_size
+	               : 0;
+}
+
+int ulp_store_disk_get(ulp_store *st, ulp_store_disk *out)
+{
+	static const char *const cat[] = { "catalog.db", "catalog.db-wal",
+		                           "catalog.db-shm" };
+
+	memset(out, 0, sizeof *out);
+	/* mu: the WAL is written (and checkpointed) under it. */
+	pthread_mutex_lock(&st->mu);
+	for (size_t i = 0; i < sizeof cat / sizeof cat[0]; i++)
+		out->catalog_bytes += file_bytes(st->dir_fd, cat[i]);
+	out->reserve_bytes = file_bytes(st->dir_fd, "reserve");
+	pthread_mutex_unlock(&st->mu);
+	return 0;
+}

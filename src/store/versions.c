@@ -85,6 +85,9 @@ static const char Q_SETTLE[] = "SELECT id, object FROM versions AS g WHERE "
 			       "  WHERE d.ref = g.id AND d.state <> 2)"
 			       " LIMIT 64";
 static const char Q_STATE[] = "UPDATE versions SET state = ? WHERE id = ?";
+/* A deleted version's figures would only be garbage: stats skips it. */
+static const char Q_DROP_BASELINES[] = "DELETE FROM baselines WHERE version "
+				       "= ?";
 static const char Q_ANY_GHOST[] = "SELECT 1 FROM versions WHERE state = 1 "
 				  "LIMIT 1";
 
@@ -108,6 +111,9 @@ int ulp_versions_settle(ulp_store *st, ulp_obj_list *dead)
 		for (size_t i = 0; rc == 0 && i < batch.n; i++) {
 			rc = ulp_cat_exec(st->cat, Q_STATE, "du",
 			                  ULP_VERSION_DELETED, batch.v[i].vid);
+			if (rc == 0)
+				rc = ulp_cat_exec(st->cat, Q_DROP_BASELINES,
+				                  "u", batch.v[i].vid);
 			if (rc == 0)
 				rc = ulp_obj_list_add(dead, batch.v[i].vid,
 				                      batch.v[i].name);
