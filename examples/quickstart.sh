@@ -1,20 +1,35 @@
 #!/usr/bin/env bash
 # examples/quickstart.sh - the main job, end to end, on a fresh Debian 12
-# machine as root: install the dependencies, build ulpfs, mount a store,
-# train a small GPT writing its checkpoint trajectory into the mount, show
-# `ulpfs log` and `ulpfs stats`, read every checkpoint back (torch.load,
-# safetensors through numpy, sha256sum after a remount), and compare the
-# codec with zstd -3, zstd -19 and a byte-grouped coder on the same files.
+# machine as root:
+#
+#   1. install the dependencies (apt-get) and build ulpfs in _build/;
+#   2. mount a new store in a temporary directory;
+#   3. train a small GPT with examples/train.py, saving Hugging Face
+#      Trainer-style checkpoint-N/ directories into the mount (no rotation),
+#      while train.py records the SHA-256 of every byte it writes;
+#   4. show `ulpfs log` and `ulpfs stats --zstd19` (what the store saves
+#      against the raw files and against zstd -19 of the same files);
+#   5. unmount, remount, and check every checkpoint against what training
+#      wrote: sha256sum, torch.load, and the safetensors mmap path;
+#   6. check the two claims (model.safetensors versions at least 2x smaller
+#      than the plain files; the whole store smaller than zstd -19 of every
+#      file), unmount and clean up.
 #
 #   bash examples/quickstart.sh [--quick]
 #
-# --quick trains a smaller model (seconds instead of about a minute).
+# --quick trains a smaller model for fewer steps (about a minute in all).
+# ULPFS_NO_APT=1 skips the apt-get step; ULPFS_KEEP=1 keeps the temporary
+# directory (store, manifest) for a look afterwards.
 set -euo pipefail
 
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
-quick=()
-[ "${1:-}" = --quick ] && quick=(--quick)
+train_args=()
+case "${1:-}" in
+--quick) train_args=(--quick) ;;
+"") ;;
+*) echo "usage: bash examples/quickstart.sh [--quick]" >&2; exit 2 ;;
+esac
 
 if [ "${ULPFS_NO_APT:-0}" != 1 ]; then
 	echo "==> installing build and runtime dependencies (apt-get)"
@@ -22,7 +37,7 @@ if [ "${ULPFS_NO_APT:-0}" != 1 ]; then
 	apt-get update -qq
 	apt-get install -y -qq autoconf automake pkg-config make gcc libc6-dev \
 		libfuse3-dev fuse3 libzstd-dev zstd libsqlite3-dev libxxhash-dev \
-		libjansson-dev libcriterion-dev python3-torch python3-numpy bc >/dev/null
+		libjansson-dev libcriterion-dev python3-torch python3-numpy >/dev/null
 fi
 
 echo "==> building ulpfs"
@@ -32,71 +47,119 @@ mkdir -p _build
 ulpfs=$top/_build/ulpfs
 
 work=$(mktemp -d /tmp/ulpfs-quickstart.XXXXXX)
-store=$work/store mnt=$work/mnt plain=$work/plain
-mkdir -p "$mnt" "$plain"
+store=$work/store mnt=$work/mnt manifest=$work/written.sha256
+mkdir -p "$mnt"
 cleanup() {
 	if mountpoint -q "$mnt" 2>/dev/null; then
 		"$ulpfs" umount "$mnt" || fusermount3 -uz "$mnt" || true
 	fi
-	rm -rf "$work"
+	if [ "${ULPFS_KEEP:-0}" = 1 ]; then
+		echo "(kept $work)"
+	else
+		rm -rf "$work"
+	fi
 }
 trap cleanup EXIT
 
 echo "==> mounting a new store: $store on $mnt"
 "$ulpfs" mount "$store" "$mnt"
 
-echo "==> training a small byte-level GPT with AdamW, writing checkpoints into the mount"
-# --check reads every checkpoint back through the mount right after
-# writing it and compares it bit for bit with the live model and optimizer
-/usr/bin/python3 bench/make_trajectory.py "${quick[@]}" --check --out "$mnt/run"
+echo "==> training a small GPT, saving checkpoint-N/ directories into the mount"
+/usr/bin/python3 examples/train.py --output_dir "$mnt/run" \
+	--sha256_manifest "$manifest" "${train_args[@]}"
+"$ulpfs" sync "$mnt" # wait until every checkpoint is encoded and committed
 
-echo "==> copying the trajectory out of the mount (a plain reference copy)"
-cp -a "$mnt/run" "$plain/"
+last=$(cd "$mnt/run" && ls -d checkpoint-* | sort -t- -k2 -n | tail -n 1)
+echo
+echo "==> ulpfs log run/$last: the files of the last checkpoint"
+"$ulpfs" log "$mnt/run/$last"
+echo
+echo "==> ulpfs log --chain run/$last/model.safetensors: what it is coded against"
+"$ulpfs" log --chain "$mnt/run/$last/model.safetensors"
+echo
+echo "==> ulpfs stats --zstd19: the store against the raw files and against zstd -19"
+"$ulpfs" stats --zstd19 "$mnt"
+"$ulpfs" stats --zstd19 --json "$mnt" >"$work/stats.json" # cached: instant
 
-last=$(cd "$mnt/run" && ls -d step-* | tail -n 1)
-echo "==> ulpfs log --chain: the last bf16 checkpoint's reference lineage"
-"$ulpfs" sync "$mnt"
-"$ulpfs" log --chain "$mnt/run/$last/model-bf16.safetensors"
-echo "==> ulpfs stats"
-"$ulpfs" stats "$mnt"
-
-echo "==> unmounting (waits until every checkpoint is encoded and committed)"
+echo
+echo "==> unmounting (returns once everything is committed), then remounting"
 "$ulpfs" umount "$mnt"
-raw=$(du -sb "$plain/run" | cut -f1)
-stored=$(du -scb "$store/objects" "$store/catalog.db" | tail -n 1 | cut -f1)
-printf 'raw checkpoints: %s bytes; store (objects + catalog): %s bytes (%.1f%%)\n' \
-	"$raw" "$stored" "$(echo "100 * $stored / $raw" | bc -l)"
-echo "(the store also keeps a 4 MiB reserve file so deletions succeed on a full disk)"
-
-echo "==> remounting and reading every checkpoint back"
+store_bytes=$(du -sb "$store" | cut -f1)
 "$ulpfs" mount "$store" "$mnt"
-(cd "$plain/run" && find . -type f -print0 | sort -z | xargs -0 sha256sum) >"$work/sums"
-(cd "$mnt/run" && sha256sum --quiet -c "$work/sums")
-echo "sha256sum: every file identical to what training wrote"
+
+echo "==> checking every checkpoint against what training wrote"
+n=$(wc -l <"$manifest")
+(cd "$mnt/run" && sha256sum --quiet -c "$manifest")
+echo "sha256sum: all $n files match the SHA-256 train.py computed while writing them"
 /usr/bin/python3 - "$mnt/run" <<'PY'
-import glob, json, os, struct, sys
-import numpy as np, torch
+import glob, json, mmap, os, struct, sys
+import warnings
+import torch
+warnings.filterwarnings("ignore", message="The given buffer is not writable")
 root = sys.argv[1]
-n = 0
-for p in sorted(glob.glob(os.path.join(root, "step-*", "*"))):
-    if p.endswith((".pt", ".bin")):
-        torch.load(p)
-        n += 1
-    elif p.endswith(".safetensors"):
-        # the mmap path a safetensors loader takes
-        m = np.memmap(p, dtype=np.uint8, mode="r")
-        hlen = struct.unpack("<Q", m[:8].tobytes())[0]
-        hdr = json.loads(m[8:8 + hlen].tobytes())
-        for k, v in hdr.items():
-            if k != "__metadata__":
-                b, e = v["data_offsets"]
-                assert e - b == np.prod(v["shape"], dtype=np.int64) * {"BF16": 2, "F16": 2, "F32": 4}[v["dtype"]]
-                m[8 + hlen + b:8 + hlen + e].sum()
-        n += 1
-print(f"torch.load / safetensors mmap: {n} files loaded through the mount")
+DT = {"BF16": (torch.bfloat16, torch.int16), "F16": (torch.float16, torch.int16),
+      "F32": (torch.float32, torch.int32)}
+ckpts = sorted(glob.glob(os.path.join(root, "checkpoint-*")),
+               key=lambda p: int(p.rsplit("-", 1)[1]))
+loaded = tensors = 0
+for ck in ckpts:
+    opt = torch.load(os.path.join(ck, "optimizer.pt"), map_location="cpu")
+    torch.load(os.path.join(ck, "scheduler.pt"), map_location="cpu")
+    torch.load(os.path.join(ck, "rng_state.pth"), map_location="cpu")
+    with open(os.path.join(ck, "trainer_state.json")) as f:
+        step = json.load(f)["global_step"]
+    assert ck.endswith("-%d" % step), (ck, step)
+    master = opt["fp32_master_weights"]
+    # the safetensors loader's path: mmap the file, tensors are views of it
+    with open(os.path.join(ck, "model.safetensors"), "rb") as f:
+        m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    hlen = struct.unpack("<Q", m[:8])[0]
+    hdr = json.loads(m[8:8 + hlen])
+    hdr.pop("__metadata__", None)
+    assert set(hdr) == set(master), ck
+    for name, info in hdr.items():
+        b, e = info["data_offsets"]
+        dt, bits = DT[info["dtype"]]
+        size = torch.tensor([], dtype=dt).element_size()
+        t = torch.frombuffer(m, dtype=dt, count=(e - b) // size,
+                             offset=8 + hlen + b).view(info["shape"])
+        want = master[name].to(dt)
+        # bit for bit: the bf16 weights are the master weights rounded
+        if not torch.equal(t.view(bits), want.view(bits)):
+            sys.exit("%s: %s differs from the master weights" % (ck, name))
+        tensors += 1
+    del t, want
+    loaded += 5
+print("torch.load + safetensors mmap: %d files in %d checkpoints loaded through "
+      "the mount; %d bf16 tensors equal the optimizer's master weights rounded"
+      % (loaded, len(ckpts), tensors))
 PY
 "$ulpfs" umount "$mnt"
 
-echo "==> the codec on the same files, against zstd and byte grouping (same run)"
-ULPFS=$ulpfs bash bench/run.sh --traj "$plain/run" --reps 1 --no-memory
-echo "==> done: every checkpoint was verified byte for byte"
+echo
+echo "==> what the store saved"
+/usr/bin/python3 - "$work/stats.json" "$store_bytes" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+store = int(sys.argv[2])
+logical, z19 = s["logical"], s["zstd19"]["bytes"]
+st = s["by_kind"]["safetensors"]
+ratio = st["logical"] / st["stored"]
+mb = lambda b: "%.1f MB" % (b / 1e6)
+print("model.safetensors: %d versions, %s as plain files, %s stored: %.2fx smaller"
+      % (st["versions"], mb(st["logical"]), mb(st["stored"]), ratio))
+print("whole store on disk (du -sb: objects, catalog, 4 MiB reserve): %s" % mb(store))
+print("  against the raw files (%s): %.2fx smaller, %s saved"
+      % (mb(logical), logical / store, mb(logical - store)))
+print("  against zstd -19 of every file (%s): %.1f%% smaller, %s saved"
+      % (mb(z19), 100.0 * (z19 - store) / z19, mb(z19 - store)))
+ok = True
+if ratio < 2:
+    print("NOT MET: model.safetensors versions should take at least 2x less space")
+    ok = False
+if store >= z19:
+    print("NOT MET: the store should be smaller than zstd -19 of the files")
+    ok = False
+sys.exit(0 if ok else 1)
+PY
+echo "==> done: every checkpoint verified; the store is unmounted and removed"
