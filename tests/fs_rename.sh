@@ -492,5 +492,24 @@ b=$(stat -c %X "$MNT/meta/utime")
 n=$(find "$MNT" -name '.ulpfs*' | wc -l)
 [ "$n" -eq 0 ] && ok "no control directory in the listing of the mount" || bad "find lists $n .ulpfs* entries (the control directory must be hidden)"
 
+step "a renamed file keeps its history: mv of the file, then of its directory"
+mkdir -p "$MNT/hist"
+for i in 1 2 3; do
+	cp "$DATA/v$i/model.safetensors" "$MNT/hist/a" || bad "cp v$i"
+	"$ULPFS" sync "$MNT" || bad "ulpfs sync after v$i"
+done
+mv "$MNT/hist/a" "$MNT/hist/b" && mv "$MNT/hist" "$MNT/hist2" || bad "mv failed"
+"$ULPFS" log --json "$MNT/hist2/b" >"$WORK/hist.json" || bad "ulpfs log hist2/b failed"
+n=$("$PY" -c 'import json, sys
+print(sum(1 for v in json.load(open(sys.argv[1])) if v["state"] == "live"))' "$WORK/hist.json")
+[ "$n" = 3 ] && ok "hist2/b has the 3 versions written as hist/a" || bad "hist2/b has $n live versions, want 3"
+for i in 1 2 3; do
+	cmp -s "$MNT/.ulpfs/versions/hist2/b/$i" "$DATA/v$i/model.safetensors" &&
+		ok ".ulpfs/versions/hist2/b/$i is what was written as version $i" ||
+		bad ".ulpfs/versions/hist2/b/$i differs from version $i"
+done
+"$ULPFS" log "$MNT/hist/a" >/dev/null 2>&1 && bad "the old path still lists versions" ||
+	ok "the old path has no versions left"
+
 fs_umount "$MNT"
 fs_finish

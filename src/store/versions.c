@@ -226,15 +226,20 @@ out:
 	return rc;
 }
 
-/* Live files renamed: their current versions follow them to the new path
- * (numbered after any history the new path already has), so that `log`
- * and .ulpfs/versions find a file saved into tmp-checkpoint-N/ and then
- * renamed to checkpoint-N/ under the name it lives at. */
-static const char Q_MOVED[] = "SELECT id, path FROM versions WHERE"
-			      " (path = ?1 OR (?2 AND path >= ?3 AND path < "
+/* Live files renamed: their versions (the current one and the history
+ * kept for their paths) follow them to the new path, numbered in order
+ * after any history the new path already has.  So `log` and
+ * .ulpfs/versions find a file saved into tmp-checkpoint-N/ and then
+ * renamed to checkpoint-N/ under the name it lives at, and `mv a b` keeps
+ * a's earlier versions as b's.  Paths with no live file (history kept
+ * only by a snapshot) stay where they are. */
+static const char Q_MOVED[] = "SELECT id, path FROM versions WHERE state = 0"
+			      " AND path IN (SELECT path FROM versions WHERE"
+			      "  (path = ?1 OR (?2 AND path >= ?3 AND path < "
 			      "?4))"
-			      " AND id IN (SELECT version FROM inodes"
-			      "  WHERE version IS NOT NULL)";
+			      "  AND id IN (SELECT version FROM inodes"
+			      "   WHERE version IS NOT NULL))"
+			      " ORDER BY path, seq";
 static const char Q_REPATH[] = "UPDATE versions SET path = ?1, seq ="
 			       " (SELECT COALESCE(MAX(seq), 0) + 1 FROM "
 			       "versions"
