@@ -18,7 +18,9 @@
 #   bash examples/quickstart.sh [--quick]
 #
 # --quick trains a smaller model for fewer steps (about a minute in all).
-# ULPFS_NO_APT=1 skips the apt-get step; ULPFS_KEEP=1 keeps the temporary
+# ULPFS_NO_APT=1 skips the apt-get step; ULPFS=path/to/ulpfs uses that
+# binary and skips both the apt-get step and the build (make check runs
+# it so, as tests/example_quickstart.sh); ULPFS_KEEP=1 keeps the temporary
 # directory (store, manifest) for a look afterwards.
 set -euo pipefail
 
@@ -31,7 +33,10 @@ case "${1:-}" in
 *) echo "usage: bash examples/quickstart.sh [--quick]" >&2; exit 2 ;;
 esac
 
-if [ "${ULPFS_NO_APT:-0}" != 1 ]; then
+if [ -n "${ULPFS:-}" ]; then
+	ulpfs=$ULPFS
+	echo "==> using $ulpfs (no install, no build)"
+elif [ "${ULPFS_NO_APT:-0}" != 1 ]; then
 	echo "==> installing build and runtime dependencies (apt-get)"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
@@ -40,11 +45,13 @@ if [ "${ULPFS_NO_APT:-0}" != 1 ]; then
 		libjansson-dev libcriterion-dev python3-torch python3-numpy >/dev/null
 fi
 
-echo "==> building ulpfs"
-autoreconf -fi >/dev/null
-mkdir -p _build
-(cd _build && { [ -f Makefile ] || ../configure -q; } && make -j"$(nproc)" -s ulpfs)
-ulpfs=$top/_build/ulpfs
+if [ -z "${ULPFS:-}" ]; then
+	echo "==> building ulpfs"
+	autoreconf -fi >/dev/null
+	mkdir -p _build
+	(cd _build && { [ -f Makefile ] || ../configure -q; } && make -j"$(nproc)" -s ulpfs)
+	ulpfs=$top/_build/ulpfs
+fi
 
 work=$(mktemp -d /tmp/ulpfs-quickstart.XXXXXX)
 store=$work/store mnt=$work/mnt manifest=$work/written.sha256
@@ -60,6 +67,7 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+trap "exit 130" INT TERM HUP # so that cleanup runs on a signal too
 
 echo "==> mounting a new store: $store on $mnt"
 "$ulpfs" mount "$store" "$mnt"
