@@ -7,7 +7,11 @@
 #   read-only (ACCESS_READ), mmap MAP_PRIVATE (ACCESS_COPY, written to
 #   privately), cat), and readers racing the commit of a file that was just
 #   closed (staging -> object while they read).  Every byte is compared with
-#   the plain source; everything again after a remount.
+#   the plain source; everything again after a remount.  Then, with a cold
+#   cache, 5 readers of a delta-coded version of that file (its chunks
+#   decoded once for all of them, ahead of sequential readers) and one of
+#   the version before it; and an unmount right after a reader of the delta
+#   is killed mid-file (read-ahead cancelled, no hang).
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "$(dirname "$0")/fs_lib.sh"
@@ -19,12 +23,13 @@ SRC=$WORK/src
 RANKS=4
 mkdir -p "$SRC"
 
-step "generating $RANKS shards (bf16 safetensors, 16 MB each) and a 48 MB file for the readers"
+step "generating $RANKS shards (bf16 safetensors, 16 MB each) and two versions of a 48 MB file for the readers"
 for r in $(seq 0 $((RANKS - 1))); do
 	"$PY" "$FS_UTIL" drift "$SRC/shard-$r.safetensors" --n 1 --elems 8000000 --seed $((r + 10)) || die "generator failed"
 	mv "$SRC/shard-$r.safetensors.1" "$SRC/shard-$r.safetensors"
 done
-"$PY" "$FS_UTIL" drift "$SRC/big" --n 1 --elems 24000000 --seed 99 && mv "$SRC/big.1" "$SRC/big.safetensors" || die "generator failed"
+"$PY" "$FS_UTIL" drift "$SRC/big" --n 2 --elems 24000000 --seed 99 && mv "$SRC/big.1" "$SRC/big.safetensors" &&
+	mv "$SRC/big.2" "$SRC/big2.safetensors" || die "generator failed"
 head -c 40000000 /dev/urandom >"$SRC/fresh.bin"
 
 cat >"$WORK/worker.py" <<'PY'
@@ -220,5 +225,37 @@ for p in "${pids[@]}"; do
 	wait "$p" || bad "reader PID $p failed (after remount)"
 	fs_bg_forget "$p"
 done
+
+step "cold readers of a delta version: 5 of the new version, 1 of the old one, at once"
+cp "$SRC/big2.safetensors" "$MNT/big.safetensors" || bad "cp of the next version failed"
+fs_wait_committed "$STORE" 120 || bad "the next version was not committed"
+fs_remount "$STORE" "$MNT"
+sync
+[ "$(id -u)" -eq 0 ] && echo 3 >/proc/sys/vm/drop_caches
+pids=()
+i=20
+for m in read-big read-big read-small pread mmap-shared; do
+	i=$((i + 1))
+	fs_bg "$PY" "$WORK/worker.py" "$m" "$MNT/big.safetensors" "$SRC/big2.safetensors" "$i"
+	pids+=("$FS_BG_LAST")
+done
+fs_bg "$PY" "$WORK/worker.py" read-big "$MNT/.ulpfs/versions/big.safetensors/1" "$SRC/big.safetensors" 30
+pids+=("$FS_BG_LAST")
+for p in "${pids[@]}"; do
+	wait "$p" || bad "reader PID $p failed (delta version, cold)"
+	fs_bg_forget "$p"
+done
+cmp -s "$SRC/big2.safetensors" "$MNT/big.safetensors" && ok "the delta version is exact" || bad "the delta version differs"
+
+step "unmount right after a reader of the delta version is killed mid-file"
+fs_remount "$STORE" "$MNT"
+sync
+[ "$(id -u)" -eq 0 ] && echo 3 >/proc/sys/vm/drop_caches
+fs_bg dd if="$MNT/big.safetensors" of=/dev/null bs=1M
+sleep 0.1
+kill "$FS_BG_LAST" 2>/dev/null
+wait "$FS_BG_LAST" 2>/dev/null
+fs_bg_forget "$FS_BG_LAST"
 fs_umount "$MNT"
+awk "BEGIN { exit !($FS_UMOUNT_SECS < 20) }" && ok "umount took ${FS_UMOUNT_SECS}s" || bad "umount took ${FS_UMOUNT_SECS}s with read-ahead under way"
 fs_finish

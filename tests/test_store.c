@@ -1380,6 +1380,166 @@ Test(store, concurrent_writers)
 	ulp_store_close(st);
 }
 
+/* A chain of nver versions of a file of several chunks, committed; the
+ * contents of every version in vers[] (caller frees), the file's inode in
+ * *ino.  The store is closed: reopen it for a cold cache. */
+static void make_chain(int nver, sfile *vers, uint64_t *ino)
+{
+	ulp_store *st = open_k(16);
+	sfile v = st_make(64 * 65536, 4096, 77); /* 8 MiB of bf16 */
+
+	for (int i = 0; i < nver; i++) {
+		*ino = put_file(st, ULP_ROOT_INO, "m.safetensors", v.p, v.len);
+		sync_ok(st);
+		vers[i] = st_copy(&v);
+		st_step(&v, 500 + (uint64_t)i);
+	}
+	cr_assert_eq(current(st, *ino).depth, (uint32_t)nver - 1);
+	ulp_store_close(st);
+	free(v.p);
+}
+
+static uint64_t decodes_of(ulp_store *st)
+{
+	ulp_store_stats s;
+
+	cr_assert_eq(ulp_store_stats_get(st, &s), 0);
+	return s.cache_decodes;
+}
+
+typedef struct rjob {
+	ulp_store *st;
+	uint64_t vid;
+	const sfile *want;
+	pthread_barrier_t *go;
+	int ok;
+} rjob;
+
+static void *reader_thread(void *arg)
+{
+	rjob *j = arg;
+	uint8_t *buf = malloc(j->want->len);
+
+	if (!buf)
+		return NULL;
+	pthread_barrier_wait(j->go);
+	ssize_t n = ulp_version_read(j->st, j->vid, buf, j->want->len, 0);
+	j->ok = n == (ssize_t)j->want->len &&
+	        memcmp(buf, j->want->p, j->want->len) == 0;
+	free(buf);
+	return NULL;
+}
+
+/* Readers that want the same chunks at once wait for one decode of each
+ * (every chunk of every version of the chain decoded exactly once, as
+ * for a lone reader), and all get the right bytes. */
+Test(store, concurrent_readers_decode_each_chunk_once)
+{
+	enum { NV = 3, NT = 8 };
+	sfile vers[NV];
+	uint64_t ino;
+	pthread_t th[NT];
+	rjob jobs[NT];
+	pthread_barrier_t go;
+
+	make_chain(NV, vers, &ino);
+	/* A lone reader of the newest version: its decodes. */
+	ulp_store *st = open_k(16);
+	uint64_t newest = current(st, ino).id;
+	expect_version(st, newest, vers[NV - 1].p, vers[NV - 1].len);
+	uint64_t lone = decodes_of(st);
+	ulp_store_close(st);
+	cr_assert_gt(lone, (uint64_t)NV * 3,
+	             "a chain of %d versions of "
+	             "several chunks each: %llu decodes",
+	             NV, (unsigned long long)lone);
+
+	st = open_k(16);
+	pthread_barrier_init(&go, NULL, NT);
+	for (int i = 0; i < NT; i++) {
+		jobs[i] = (rjob){ st, newest, &vers[NV - 1], &go, 0 };
+		cr_assert_eq(pthread_create(&th[i], NULL, reader_thread,
+		                            &jobs[i]),
+		             0);
+	}
+	for (int i = 0; i < NT; i++) {
+		pthread_join(th[i], NULL);
+		cr_assert(jobs[i].ok, "reader %d got wrong bytes", i);
+	}
+	pthread_barrier_destroy(&go);
+	cr_assert_eq(decodes_of(st), lone,
+	             "%llu decodes by %d readers, %llu "
+	             "by one",
+	             (unsigned long long)decodes_of(st), NT,
+	             (unsigned long long)lone);
+	/* Decoding the newest version left the older ones cached. */
+	for (int i = 0; i < NV - 1; i++) {
+		ulp_version_info v = current(st, ino);
+		while (v.ref && v.depth > (uint32_t)i)
+			cr_assert_eq(ulp_version_get(st, v.ref, &v), 0);
+		expect_version(st, v.id, vers[i].p, vers[i].len);
+	}
+	cr_assert_eq(decodes_of(st), lone);
+	ulp_store_close(st);
+	for (int i = 0; i < NV; i++)
+		free(vers[i].p);
+}
+
+/* Sequential reads through a handle are decoded ahead, each chunk once
+ * (the reader waits for read-ahead's decode instead of redoing it), and
+ * closing the store with read-ahead queued neither hangs nor leaks. */
+Test(store, sequential_reads_read_ahead)
+{
+	enum { NV = 4 };
+	sfile vers[NV];
+	const sfile *w = &vers[NV - 1];
+	uint64_t ino;
+	ulp_store_stats s;
+	ulp_file *f;
+
+	make_chain(NV, vers, &ino);
+	ulp_store *st = open_k(16);
+	expect_version(st, current(st, ino).id, w->p, w->len);
+	uint64_t lone = decodes_of(st);
+	ulp_store_close(st);
+
+	st = open_k(16);
+	cr_assert_eq(ulp_file_open(st, ino, O_RDONLY, &f, NULL), 0);
+	uint8_t *got = malloc(w->len);
+	cr_assert(got);
+	for (size_t off = 0; off < w->len; off += 131072) {
+		size_t n = w->len - off < 131072 ? w->len - off : 131072;
+		cr_assert_eq(ulp_file_read(f, got + off, n, (off_t)off),
+		             (ssize_t)n);
+	}
+	cr_assert(memcmp(got, w->p, w->len) == 0, "content differs");
+	ulp_file_release(f);
+	cr_assert_eq(ulp_store_stats_get(st, &s), 0);
+	cr_assert_gt(s.readahead, 0, "nothing was read ahead");
+	cr_assert_eq(s.cache_decodes, lone,
+	             "%llu decodes with read-ahead, "
+	             "%llu without",
+	             (unsigned long long)s.cache_decodes,
+	             (unsigned long long)lone);
+	ulp_store_close(st);
+
+	/* Read-ahead under way at close, through a version reader. */
+	st = open_k(16);
+	ulp_readahead *ra = ulp_readahead_new(st);
+	cr_assert(ra);
+	cr_assert_eq(ulp_version_read_ra(st, ra, current(st, ino).id, got,
+	                                 131072, 0),
+	             131072);
+	cr_assert(memcmp(got, w->p, 131072) == 0);
+	cr_assert_eq(ulp_store_stats_get(st, &s), 0);
+	cr_assert_gt(s.readahead, 0);
+	ulp_readahead_free(ra);
+	ulp_store_close(st);
+	free(got);
+	for (int i = 0; i < NV; i++)
+		free(vers[i].p);
+}
+
 Test(store, rewrite_races_the_encoder)
 {
 	ulp_store *st = open_default();

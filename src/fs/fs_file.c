@@ -28,6 +28,8 @@ static ulp_fs_handle *handle_new(ulp_fs *fs, ulp_file *f, uint64_t version)
 		return NULL;
 	h->file = f;
 	h->version = version;
+	if (!f)
+		h->ra = ulp_readahead_new(fs->st);
 	pthread_mutex_lock(&fs->handles_mu);
 	h->next = fs->handles.next;
 	h->prev = &fs->handles;
@@ -59,6 +61,7 @@ static void handle_free(ulp_fs *fs, ulp_fs_handle *h)
 	pthread_mutex_unlock(&fs->handles_mu);
 	if (h->file)
 		ulp_file_release(h->file);
+	ulp_readahead_free(h->ra); /* drops its queued decodes */
 	/* only now is the file queued: then sync may count it */
 	pthread_mutex_lock(&fs->handles_mu);
 	handle_set_flushed(fs, h, 0);
@@ -277,8 +280,9 @@ void ulp_fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	}
 	ulp_fs_handle *h = handle_of(fi);
 	ssize_t n = h->file ? ulp_file_read(h->file, buf, size, off)
-	                    : ulp_version_read(ulp_fs_of(req)->st, h->version,
-	                                       buf, size, (uint64_t)off);
+	                    : ulp_version_read_ra(ulp_fs_of(req)->st, h->ra,
+	                                          h->version, buf, size,
+	                                          (uint64_t)off);
 	if (n < 0) {
 		fuse_reply_err(req, ulp_fs_errno(n));
 		return;

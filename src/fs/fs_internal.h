@@ -64,9 +64,10 @@ static inline int ulp_ctl_is_vfile(uint64_t ino)
  * signalled while files were open) are released at unmount, which queues
  * their data for encoding. */
 typedef struct ulp_fs_handle {
-	ulp_file *file;   /* NULL for a version in the control directory */
-	uint64_t version; /* that version's id */
-	int flushed;      /* flushed (closed by the caller), release pending */
+	ulp_file *file;    /* NULL for a version in the control directory */
+	uint64_t version;  /* that version's id */
+	ulp_readahead *ra; /* that version's read-ahead (may be NULL) */
+	int flushed;       /* flushed (closed by the caller), release pending */
 	struct ulp_fs_handle *prev, *next;
 } ulp_fs_handle;
 

@@ -6,6 +6,11 @@
  * of a version never change, whichever object (before or after a rebase)
  * they are decoded from.  Buffers are reference-counted, so eviction never
  * frees one a reader is copying from.
+ *
+ * Chunks being decoded are in a second table (flights), so that a thread
+ * that needs one waits for the decode under way instead of decoding it
+ * again: a sequential reader that catches up with read-ahead, or several
+ * readers of one file.  Buffers being filled count against the budget.
  */
 #include "store/store_internal.h"
 
@@ -18,13 +23,30 @@ struct ulp_cbuf {
 	uint8_t data[] __attribute__((aligned(16)));
 };
 
+/* A decode under way: its owner fills a buffer, then publishes it (or an
+ * error) to every waiter.  Freed by the last of the owner and waiters. */
+struct ulp_cflight {
+	uint64_t vid, off;
+	uint32_t len;
+	ulp_ctask *owner; /* valid until done */
+	unsigned waiters;
+	int done, err;
+	ulp_cbuf *buf; /* result: one reference per waiter */
+	struct ulp_cflight *next;
+};
+
+#define FLIGHT_BUCKETS 64
+
 struct ulp_cache {
 	pthread_mutex_t mu;
 	ulp_cbuf **tab;
 	size_t nb; /* buckets, a power of two */
 	uint64_t bytes, cap;
-	ulp_cbuf lru; /* sentinel: lnext is the most recent */
-	uint64_t hits, misses;
+	uint64_t pending; /* bytes of buffers being filled */
+	ulp_cbuf lru;     /* sentinel: lnext is the most recent */
+	uint64_t hits, misses, decodes, waits;
+	ulp_cflight *flights[FLIGHT_BUCKETS];
+	pthread_cond_t flight_cv; /* a decode finished */
 };
 
 static size_t bucket(const ulp_cache *c, uint64_t vid, uint64_t off)
@@ -47,6 +69,12 @@ ulp_cache *ulp_cache_new(uint64_t cap_bytes)
 		nb *= 2;
 	c->tab = calloc(nb, sizeof *c->tab);
 	if (!c->tab || pthread_mutex_init(&c->mu, NULL)) {
+		free(c->tab);
+		free(c);
+		return NULL;
+	}
+	if (pthread_cond_init(&c->flight_cv, NULL)) {
+		pthread_mutex_destroy(&c->mu);
 		free(c->tab);
 		free(c);
 		return NULL;
@@ -82,6 +110,7 @@ void ulp_cache_free(ulp_cache *c)
 		unlink_buf(c, b);
 		free(b); /* readers are gone at close */
 	}
+	pthread_cond_destroy(&c->flight_cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c->tab);
 	free(c);
@@ -105,22 +134,32 @@ static ulp_cbuf *find(ulp_cache *c, uint64_t vid, uint64_t off, uint32_t len)
 	return NULL;
 }
 
-ulp_cbuf *ulp_cache_get(ulp_cache *c, uint64_t vid, uint64_t off, uint32_t len)
+static ulp_cflight **flight_slot(ulp_cache *c, uint64_t vid, uint64_t off)
 {
-	pthread_mutex_lock(&c->mu);
-	ulp_cbuf *b = find(c, vid, off, len);
-	if (b) {
-		b->refs++;
-		to_front(c, b);
-		c->hits++;
-	} else {
-		c->misses++;
-	}
-	pthread_mutex_unlock(&c->mu);
-	return b;
+	return &c->flights[bucket(c, vid, off) % FLIGHT_BUCKETS];
 }
 
-ulp_cbuf *ulp_cache_alloc(uint64_t vid, uint64_t off, uint32_t len)
+static ulp_cflight *flight_find(ulp_cache *c, uint64_t vid, uint64_t off,
+                                uint32_t len)
+{
+	for (ulp_cflight *f = *flight_slot(c, vid, off); f; f = f->next)
+		if (f->vid == vid && f->off == off && f->len == len)
+			return f;
+	return NULL;
+}
+
+int ulp_cache_busy(ulp_cache *c, uint64_t vid, uint64_t off, uint32_t len)
+{
+	pthread_mutex_lock(&c->mu);
+	int busy = find(c, vid, off, len) || flight_find(c, vid, off, len);
+	pthread_mutex_unlock(&c->mu);
+	return busy;
+}
+
+static void evict(ulp_cache *c);
+
+ulp_cbuf *ulp_cache_alloc(ulp_cache *c, uint64_t vid, uint64_t off,
+                          uint32_t len)
 {
 	ulp_cbuf *b = malloc(sizeof *b + (len ? len : 1));
 
@@ -131,6 +170,11 @@ ulp_cbuf *ulp_cache_alloc(uint64_t vid, uint64_t off, uint32_t len)
 	b->off = off;
 	b->len = len;
 	b->refs = 1;
+	/* Make room now: the bytes are allocated, not yet published. */
+	pthread_mutex_lock(&c->mu);
+	c->pending += len;
+	evict(c);
+	pthread_mutex_unlock(&c->mu);
 	return b;
 }
 
@@ -139,8 +183,13 @@ void *ulp_cbuf_data(ulp_cbuf *b)
 	return b->data;
 }
 
-void ulp_cbuf_discard(ulp_cbuf *b)
+void ulp_cbuf_discard(ulp_cache *c, ulp_cbuf *b)
 {
+	if (!b)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->pending -= b->len;
+	pthread_mutex_unlock(&c->mu);
 	free(b);
 }
 
@@ -148,7 +197,7 @@ static void evict(ulp_cache *c)
 {
 	ulp_cbuf *b = c->lru.lprev;
 
-	while (c->bytes > c->cap && b != &c->lru) {
+	while (c->bytes + c->pending > c->cap && b != &c->lru) {
 		ulp_cbuf *prev = b->lprev;
 		if (b->refs == 0) {
 			unlink_buf(c, b);
@@ -158,14 +207,14 @@ static void evict(ulp_cache *c)
 	}
 }
 
-ulp_cbuf *ulp_cache_insert(ulp_cache *c, ulp_cbuf *b)
+/* Publish b (allocated by ulp_cache_alloc), mu held. */
+static ulp_cbuf *insert_locked(ulp_cache *c, ulp_cbuf *b)
 {
-	pthread_mutex_lock(&c->mu);
+	c->pending -= b->len;
 	ulp_cbuf *have = find(c, b->vid, b->off, b->len);
 	if (have) {
 		have->refs++;
 		to_front(c, have);
-		pthread_mutex_unlock(&c->mu);
 		free(b);
 		return have;
 	}
@@ -181,7 +230,6 @@ ulp_cbuf *ulp_cache_insert(ulp_cache *c, ulp_cbuf *b)
 		c->bytes += b->len;
 		evict(c);
 	}
-	pthread_mutex_unlock(&c->mu);
 	return b;
 }
 
@@ -189,7 +237,7 @@ void ulp_cache_release(ulp_cache *c, ulp_cbuf *b)
 {
 	pthread_mutex_lock(&c->mu);
 	int gone = --b->refs == 0 && !b->linked;
-	if (!gone && b->refs == 0 && c->bytes > c->cap)
+	if (!gone && b->refs == 0 && c->bytes + c->pending > c->cap)
 		evict(c);
 	pthread_mutex_unlock(&c->mu);
 	if (gone)
@@ -212,12 +260,115 @@ void ulp_cache_drop_version(ulp_cache *c, uint64_t vid)
 	pthread_mutex_unlock(&c->mu);
 }
 
-void ulp_cache_counters(ulp_cache *c, uint64_t *bytes, uint64_t *hits,
-                        uint64_t *misses)
+void ulp_cache_counters(ulp_cache *c, ulp_cache_stats *out)
 {
 	pthread_mutex_lock(&c->mu);
-	*bytes = c->bytes;
-	*hits = c->hits;
-	*misses = c->misses;
+	out->bytes = c->bytes;
+	out->hits = c->hits;
+	out->misses = c->misses;
+	out->decodes = c->decodes;
+	out->waits = c->waits;
 	pthread_mutex_unlock(&c->mu);
+}
+
+/* ------------------------------------------------------------ flights */
+
+/* Whether self waiting for f would never end: f's owner waits, through a
+ * chain of decodes under way, for one self owns.  Reference chains run
+ * from newer to older versions, so only a cycle in a damaged catalog
+ * gets here. */
+static int would_deadlock(const ulp_cflight *f, const ulp_ctask *self)
+{
+	for (unsigned n = 0; f && !f->done && n < 65536; n++) {
+		if (f->owner == self)
+			return 1;
+		f = f->owner->waiting;
+	}
+	return 0;
+}
+
+int ulp_cache_take(ulp_cache *c, ulp_ctask *self, uint64_t vid, uint64_t off,
+                   uint32_t len, ulp_cbuf **out, ulp_cflight **claim)
+{
+	int rc = 0, missed = 0;
+
+	*out = NULL;
+	*claim = NULL;
+	pthread_mutex_lock(&c->mu);
+	for (;; missed = 1) {
+		ulp_cbuf *b = find(c, vid, off, len);
+		if (b) {
+			b->refs++;
+			to_front(c, b);
+			c->hits++;
+			*out = b;
+			break;
+		}
+		c->misses += !missed;
+		ulp_cflight *f = flight_find(c, vid, off, len);
+		if (!f) {
+			f = calloc(1, sizeof *f);
+			if (!f) {
+				rc = -ENOMEM;
+				break;
+			}
+			f->vid = vid;
+			f->off = off;
+			f->len = len;
+			f->owner = self;
+			ulp_cflight **slot = flight_slot(c, vid, off);
+			f->next = *slot;
+			*slot = f;
+			c->decodes++;
+			*claim = f;
+			break;
+		}
+		if (would_deadlock(f, self)) {
+			rc = -ELOOP;
+			break;
+		}
+		c->waits++;
+		f->waiters++;
+		self->waiting = f;
+		while (!f->done)
+			pthread_cond_wait(&c->flight_cv, &c->mu);
+		self->waiting = NULL;
+		rc = f->err;
+		*out = f->buf;
+		if (--f->waiters == 0)
+			free(f);
+		/* A read-ahead decode that was stopped: decode it here. */
+		if (rc != -ECANCELED)
+			break;
+		rc = 0;
+		*out = NULL;
+	}
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+ulp_cbuf *ulp_cache_complete(ulp_cache *c, ulp_cflight *f, ulp_cbuf *b, int err)
+{
+	pthread_mutex_lock(&c->mu);
+	if (b)
+		b = insert_locked(c, b);
+	for (ulp_cflight **pp = flight_slot(c, f->vid, f->off); *pp;
+	     pp = &(*pp)->next) {
+		if (*pp == f) {
+			*pp = f->next;
+			break;
+		}
+	}
+	f->done = 1;
+	f->owner = NULL;
+	f->err = b ? 0 : err < 0 ? err : -EIO;
+	f->buf = b;
+	if (b)
+		b->refs += f->waiters;
+	if (f->waiters)
+		pthread_cond_broadcast(&c->flight_cv);
+	else
+		free(f);
+	pthread_mutex_unlock(&c->mu);
+	return b;
 }

@@ -89,7 +89,9 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       uint8_t hash[16])
 {
 	static const ulp_tensor_map none = { ULP_FMT_UNKNOWN, 0, NULL };
-	ulp_ref_ctx rctx = { st, req->ref, 0 };
+	/* No task: the codec's threads read the reference concurrently,
+	 * each read its own chain. */
+	ulp_ref_ctx rctx = { st, req->ref, 0, NULL };
 	ulp_encode_job job;
 	char tmp[32];
 	sink k = { -1, req->cancel, req->gen, req->stop, 0 };

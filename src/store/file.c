@@ -12,6 +12,7 @@ struct ulp_file {
 	int writable; /* counted in in->nwriters */
 	int append;
 	uint32_t err_seen; /* in->err_seq already reported */
+	ulp_readahead *ra; /* reads of its committed version */
 };
 
 int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
@@ -41,6 +42,9 @@ int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
 	f->st = st;
 	f->in = in;
 	f->writable = acc != O_RDONLY;
+	/* Only a reader of committed content decodes (a writer stages). */
+	if (!writer)
+		f->ra = ulp_readahead_new(st);
 	f->append = (flags & O_APPEND) != 0;
 	if (writer)
 		rc = ulp_stage_acquire(st, in, trunc);
@@ -49,6 +53,7 @@ int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
 		ulp_stage_writer_done(st, in); /* O_RDONLY | O_TRUNC */
 	if (rc < 0) {
 		ulp_inode_put(st, in);
+		ulp_readahead_free(f->ra);
 		free(f);
 	} else {
 		if (keep_cache)
@@ -91,7 +96,8 @@ ssize_t ulp_file_read(ulp_file *f, void *buf, size_t size, off_t off)
 			n += r;
 		}
 	} else if (version) {
-		n = ulp_read_version(st, version, buf, size, (uint64_t)off);
+		n = ulp_read_version(st, version, buf, size, (uint64_t)off,
+		                     f->ra);
 	}
 	pthread_rwlock_unlock(&in->data);
 	return n;
@@ -245,5 +251,6 @@ void ulp_file_release(ulp_file *f)
 		ulp_stage_writer_done(st, f->in);
 	ulp_inode_put(st, f->in);
 	pthread_mutex_unlock(&st->mu);
+	ulp_readahead_free(f->ra);
 	free(f);
 }

@@ -7,6 +7,14 @@
  * version it is coded against, checked when opened: the object's logical
  * size and hash against the version row, its reference size and hash
  * against the reference's row.
+ *
+ * A chunk is decoded by one thread at a time: others that need it wait
+ * for that decode (ulp_cache_take).  Before decoding a chunk, the
+ * reference chunks it will read are brought into the cache, recursively,
+ * so a chain is decoded from its oldest missing level up: every level
+ * finds its reference cached, a thread holds one or two buffers instead
+ * of one per level of the chain, and chunk i of every version in between
+ * stays cached for readers of those versions.
  */
 #include "store/store_internal.h"
 
@@ -16,12 +24,16 @@
 #define OBJ_BUCKETS 256
 /* More links than any chain may have: a cycle in a damaged catalog. */
 #define MAX_CHAIN 4096
+/* Reference chunks kept pinned while the chunk that reads them decodes:
+ * a chunk's logical range covers one or two chunks of its reference. */
+#define WARM_PINS 4
 
 typedef struct oentry {
 	uint64_t vid;
 	int fd;
 	ulp_object *obj;
-	uint64_t ref; /* reference version, 0: none */
+	uint64_t ref;   /* reference version, 0: none */
+	unsigned depth; /* references between it and a keyframe */
 	unsigned refs;
 	int linked;
 	struct oentry *hnext, *lprev, *lnext;
@@ -151,6 +163,7 @@ static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
 		return -ENOMEM;
 	e->vid = vid;
 	e->ref = v.ref;
+	e->depth = v.depth;
 	e->fd = openat(st->obj_fd, v.object, O_RDONLY | O_CLOEXEC);
 	if (e->fd < 0 || fstat(e->fd, &sb) < 0) {
 		rc = -errno;
@@ -274,55 +287,141 @@ void ulp_reader_forget(ulp_store *st, uint64_t vid)
 }
 
 static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
-                          uint64_t off, unsigned depth);
+                          uint64_t off, unsigned depth, ulp_ctask *task,
+                          ulp_readahead *ra);
 
 int ulp_ref_read(void *opaque, uint64_t off, void *buf, size_t len)
 {
 	ulp_ref_ctx *c = opaque;
-	ssize_t n = read_chain(c->st, c->vid, buf, len, off, c->depth);
+	ulp_ctask own = { 0 };
+	ssize_t n = read_chain(c->st, c->vid, buf, len, off, c->depth,
+	                       c->task ? c->task : &own, NULL);
 
 	if (n == (ssize_t)len)
 		return ULP_OK;
 	return n == -ENOMEM ? ULP_ERR_NOMEM : ULP_ERR_IO;
 }
 
-/* One chunk of e, decoded (through the cache). */
-static int chunk_get(ulp_store *st, oentry *e, size_t i, unsigned depth,
-                     ulp_cbuf **out)
+static int stopped(const ulp_ctask *task)
 {
+	return task->stop && atomic_load(task->stop);
+}
+
+static int chunk_get(ulp_store *st, oentry *e, size_t i, unsigned depth,
+                     ulp_ctask *task, ulp_cbuf **out);
+
+/* Bring the chunks of e's reference that cover [off, off+len) into the
+ * cache and pin them (up to WARM_PINS; *npins counts them).  The codec
+ * reads a chunk's reference run by run, at the chunk's own logical range
+ * when the two versions share a tensor layout (other ranges are decoded
+ * on demand while decoding).  Errors other than cancellation are left to
+ * the decode, which may not need the chunk that failed. */
+static int warm_ref(ulp_store *st, const oentry *e, uint64_t off, uint32_t len,
+                    unsigned depth, ulp_ctask *task, ulp_cbuf **pins,
+                    size_t *npins)
+{
+	oentry *r;
+	int rc = entry_get(st, e->ref, &r);
+
+	if (rc < 0)
+		return 0;
+	uint64_t size = ulp_object_size(r->obj);
+	uint64_t end = off + len < size ? off + len : size;
+	while (off < end) {
+		size_t j = ulp_object_chunk_at(r->obj, off);
+		uint64_t coff;
+		uint32_t clen;
+		ulp_cbuf *b;
+
+		ulp_object_chunk_range(r->obj, j, &coff, &clen);
+		if (clen == 0)
+			break;
+		rc = chunk_get(st, r, j, depth + 1, task, &b);
+		if (rc == -ECANCELED)
+			break;
+		rc = 0;
+		if (b && *npins < WARM_PINS)
+			pins[(*npins)++] = b;
+		else if (b)
+			ulp_cache_release(st->cache, b);
+		off = coff + clen;
+	}
+	entry_put(st->reader, r);
+	return rc;
+}
+
+/* Decode chunk i of e (claimed: no other thread decodes it meanwhile). */
+static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
+                        ulp_ctask *task, ulp_cbuf **out)
+{
+	ulp_cbuf *pins[WARM_PINS], *b = NULL;
+	size_t npins = 0;
+	uint64_t coff;
+	uint32_t clen;
+	int rc = 0;
+
+	ulp_object_chunk_range(e->obj, i, &coff, &clen);
+	if (e->ref && ulp_object_chunk_needs_ref(e->obj, i))
+		rc = warm_ref(st, e, coff, clen, depth, task, pins, &npins);
+	if (rc == 0 && stopped(task))
+		rc = -ECANCELED;
+	if (rc == 0) {
+		ulp_ref_ctx rctx = { st, e->ref, depth + 1, task };
+		ulp_dctx *d = dctx_get(st->reader);
+
+		b = ulp_cache_alloc(st->cache, e->vid, coff, clen);
+		if (!b || !d)
+			rc = -ENOMEM;
+		else
+			rc = ulp_errno_of(ulp_chunk_decode(
+				d, e->obj, i, e->ref ? ulp_ref_read : NULL,
+				&rctx, ulp_cbuf_data(b)));
+		if (d)
+			dctx_put(st->reader, d);
+		/* A reference read given up on: the waiters retry. */
+		if (rc < 0 && stopped(task))
+			rc = -ECANCELED;
+		if (rc < 0) {
+			ulp_cbuf_discard(st->cache, b);
+			b = NULL;
+		}
+	}
+	while (npins)
+		ulp_cache_release(st->cache, pins[--npins]);
+	*out = b;
+	return rc;
+}
+
+/* One chunk of e, decoded (through the cache), referenced. */
+static int chunk_get(ulp_store *st, oentry *e, size_t i, unsigned depth,
+                     ulp_ctask *task, ulp_cbuf **out)
+{
+	ulp_cflight *claim;
 	uint64_t coff;
 	uint32_t clen;
 	ulp_cbuf *b;
+	int rc;
 
+	*out = NULL;
+	if (depth > MAX_CHAIN)
+		return -ELOOP;
 	ulp_object_chunk_range(e->obj, i, &coff, &clen);
-	b = ulp_cache_get(st->cache, e->vid, coff, clen);
-	if (!b) {
-		ulp_ref_ctx rc_ctx = { st, e->ref, depth + 1 };
-		ulp_dctx *d = dctx_get(st->reader);
-		int rc;
-
-		b = ulp_cache_alloc(e->vid, coff, clen);
-		if (!b || !d) {
-			ulp_cbuf_discard(b);
-			ulp_dctx_free(d);
-			return -ENOMEM;
-		}
-		rc = ulp_chunk_decode(d, e->obj, i,
-		                      e->ref ? ulp_ref_read : NULL, &rc_ctx,
-		                      ulp_cbuf_data(b));
-		dctx_put(st->reader, d);
-		if (rc != ULP_OK) {
-			ulp_cbuf_discard(b);
-			return ulp_errno_of(rc);
-		}
-		b = ulp_cache_insert(st->cache, b);
+	rc = ulp_cache_take(st->cache, task, e->vid, coff, clen, &b, &claim);
+	if (rc < 0)
+		return rc;
+	if (claim) {
+		rc = chunk_decode(st, e, i, depth, task, &b);
+		b = ulp_cache_complete(st->cache, claim, b, rc);
+		if (!b)
+			return rc < 0 ? rc : -EIO;
 	}
 	*out = b;
 	return 0;
 }
 
 static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
-                          uint64_t off, unsigned depth)
+                          uint64_t off, unsigned depth, ulp_ctask *task,
+                          ulp_readahead *ra)
 {
 	oentry *e;
 	size_t done = 0;
@@ -338,6 +437,12 @@ static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
 		len = 0;
 	else if (len > size - off)
 		len = (size_t)(size - off);
+	/* Before decoding: the read-ahead threads start on the chunks after
+	 * these while this thread decodes them. */
+	if (ra && len)
+		ulp_ra_note(ra, vid, e->obj, e->depth,
+		            ulp_object_chunk_at(e->obj, off),
+		            ulp_object_chunk_at(e->obj, off + len - 1));
 	while (done < len) {
 		uint64_t pos = off + done, coff;
 		uint32_t clen;
@@ -345,7 +450,7 @@ static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
 		ulp_cbuf *b = NULL;
 
 		ulp_object_chunk_range(e->obj, i, &coff, &clen);
-		rc = chunk_get(st, e, i, depth, &b);
+		rc = chunk_get(st, e, i, depth, task, &b);
 		if (rc < 0)
 			break;
 		size_t in = (size_t)(pos - coff);
@@ -365,16 +470,41 @@ static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
 }
 
 ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
-                         uint64_t off)
+                         uint64_t off, ulp_readahead *ra)
 {
 	ssize_t n = 0;
 
 	for (int tries = 0; tries < 3; tries++) {
-		n = read_chain(st, vid, buf, len, off, 0);
+		ulp_ctask task = { 0 };
+		n = read_chain(st, vid, buf, len, off, 0, &task, ra);
 		if (n >= 0 || n == -ENOMEM)
 			break;
 	}
 	return n;
+}
+
+int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,
+                        _Atomic int *stop)
+{
+	ulp_ctask task = { NULL, stop };
+	ulp_cbuf *b = NULL;
+	uint64_t coff;
+	uint32_t clen;
+	oentry *e;
+	int rc = entry_get(st, vid, &e);
+
+	if (rc < 0)
+		return rc;
+	if (i < ulp_object_chunk_count(e->obj)) {
+		ulp_object_chunk_range(e->obj, i, &coff, &clen);
+		/* Cached, or a reader is decoding it: nothing to do ahead. */
+		if (!ulp_cache_busy(st->cache, vid, coff, clen))
+			rc = chunk_get(st, e, i, 0, &task, &b);
+		if (b)
+			ulp_cache_release(st->cache, b);
+	}
+	entry_put(st->reader, e);
+	return rc;
 }
 
 int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
@@ -389,13 +519,14 @@ int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
 	buf = malloc(piece);
 	if (!buf)
 		return -ENOMEM;
+	ulp_readahead *ra = ulp_readahead_new(st);
 	for (uint64_t off = 0; off < size && rc == 0;) {
 		size_t n = size - off < piece ? (size_t)(size - off) : piece;
 		if (stop && atomic_load(stop)) {
 			rc = -ECANCELED;
 			break;
 		}
-		ssize_t got = ulp_read_version(st, vid, buf, n, off);
+		ssize_t got = ulp_read_version(st, vid, buf, n, off, ra);
 		if (got != (ssize_t)n) {
 			rc = got < 0 ? (int)got : -EIO;
 			break;
@@ -410,6 +541,7 @@ int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
 		}
 		off += n;
 	}
+	ulp_readahead_free(ra);
 	free(buf);
 	return rc;
 }

@@ -315,6 +315,8 @@ int ulp_store_open(const char *dir, const ulp_store_opts *opts, ulp_store **out)
 	if (rc == 0 && !(st->cache = ulp_cache_new(st->opts.cache_bytes)))
 		rc = -ENOMEM;
 	if (rc == 0)
+		rc = ulp_ra_pool_new(st, 0, &st->ra);
+	if (rc == 0)
 		rc = recover(st);
 	if (rc == 0)
 		rc = ulp_gc_start(st);
@@ -332,9 +334,11 @@ void ulp_store_close(ulp_store *st)
 {
 	if (!st)
 		return;
-	ulp_encoder_stop(st); /* drains the queue first */
+	ulp_ra_pool_stop(st->ra); /* nothing is left to read ahead for */
+	ulp_encoder_stop(st);     /* drains the queue first */
 	ulp_gc_stop(st);
 	ulp_inode_table_free(st);
+	ulp_ra_pool_free(st->ra); /* gc and encoders, which read, are gone */
 	ulp_reader_free(st->reader);
 	ulp_cache_free(st->cache);
 	ulp_cat_close(st->cat);

@@ -220,6 +220,17 @@ int ulp_version_list_under(ulp_store *st, const char *dir, ulp_version_fn fn,
 /* Read a live or ghost version: count (0 at its end) or -errno. */
 ssize_t ulp_version_read(ulp_store *st, uint64_t id, void *buf, size_t size,
                          uint64_t off);
+/* The read-ahead state of one open handle: while its reads are
+ * sequential, the chunks that come next are decoded ahead on the store's
+ * read-ahead threads.  Handles opened with ulp_file_open have their own;
+ * this is for readers of versions.  NULL when out of memory (reads work
+ * without).  Freeing cancels the work queued for it. */
+typedef struct ulp_readahead ulp_readahead;
+ulp_readahead *ulp_readahead_new(ulp_store *st);
+void ulp_readahead_free(ulp_readahead *ra);
+/* ulp_version_read through a handle's read-ahead state (ra may be NULL). */
+ssize_t ulp_version_read_ra(ulp_store *st, ulp_readahead *ra, uint64_t id,
+                            void *buf, size_t size, uint64_t off);
 /* The committed version of an inode (0 while none or while staged). */
 int ulp_ns_version(ulp_store *st, uint64_t ino, uint64_t *version);
 /* The path of an inode, "a/b" ("" for the root), NUL-terminated in buf:
@@ -241,6 +252,10 @@ typedef struct ulp_store_stats {
 	uint64_t queued; /* files waiting for or in encoding */
 	uint64_t cache_bytes, cache_hits, cache_misses;
 	uint64_t commits, discards, rebases; /* since open */
+	uint64_t cache_decodes; /* chunks decoded (each decode once, however
+	                           many readers wanted it at the time) */
+	uint64_t cache_waits;   /* reads that waited for a decode under way */
+	uint64_t readahead;     /* chunks queued for read-ahead */
 } ulp_store_stats;
 int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out);
 /* What the store's own files take besides the objects, in bytes (file

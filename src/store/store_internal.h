@@ -16,6 +16,8 @@
  *                            for short catalog transactions, never while
  *                            encoding or decoding data.
  *   reader / cache mutexes   leaves: nothing is taken while they are held.
+ *   read-ahead mutexes       (a handle's, then the pool's) nothing else
+ *                            is taken while they are held.
  *
  * ulp_inode.staged, .fd and .version change only with both data (held
  * exclusively) and mu held, so either one is enough to read them; .size
@@ -98,6 +100,7 @@ typedef struct ulp_inode {
 typedef struct ulp_cache ulp_cache;
 typedef struct ulp_reader ulp_reader;
 typedef struct ulp_encoder ulp_encoder;
+typedef struct ulp_ra_pool ulp_ra_pool;
 
 struct ulp_store {
 	char *dir;
@@ -142,10 +145,12 @@ struct ulp_store {
 
 	ulp_reader *reader;
 	ulp_cache *cache;
+	ulp_ra_pool *ra;
 
 	int reserve_present; /* STORE/reserve is allocated (mu) */
 
 	_Atomic uint64_t stat_commits, stat_discards, stat_rebases;
+	_Atomic uint64_t stat_readahead; /* chunks queued */
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -266,45 +271,91 @@ void ulp_obj_reap(ulp_store *st, ulp_obj_list *dead);
 int ulp_obj_recover(ulp_store *st);
 
 /* ------------------------------------------------------------ reading
- * (reader.c, cache.c) */
+ * (reader.c, cache.c, readahead.c) */
+
+typedef struct ulp_cflight ulp_cflight;
+/* One thread's chain of decodes (a read, its reference reads, one
+ * read-ahead job): what it waits for, to refuse a wait that would never
+ * end; and, for read-ahead, when to give up. */
+typedef struct ulp_ctask {
+	ulp_cflight *waiting; /* under the cache mutex */
+	_Atomic int *stop;    /* give up (-ECANCELED) once set; NULL: never */
+} ulp_ctask;
 
 int ulp_reader_new(ulp_store *st, ulp_reader **out);
 void ulp_reader_free(ulp_reader *r);
 /* Read logical bytes [off, off+len) of version vid (clipped to its size):
- * returns the count or -errno.  Never call with st->mu held. */
+ * returns the count or -errno.  ra (may be NULL) is the handle's
+ * read-ahead state.  Never call with st->mu held. */
 ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
-                         uint64_t off);
+                         uint64_t off, ulp_readahead *ra);
 /* Decode bytes [0, size) of version vid into fd at the same offsets, a
  * few MiB at a time; stops with -ECANCELED once *stop (if given) is set. */
 int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
                       _Atomic int *stop);
-/* ulp_ref_read_fn over a version; opaque is a ulp_ref_ctx. */
+/* Read-ahead work: decode chunk i of version vid into the cache, unless
+ * it is there or being decoded; gives up once *stop is set. */
+int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,
+                        _Atomic int *stop);
+/* ulp_ref_read_fn over a version; opaque is a ulp_ref_ctx (task NULL: a
+ * chain of its own). */
 typedef struct ulp_ref_ctx {
 	ulp_store *st;
 	uint64_t vid;
 	unsigned depth;
+	ulp_ctask *task;
 } ulp_ref_ctx;
 int ulp_ref_read(void *opaque, uint64_t off, void *buf, size_t len);
 /* Forget the opened object of a version (rebased or deleted). */
 void ulp_reader_forget(ulp_store *st, uint64_t vid);
 
+/* Sequential read-ahead (readahead.c): a small pool of threads, started
+ * on first use, that decode the chunks a sequential reader will want
+ * next.  Stopping gives up decodes under way (prompt unmount). */
+int ulp_ra_pool_new(ulp_store *st, unsigned threads, ulp_ra_pool **out);
+/* Drop the queued work, give up the decodes under way and refuse new
+ * work (store close: first, so that unmounting does not wait for them);
+ * free joins the threads. */
+void ulp_ra_pool_stop(ulp_ra_pool *p);
+void ulp_ra_pool_free(ulp_ra_pool *p);
+/* A read of chunks [first, last] of version vid, whose object is obj at
+ * chain depth depth: when it continues a sequential run, queue the next
+ * chunks (as many as the cache budget keeps until they are read). */
+void ulp_ra_note(ulp_readahead *ra, uint64_t vid, const ulp_object *obj,
+                 unsigned depth, size_t first, size_t last);
+
 ulp_cache *ulp_cache_new(uint64_t cap_bytes);
 void ulp_cache_free(ulp_cache *c);
 typedef struct ulp_cbuf ulp_cbuf;
-/* A cached decoded chunk (vid, off, len) with a reference taken, or NULL. */
-ulp_cbuf *ulp_cache_get(ulp_cache *c, uint64_t vid, uint64_t off, uint32_t len);
-/* A new, unpublished buffer of len bytes (NULL when out of memory). */
-ulp_cbuf *ulp_cache_alloc(uint64_t vid, uint64_t off, uint32_t len);
+/* Whether the chunk (vid, off, len) is cached or being decoded. */
+int ulp_cache_busy(ulp_cache *c, uint64_t vid, uint64_t off, uint32_t len);
+/* The chunk (vid, off, len): 0 with *out set (cached, referenced; when
+ * another task was decoding it, after waiting for that decode), 0 with
+ * *claim set (nobody is decoding it: the caller must, then call
+ * ulp_cache_complete), or the error of the decode waited for (-ELOOP when
+ * waiting would deadlock: a reference cycle). */
+int ulp_cache_take(ulp_cache *c, ulp_ctask *self, uint64_t vid, uint64_t off,
+                   uint32_t len, ulp_cbuf **out, ulp_cflight **claim);
+/* End a claim: publish b (filled; NULL on failure, err then the error)
+ * to the cache and to the waiters.  Returns the cached buffer (referenced)
+ * or NULL. */
+ulp_cbuf *ulp_cache_complete(ulp_cache *c, ulp_cflight *f, ulp_cbuf *b,
+                             int err);
+/* A new, unpublished buffer of len bytes (NULL when out of memory),
+ * counted against the budget until published or discarded. */
+ulp_cbuf *ulp_cache_alloc(ulp_cache *c, uint64_t vid, uint64_t off,
+                          uint32_t len);
 void *ulp_cbuf_data(ulp_cbuf *b);
-/* Publish a filled buffer; returns the cached one (ours or an equal one
- * another thread published first, ours then freed), referenced. */
-ulp_cbuf *ulp_cache_insert(ulp_cache *c, ulp_cbuf *b);
 void ulp_cache_release(ulp_cache *c, ulp_cbuf *b);
-/* Free an unpublished buffer. */
-void ulp_cbuf_discard(ulp_cbuf *b);
+/* Free an unpublished buffer (NULL: nothing). */
+void ulp_cbuf_discard(ulp_cache *c, ulp_cbuf *b);
 void ulp_cache_drop_version(ulp_cache *c, uint64_t vid);
-void ulp_cache_counters(ulp_cache *c, uint64_t *bytes, uint64_t *hits,
-                        uint64_t *misses);
+typedef struct ulp_cache_stats {
+	uint64_t bytes, hits, misses;
+	uint64_t decodes; /* chunks decoded */
+	uint64_t waits;   /* misses served by a decode already under way */
+} ulp_cache_stats;
+void ulp_cache_counters(ulp_cache *c, ulp_cache_stats *out);
 
 /* ------------------------------------------------------------ versions
  * (versions.c; all with st->mu held, inside a transaction) */

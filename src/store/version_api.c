@@ -134,7 +134,13 @@ int ulp_version_list_under(ulp_store *st, const char *dir, ulp_version_fn fn,
 ssize_t ulp_version_read(ulp_store *st, uint64_t id, void *buf, size_t size,
                          uint64_t off)
 {
-	return ulp_read_version(st, id, buf, size, off);
+	return ulp_read_version(st, id, buf, size, off, NULL);
+}
+
+ssize_t ulp_version_read_ra(ulp_store *st, ulp_readahead *ra, uint64_t id,
+                            void *buf, size_t size, uint64_t off)
+{
+	return ulp_read_version(st, id, buf, size, off, ra);
 }
 
 int ulp_ns_version(ulp_store *st, uint64_t ino, uint64_t *version)
@@ -197,8 +203,14 @@ int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out)
 	out->staging_limit = st->opts.staging_limit;
 	out->queued = st->nqueued + st->nencoding;
 	pthread_mutex_unlock(&st->mu);
-	ulp_cache_counters(st->cache, &out->cache_bytes, &out->cache_hits,
-	                   &out->cache_misses);
+	ulp_cache_stats cs;
+	ulp_cache_counters(st->cache, &cs);
+	out->cache_bytes = cs.bytes;
+	out->cache_hits = cs.hits;
+	out->cache_misses = cs.misses;
+	out->cache_decodes = cs.decodes;
+	out->cache_waits = cs.waits;
+	out->readahead = atomic_load(&st->stat_readahead);
 	out->commits = atomic_load(&st->stat_commits);
 	out->discards = atomic_load(&st->stat_discards);
 	out->rebases = atomic_load(&st->stat_rebases);
