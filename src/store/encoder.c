@@ -110,8 +110,8 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	job.ref_hash = req->ref_hash;
 	job.ref_read = ulp_ref_read;
 	job.ref_opaque = &rctx;
-	job.nthreads = 1;
-	job.cctx = &req->cctx;
+	job.nthreads = req->threads > 1 ? req->threads : 1;
+	job.cctx = job.nthreads == 1 ? &req->cctx : NULL;
 	job.write = sink_write;
 	job.write_opaque = &k;
 	drop_ctx drop = { job.cur, 0 };
@@ -360,7 +360,8 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 
 /* ------------------------------------------------------------ encode */
 
-int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, ulp_inode *in)
+int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
+                     ulp_inode *in)
 {
 	ulp_tensor_map map = { ULP_FMT_UNKNOWN, 0, NULL };
 	ref_choice ref;
@@ -429,6 +430,8 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, ulp_inode *in)
 		.ref_hash = ref.v.hash,
 		.ref_map = &ref.map,
 		.cctx = cctx,
+		/* below a few chunks, threads cost more than they give */
+		.threads = size >= (8u << 20) ? threads : 1,
 		.cancel = &in->gen,
 		.gen = gen,
 		.stats = &est,

@@ -166,9 +166,17 @@ static void *encoder_main(void *arg)
 		in->failed = 0;
 		in->qstate = ULP_Q_ENCODING;
 		st->nencoding++;
+		/* Nothing else queued: this file gets the idle encoders'
+		 * cores too, or one big checkpoint file would commit at one
+		 * core's speed while the others wait.  Files queued later
+		 * share the cores with it for a while. */
+		unsigned threads = 1;
+		if (st->qhead.qnext == &st->qhead &&
+		    st->opts.encoder_threads > st->nencoding)
+			threads += st->opts.encoder_threads - st->nencoding;
 		pthread_mutex_unlock(&st->mu);
 
-		int rc = ulp_encode_inode(st, cctx, in);
+		int rc = ulp_encode_inode(st, cctx, threads, in);
 
 		pthread_mutex_lock(&st->mu);
 		st->nencoding--;

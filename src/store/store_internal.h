@@ -238,6 +238,8 @@ typedef struct ulp_encode_req {
 	const uint8_t *ref_hash; /* 16 bytes when ref */
 	const ulp_tensor_map *ref_map;
 	ulp_cctx *cctx;
+	unsigned threads; /* codec threads (0, 1: one, with cctx; more: own
+	                     contexts per call) */
 	_Atomic uint64_t *cancel; /* abort when *cancel != gen */
 	uint64_t gen;
 	_Atomic int *stop; /* abort when set (may be NULL) */
@@ -251,7 +253,8 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 /* Encode a dequeued inode and commit it (encoder.c).  0: committed (or
  * nothing to do), 1: discarded (content changed meanwhile), -errno:
  * failed, to retry (-EAGAIN: retry at once). */
-int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, ulp_inode *in);
+int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
+                     ulp_inode *in);
 
 /* ------------------------------------------------------------ objects
  * (objects.c) */
