@@ -39,12 +39,10 @@ STORE=$WORK/store
 MNT=$WORK/mnt
 DATA=$WORK/data
 mkdir -p "$DATA"
-now() { date +%s.%N; }
-median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-drop_caches() { sync; [ "$(id -u)" -eq 0 ] && echo 3 >/proc/sys/vm/drop_caches; }
+. "$FS_SRCDIR/bench/lib.sh"
 [ "$(id -u)" -eq 0 ] || say "not root: cannot drop the page cache; cold reads use a remount only"
 
-echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(free -g | awk '/Mem:/ { print $2 }') GiB RAM, $(date -u +%Y-%m-%d)"
+echo "== machine: $(bench_machine), $(date -u +%Y-%m-%d)"
 echo "== backing filesystem: $(findmnt -n -o FSTYPE,SOURCE -T "$WORK" | tr -s ' ')"
 
 # ------------------------------------------------------------------ (a)

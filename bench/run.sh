@@ -4,7 +4,8 @@
 #   bench/run.sh [--quick] [--traj DIR] [--threads N] [--reps R]
 #
 # Trains the small GPT of bench/make_trajectory.py (unless --traj points at
-# an existing trajectory), then runs `ulpfs bench` over every file kind with
+# an existing trajectory: make_trajectory.py's step-N/ or examples/train.py's
+# checkpoint-N/ directories), then runs `ulpfs bench` over every file with
 # zstd -3, zstd -19 and the byte-grouped baseline measured in the same run,
 # and finally measures the peak anonymous memory of `ulpfs pack` on a 1 GiB
 # file (memory beyond the mmapped input).
@@ -27,12 +28,8 @@ while [ $# -gt 0 ]; do
 	shift
 done
 
-ulpfs=${ULPFS:-}
-for c in "$top/_build/ulpfs" "$top/ulpfs"; do
-	[ -n "$ulpfs" ] && break
-	[ -x "$c" ] && ulpfs=$c
-done
-[ -n "$ulpfs" ] && [ -x "$ulpfs" ] || { echo "bench/run.sh: build ulpfs first (or set ULPFS)" >&2; exit 1; }
+. "$here/lib.sh"
+ulpfs=$(bench_find_ulpfs "$top") || { echo "bench/run.sh: build ulpfs first (or set ULPFS)" >&2; exit 1; }
 
 work=$(mktemp -d /tmp/ulpfs-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -45,14 +42,9 @@ if [ -z "$traj" ]; then
 	/usr/bin/python3 "$here/make_trajectory.py" "${args[@]}" >&2
 fi
 
-echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(date -u +%Y-%m-%d)"
-kinds=(model-bf16.safetensors model-f16.safetensors model-f32.safetensors pytorch_model.bin optimizer.pt)
-files=()
-for k in "${kinds[@]}"; do
-	for f in "$traj"/step-*/"$k"; do
-		[ -f "$f" ] && files+=("$f")
-	done
-done
+echo "== machine: $(bench_machine), $(date -u +%Y-%m-%d)"
+mapfile -t files < <(bench_traj_files "$traj")
+[ "${#files[@]}" -gt 0 ] || { echo "bench/run.sh: no files under $traj" >&2; exit 1; }
 echo "== ulpfs bench --threads $threads --reps $reps (${#files[@]} files)"
 "$ulpfs" bench --threads "$threads" --reps "$reps" "${files[@]}"
 
