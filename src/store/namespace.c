@@ -152,11 +152,22 @@ static int make_node(ulp_store *st, uint64_t parent, const char *name,
 	if (rc < 0)
 		return rc;
 	if (row->kind == ULP_KIND_FILE) {
-		/* In memory and queued (an open usually follows at once and
-		 * takes it off the queue again). */
+		/* Queued, so that a file never opened is committed empty, but
+		 * not due before the open that usually follows at once (FUSE
+		 * create, then open) has taken it off the queue again: on a
+		 * loaded machine the settle delay alone could pass in between,
+		 * and the empty version committed then would become the
+		 * reference of the real content (a keyframe where a delta
+		 * against the previous checkpoint was due). */
 		ulp_inode *in;
-		if (ulp_inode_get(st, row->ino, &in) == 0)
+		int64_t settle = (int64_t)st->opts.settle_ms * 1000000;
+		if (ulp_inode_get(st, row->ino, &in) == 0) {
+			ulp_queue_add(st, in,
+			              settle > ULP_CREATE_GRACE_NS
+			                      ? settle
+			                      : ULP_CREATE_GRACE_NS);
 			ulp_inode_put(st, in);
+		}
 	}
 	ulp_ns_attr_of(st, row, out);
 	return 0;

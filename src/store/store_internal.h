@@ -256,6 +256,11 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
                      ulp_inode *in);
 
+/* How long a file just created waits in the queue before it may be
+ * committed empty (namespace.c): far longer than the gap between FUSE's
+ * create and the open that follows it. */
+#define ULP_CREATE_GRACE_NS (2 * 1000000000ll)
+
 /* ------------------------------------------------------------ objects
  * (objects.c) */
 
