@@ -266,6 +266,19 @@ void ulp_fs_block_signals(void)
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 }
 
+/* Everything fs owns, after a failed mount or the unmount. */
+static void fs_free(ulp_fs *fs)
+{
+	if (fs->se)
+		fuse_session_destroy(fs->se);
+	free(fs->conn_opts);
+	free(fs->mountpoint);
+	pthread_mutex_destroy(&fs->handles_mu);
+	pthread_cond_destroy(&fs->released_cv);
+	ulp_ctl_free(fs);
+	free(fs);
+}
+
 int ulp_fs_mount(ulp_store *st, const ulp_fs_config *cfg, ulp_fs **out,
                  char *err, size_t errlen)
 {
@@ -368,14 +381,7 @@ fail:
 	fuse_opt_free_args(&args);
 	free(opts);
 	free(fsname);
-	if (fs->se)
-		fuse_session_destroy(fs->se);
-	free(fs->conn_opts);
-	free(fs->mountpoint);
-	pthread_mutex_destroy(&fs->handles_mu);
-	pthread_cond_destroy(&fs->released_cv);
-	ulp_ctl_free(fs);
-	free(fs);
+	fs_free(fs);
 	return rc;
 }
 
@@ -414,13 +420,7 @@ void ulp_fs_unmount(ulp_fs *fs)
 	fs->mounted = 0;
 	/* No request runs any more: hand what is still open to the store. */
 	ulp_fs_release_all(fs);
-	fuse_session_destroy(fs->se);
-	free(fs->conn_opts);
-	free(fs->mountpoint);
-	pthread_mutex_destroy(&fs->handles_mu);
-	pthread_cond_destroy(&fs->released_cv);
-	ulp_ctl_free(fs);
-	free(fs);
+	fs_free(fs);
 }
 
 void ulp_fs_invalidate_inode(ulp_fs *fs, uint64_t ino)

@@ -188,34 +188,35 @@ static void new_row(ulp_cat_inode *row, int kind, mode_t mode, uid_t uid,
 	row->staged = kind == ULP_KIND_FILE;
 }
 
-int ulp_ns_create(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
-                  uid_t uid, gid_t gid, ulp_attr *out)
+/* A new file or directory (kind, with type bits type) named parent/name. */
+static int make_plain(ulp_store *st, uint64_t parent, const char *name,
+                      int kind, mode_t type, mode_t mode, uid_t uid, gid_t gid,
+                      ulp_attr *out)
 {
 	ulp_cat_inode row;
 	int rc = ulp_ns_check_name(name);
 
 	if (rc < 0)
 		return rc;
-	new_row(&row, ULP_KIND_FILE, S_IFREG | (mode & 07777), uid, gid);
+	new_row(&row, kind, type | (mode & 07777), uid, gid);
 	pthread_mutex_lock(&st->mu);
 	rc = make_node(st, parent, name, &row, NULL, out);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
 
+int ulp_ns_create(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
+                  uid_t uid, gid_t gid, ulp_attr *out)
+{
+	return make_plain(st, parent, name, ULP_KIND_FILE, S_IFREG, mode, uid,
+	                  gid, out);
+}
+
 int ulp_ns_mkdir(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
                  uid_t uid, gid_t gid, ulp_attr *out)
 {
-	ulp_cat_inode row;
-	int rc = ulp_ns_check_name(name);
-
-	if (rc < 0)
-		return rc;
-	new_row(&row, ULP_KIND_DIR, S_IFDIR | (mode & 07777), uid, gid);
-	pthread_mutex_lock(&st->mu);
-	rc = make_node(st, parent, name, &row, NULL, out);
-	pthread_mutex_unlock(&st->mu);
-	return rc;
+	return make_plain(st, parent, name, ULP_KIND_DIR, S_IFDIR, mode, uid,
+	                  gid, out);
 }
 
 int ulp_ns_symlink(ulp_store *st, uint64_t parent, const char *name,

@@ -120,19 +120,12 @@ int ulp_obj_recover(ulp_store *st)
 {
 	static const char Q[] = "SELECT 1 FROM versions WHERE object = ? AND "
 				"state <> 2 LIMIT 1";
-	int fd = dup(st->obj_fd);
 	DIR *d;
 	struct dirent *e;
-	int rc = 0;
+	int rc = ulp_dir_list(st->obj_fd, &d);
 
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	rewinddir(d);
+	if (rc < 0)
+		return rc;
 	while ((e = readdir(d)) != NULL) {
 		int64_t one;
 		if (strncmp(e->d_name, ULP_TMP_PREFIX,

@@ -37,17 +37,12 @@ void ulp_store_opts_default(ulp_store_opts *o)
 /* Whether dir holds anything but what a store (being created) may. */
 static int foreign_content(int dir_fd)
 {
-	int fd = dup(dir_fd), found = 0;
 	DIR *d;
 	struct dirent *e;
+	int found = 0, rc = ulp_dir_list(dir_fd, &d);
 
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
+	if (rc < 0)
+		return rc;
 	while ((e = readdir(d)) != NULL) {
 		const char *n = e->d_name;
 		if (strcmp(n, ".") && strcmp(n, "..") && strcmp(n, "lock") &&
@@ -179,18 +174,12 @@ static int requeue_staged(ulp_store *st)
 	static const char Q[] = "SELECT ino FROM inodes WHERE staged <> 0 AND "
 				"kind = 1"
 				" AND nlink > 0";
-	int fd = dup(st->stg_fd), rc = 0;
 	DIR *d;
 	struct dirent *e;
+	int rc = ulp_dir_list(st->stg_fd, &d);
 
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return -errno;
-	}
-	rewinddir(d);
+	if (rc < 0)
+		return rc;
 	while ((e = readdir(d)) != NULL) {
 		const char *n = e->d_name;
 		char *end;

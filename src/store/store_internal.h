@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -163,6 +164,9 @@ int ulp_errno_of(int ulp_err);
 int ulp_write_all(int fd, const void *buf, size_t len);
 /* pread() exactly len bytes (short reads at EOF are an error: -EIO). */
 int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off);
+/* A listing of the directory dir_fd from its start, on a descriptor of
+ * its own (dir_fd stays open); closedir() it.  0 or -errno. */
+int ulp_dir_list(int dir_fd, DIR **out);
 
 /* ------------------------------------------------------------ inodes
  * (inode.c; all with st->mu held) */

@@ -55,6 +55,24 @@ int ulp_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+int ulp_dir_list(int dir_fd, DIR **out)
+{
+	int fd = dup(dir_fd);
+
+	*out = NULL;
+	if (fd < 0)
+		return -errno;
+	*out = fdopendir(fd);
+	if (!*out) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	/* The duplicate shares dir_fd's offset: start from the top. */
+	rewinddir(*out);
+	return 0;
+}
+
 int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
 	uint8_t *p = buf;
