@@ -186,6 +186,26 @@ commit:
 	return rc;
 }
 
+/* The file a rename is about to replace keeps its closed, not yet
+ * committed content as a version (mu held; dropped while encoding). */
+static int preserve_target(ulp_store *st, uint64_t parent, const char *name,
+                           uint64_t newparent, const char *newname)
+{
+	uint64_t sino = 0, dino = 0;
+	ulp_inode *in;
+
+	if (ulp_cat_lookup(st->cat, newparent, newname, &dino) < 0 ||
+	    ulp_cat_lookup(st->cat, parent, name, &sino) < 0 || sino == dino)
+		return 0; /* check() reports what is wrong */
+	in = ulp_inode_find(st, dino);
+	if (!in || !in->staged || in->qstate == ULP_Q_NONE)
+		return 0;
+	in->refs++;
+	int rc = ulp_stage_preserve(st, in);
+	ulp_inode_put(st, in);
+	return rc;
+}
+
 int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
                   uint64_t newparent, const char *newname, unsigned flags)
 {
@@ -208,8 +228,11 @@ int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
 	if (rc < 0)
 		return rc;
 	pthread_mutex_lock(&st->mu);
-	rc = check(st, parent, name, newparent, newname, flags, &r.s, &r.d,
-	           &r.have_dst);
+	if (!(flags & ULP_RENAME_EXCHANGE))
+		rc = preserve_target(st, parent, name, newparent, newname);
+	if (rc == 0)
+		rc = check(st, parent, name, newparent, newname, flags, &r.s,
+		           &r.d, &r.have_dst);
 	if (rc == 0 && !(flags & ULP_RENAME_EXCHANGE))
 		rc = ulp_ns_path_alloc(st, r.s.ino, &old_path);
 	if (rc != 0)

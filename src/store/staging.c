@@ -81,6 +81,48 @@ static int copy_up(ulp_store *st, uint64_t vid, int fd, uint64_t *size)
 	return rc;
 }
 
+/* Commit a closed file's staged content now, before it is replaced (mu
+ * held, in->busy claimed by the caller; mu is dropped while encoding).
+ * Without this, a file rewritten (cp over it, rename over it) within its
+ * settle delay would lose its previous content from the history: every
+ * closed content is a version.  An encode already under way is waited
+ * for rather than cancelled; an empty file has nothing to keep.  0 or the
+ * error that kept the content from being committed (it stays staged). */
+static int preserve_closed(ulp_store *st, ulp_inode *in)
+{
+	int rc = 0;
+
+	while (in->qstate == ULP_Q_ENCODING)
+		pthread_cond_wait(&st->done_cv, &st->mu);
+	if (!in->staged || in->unlinked || in->qstate != ULP_Q_QUEUED ||
+	    in->size == 0)
+		return 0;
+	ulp_queue_cancel(st, in);
+	pthread_mutex_unlock(&st->mu);
+	ulp_cctx *cc = ulp_cctx_new();
+	rc = cc ? -EAGAIN : -ENOMEM;
+	for (int tries = 0; rc == -EAGAIN && tries < 100; tries++)
+		rc = ulp_encode_inode(st, cc, st->opts.encoder_threads, in);
+	ulp_cctx_free(cc);
+	pthread_mutex_lock(&st->mu);
+	if (rc == 1)
+		rc = 0; /* unlinked meanwhile: nothing left to keep */
+	if (rc < 0 && in->staged && !in->nwriters)
+		ulp_queue_add(st, in, 0); /* kept staged: retried as usual */
+	return rc;
+}
+
+int ulp_stage_preserve(ulp_store *st, ulp_inode *in)
+{
+	while (in->busy)
+		pthread_cond_wait(&st->done_cv, &st->mu);
+	in->busy = 1;
+	int rc = preserve_closed(st, in);
+	in->busy = 0;
+	pthread_cond_broadcast(&st->done_cv);
+	return rc;
+}
+
 int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 {
 	ulp_cat_inode row;
@@ -91,6 +133,12 @@ int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 	while (in->busy)
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	in->busy = 1;
+	if (trunc && (rc = preserve_closed(st, in)) < 0) {
+		in->busy = 0;
+		pthread_cond_broadcast(&st->done_cv);
+		pthread_mutex_unlock(&st->mu);
+		return rc;
+	}
 	ulp_queue_cancel(st, in);
 	int staged = in->staged;
 	uint64_t version = in->version;

@@ -195,6 +195,10 @@ int ulp_inode_destroy_row(ulp_store *st, uint64_t ino, ulp_obj_list *dead);
  * has counted itself in in->nwriters (so that no encode can start);
  * called without st->mu. */
 int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc);
+/* A file about to be replaced by a rename (mu held, a ref held): if its
+ * staged content is closed and not yet committed, commit it now, so that
+ * it stays in the history.  Drops mu while encoding. */
+int ulp_stage_preserve(ulp_store *st, ulp_inode *in);
 /* Create the staging file of a new inode (ulp_ns_create, in its
  * transaction): returns an fd or -errno. */
 int ulp_stage_create(ulp_store *st, uint64_t ino);
