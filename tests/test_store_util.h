@@ -374,12 +374,22 @@ static inline int integ_one(void *opaque, const ulp_version_info *v,
 	return 0;
 }
 
+/* Wait until every closed file is committed and every background
+ * re-encode (flips, rebases) is done. */
+static inline void settle_all(ulp_store *st)
+{
+	sync_ok(st);
+	int rc = ulp_store_gc(st);
+	cr_assert_eq(rc, 0, "gc: %s", strerror(-rc));
+}
+
 static inline void check_integrity(ulp_store *st)
 {
 	integ g = { st, 0, 0 };
 	size_t n;
 	ulp_store_stats s;
 
+	settle_all(st);
 	cr_assert_eq(ulp_version_list(st, NULL, integ_one, &g), 0);
 	uint64_t bytes = object_bytes(&n);
 	cr_assert_eq(n, g.objects, "%zu object files, %zu versions", n,

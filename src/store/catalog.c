@@ -163,11 +163,22 @@ static const char SCHEMA_V3[] = "CREATE TABLE baselines("
 				" bytes INTEGER NOT NULL,"
 				" PRIMARY KEY(version, name)) WITHOUT ROWID;";
 
+/* Version 4: reverse-delta chains.  versions.flip names the version a
+ * version is to be re-encoded against in the background (its successor,
+ * now stored standalone; 0: standalone itself, which is how a forward
+ * chain of an older store starts its conversion); NULL: nothing pending.
+ * Rows of older stores keep their forward references, which read as
+ * before (see gc.c for how they are converted). */
+static const char SCHEMA_V4[] = "ALTER TABLE versions ADD COLUMN flip INTEGER;"
+				"CREATE INDEX versions_flip ON versions(id)"
+				" WHERE flip IS NOT NULL;";
+
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
 	{ SCHEMA_V1, v1_root },
 	{ SCHEMA_V2, NULL },
 	{ SCHEMA_V3, NULL },
+	{ SCHEMA_V4, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)

@@ -25,7 +25,7 @@
 
 /* The schema this code writes; older catalogs are migrated on open, newer
  * ones refused (-EPROTO). */
-#define ULP_CAT_SCHEMA_VERSION 3
+#define ULP_CAT_SCHEMA_VERSION 4
 
 /* Inode kinds (inodes.kind). */
 enum { ULP_KIND_FILE = 1, ULP_KIND_DIR = 2, ULP_KIND_SYMLINK = 3 };

@@ -12,8 +12,6 @@
 
 #include <sys/mman.h>
 
-#include <xxhash.h>
-
 /* ------------------------------------------------------------ objects */
 
 typedef struct sink {
@@ -63,27 +61,6 @@ static void drop_done(void *opaque, uint64_t done, uint64_t total)
 	d->dropped = end;
 }
 
-/* XXH3-128 of the mapped staging file, dropping each block from the
- * mapping once hashed, for the same reason as drop_done. */
-static int hash_dropping(const uint8_t *data, uint64_t size, uint8_t out[16])
-{
-	const uint64_t block = 64ull << 20; /* a multiple of any page size */
-	XXH3_state_t *hs = XXH3_createState();
-	XXH128_canonical_t c;
-	if (!hs)
-		return -ENOMEM;
-	XXH3_128bits_reset(hs);
-	for (uint64_t off = 0; off < size; off += block) {
-		uint64_t n = size - off < block ? size - off : block;
-		XXH3_128bits_update(hs, data + off, n);
-		madvise((void *)(uintptr_t)(data + off), n, MADV_DONTNEED);
-	}
-	XXH128_canonicalFromHash(&c, XXH3_128bits_digest(hs));
-	memcpy(out, c.digest, 16);
-	XXH3_freeState(hs);
-	return 0;
-}
-
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
                       uint8_t hash[16])
@@ -131,8 +108,7 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 /* ------------------------------------------------------------ references */
 
 typedef struct ref_choice {
-	ulp_version_info v; /* v.id == 0: none (keyframe) */
-	ulp_tensor_map map;
+	ulp_version_info v; /* v.id == 0: none */
 } ref_choice;
 
 static const char Q_PATH_LATEST[] = "SELECT id FROM versions WHERE path = ? "
@@ -186,10 +162,10 @@ int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out)
 	return rc;
 }
 
-/* The reference of a new version: the file's current version, else the
- * latest of its path, else the latest with its tensor layout, else the
- * latest with its base name; none when that would make the chain reach
- * keyframe_every.  mu held. */
+/* The predecessor of a new version, which is coded against the new one
+ * once that one has committed (a reverse delta, gc.c): the file's current
+ * version, else the latest of its path, else the latest with its tensor
+ * layout, else the latest with its base name.  mu held. */
 static int choose_ref(ulp_store *st, uint64_t current, const char *path,
                       uint64_t layout, ref_choice *rc_out)
 {
@@ -213,15 +189,9 @@ static int choose_ref(ulp_store *st, uint64_t current, const char *path,
 	rc = ulp_version_get_locked(st, (uint64_t)id, &rc_out->v);
 	if (rc < 0)
 		return rc == -ENOENT ? 0 : rc;
-	if (rc_out->v.state != ULP_VERSION_LIVE ||
-	    rc_out->v.depth + 1 >= st->opts.keyframe_every) {
+	if (rc_out->v.state != ULP_VERSION_LIVE)
 		memset(&rc_out->v, 0, sizeof rc_out->v);
-		return 0;
-	}
-	rc = ulp_version_tmap_locked(st, rc_out->v.id, &rc_out->map);
-	if (rc < 0)
-		memset(&rc_out->v, 0, sizeof rc_out->v);
-	return rc;
+	return 0;
 }
 
 /* ------------------------------------------------------------ commit */
@@ -232,9 +202,12 @@ typedef struct new_version {
 	size_t tmap_len;
 	uint8_t estats[ULP_ESTATS_LEN];
 	int unchanged; /* same bytes as the current version: no new row */
+	uint64_t pred; /* the predecessor to flip (0: none) */
 } new_version;
 
-static const char Q_REF_STATE[] = "SELECT state FROM versions WHERE id = ?";
+static const char Q_MARK_FLIP[] = "UPDATE versions SET flip = ?1"
+				  " WHERE id = ?2 AND state = 0"
+				  " AND (ref IS NULL OR ref < id)";
 static const char Q_NEXT_SEQ[] = "SELECT coalesce(max(seq), 0) + 1 FROM "
 				 "versions WHERE path = ?";
 static const char Q_INSERT[] = "INSERT INTO versions(ino, path, seq, size, "
@@ -283,15 +256,6 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 	if (nv->unchanged)
 		return ulp_cat_inode_content(st->cat, in->ino, in->version, 0,
 		                             v->size, mt, ct);
-	if (v->ref) {
-		rc = ulp_cat_int(st->cat, &x, Q_REF_STATE, "u", v->ref);
-		if (rc < 0)
-			return rc;
-		if (rc == 0 || x == ULP_VERSION_DELETED)
-			return -EAGAIN; /* released under us: choose again */
-		if (x == ULP_VERSION_GHOST)
-			ulp_gc_kick(st); /* one more dependant to rebase */
-	}
 	rc = ulp_ns_path_alloc(st, in->ino, &path);
 	if (rc == 0)
 		rc = ulp_cat_int(st->cat, &x, Q_NEXT_SEQ, "s", path);
@@ -312,6 +276,14 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 		return rc;
 	v->id = (uint64_t)ulp_cat_last_rowid(st->cat);
 	rc = ulp_cat_inode_content(st->cat, in->ino, v->id, 0, v->size, mt, ct);
+	/* The predecessor, unless coded against a successor already, is
+	 * next to be coded against this version (its flip, gc.c); before
+	 * the retirement below, which may release it. */
+	if (rc == 0 && nv->pred) {
+		rc = ulp_cat_exec(st->cat, Q_MARK_FLIP, "uu", v->id, nv->pred);
+		if (rc == 0 && ulp_cat_changes(st->cat))
+			ulp_gc_kick(st);
+	}
 	if (rc == 0 && in->version)
 		rc = retire(st, in->version, dead);
 	return rc;
@@ -398,16 +370,7 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		}
 		madvise(data, size, MADV_SEQUENTIAL);
 	}
-	rc = hash_dropping(data, size, nv.v.hash);
-	if (rc < 0)
-		goto out;
 	nv.v.size = size;
-	if (current && cur.size == size &&
-	    memcmp(cur.hash, nv.v.hash, 16) == 0) {
-		nv.unchanged = 1;
-		rc = commit(st, in, gen, &nv);
-		goto out;
-	}
 	rc = ulp_errno_of(ulp_format_parse(data, size, &map));
 	if (rc == 0)
 		rc = ulp_tmap_encode(&map, &tmap, &tmap_len);
@@ -421,14 +384,11 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	if (rc < 0)
 		goto out;
 
+	/* The newest version is standalone: it is the one read most. */
 	ulp_encode_req req = {
 		.cur = data,
 		.size = size,
 		.map = &map,
-		.ref = ref.v.id,
-		.ref_size = ref.v.size,
-		.ref_hash = ref.v.hash,
-		.ref_map = &ref.map,
 		.cctx = cctx,
 		/* below a few chunks, threads cost more than they give */
 		.threads = size >= (8u << 20) ? threads : 1,
@@ -436,17 +396,25 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		.gen = gen,
 		.stats = &est,
 	};
-	uint8_t h2[16];
-	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, h2);
+	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, nv.v.hash);
 	if (rc == -ECANCELED) {
 		rc = 1;
 		goto out;
 	}
 	if (rc < 0)
 		goto out;
-	nv.v.ref = ref.v.id;
-	nv.v.depth = ref.v.id ? ref.v.depth + 1 : 0;
-	nv.v.keyframe = ref.v.id == 0;
+	/* The encoder's hash is the only pass of hashing over the staged
+	 * file; the bytes of the current version again (a rewrite of the
+	 * same content) cost an encode, but give no new version. */
+	if (current && cur.size == size &&
+	    memcmp(cur.hash, nv.v.hash, 16) == 0) {
+		ulp_obj_unlink(st, nv.v.object);
+		nv.unchanged = 1;
+		rc = commit(st, in, gen, &nv);
+		goto out;
+	}
+	nv.pred = ref.v.id;
+	nv.v.keyframe = 1;
 	nv.tmap = tmap;
 	nv.tmap_len = tmap_len;
 	ulp_estats_encode(&est, nv.estats);
@@ -455,7 +423,6 @@ out:
 	if (data)
 		munmap(data, size);
 	ulp_tensor_map_free(&map);
-	ulp_tensor_map_free(&ref.map);
 	free(tmap);
 	free(path);
 	return rc;

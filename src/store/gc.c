@@ -1,59 +1,179 @@
 /*
- * gc.c - the garbage collector: rebase the dependants of ghosts, then let
- * the ghosts go.
+ * gc.c - the background re-encoder: it turns the previous newest version
+ * of a lineage into a reverse delta against its successor (a flip), and
+ * rebases the dependants of ghosts so that the ghosts can go.
  *
- * A ghost is a deleted version that live versions are still coded
- * against.  Each such dependant is decoded in full (into a temporary file
- * in staging/), re-encoded against the ghost's own reference when that
- * one is live (and the chain stays short enough), else as a keyframe,
- * and its row switched to the new object in one transaction, which also
- * fixes the depths below it and deletes every ghost nothing needs any
- * more.  Only then are old objects removed.
+ * Chain direction.  The newest version of a lineage is stored standalone,
+ * so that the version read most (resume, evaluation, export) decodes no
+ * chain.  When a successor commits, the encoder marks the predecessor
+ * (versions.flip = successor); here the predecessor is decoded and coded
+ * again against its successor.  A version stays standalone for good when
+ * flipping it would make some version decode more than keyframe_every - 1
+ * links, so a lineage has one standalone version per keyframe_every
+ * versions, as forward chains had.  Deleting the oldest version deletes a
+ * leaf: nothing depends on it, nothing is rebased.
+ *
+ * Rebasing.  A ghost is a deleted version that live versions are still
+ * coded against.  Each such dependant is re-encoded against the ghost's
+ * own reference when that one is live (and the chain stays short
+ * enough), else standalone.
+ *
+ * Both are one routine: decode the version (into a temporary file in
+ * staging/), encode it against its new reference, check the hash, write
+ * and fsync the object; then one transaction switches the row to the new
+ * object, fixes the depths below it and deletes every ghost nothing needs
+ * any more; only then is the old object removed.  A crash before the
+ * transaction leaves an object no row names (removed at the next open)
+ * and the flip still pending; after it, an old object no row names.
+ *
+ * Stores written before reverse chains hold forward chains (a version
+ * coded against an older one).  They read as they are.  A flip of a
+ * forward delta X (X's successor committed) also marks X's old reference
+ * to be flipped against X, so the newest forward chain of a lineage turns
+ * around link by link at its next commit (lazily); ulp_store_gc() starts
+ * the same conversion at the newest version of every other forward chain.
  */
 #include "store/store_internal.h"
 
+#include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
 
 typedef struct job {
-	ulp_version_info d; /* the dependant */
-	uint64_t ghost;
-	ulp_version_info n; /* its new reference (n.id 0: keyframe) */
+	ulp_version_info d;  /* the version coded again */
+	uint64_t expect_ref; /* its reference when the job was found */
+	ulp_version_info n;  /* its new reference (n.id 0: standalone) */
 	ulp_tensor_map dmap, nmap;
+	int flip; /* a flip (else the rebase of a ghost's dependant) */
 } job;
 
-static const char Q_PAIR[] = "SELECT d.id, g.id, g.ref FROM versions AS g"
-			     " JOIN versions AS d ON d.ref = g.id"
-			     " WHERE g.state = 1 AND d.state = 0 LIMIT 1";
-
-/* Find the next dependant to rebase (mu held): 1 found, 0 none, -errno. */
-static int next_job(ulp_store *st, job *j)
+/* The longest chain of live or ghost versions coded (directly or not)
+ * against vid, in links; 0 when none is (mu held). */
+static int subtree_height(ulp_store *st, uint64_t vid, int64_t *h)
 {
-	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_PAIR, "");
-	int rc = ulp_cat_step(st->cat, s);
-	uint64_t did, nid;
+	static const char Q[] = "WITH RECURSIVE sub(id, d) AS ("
+				" SELECT ?1, 0 UNION ALL"
+				" SELECT v.id, sub.d + 1 FROM versions AS v"
+				"  JOIN sub ON v.ref = sub.id"
+				"  WHERE v.state <> 2 AND sub.d < 4096)"
+				" SELECT max(d) FROM sub";
+	*h = 0;
+	int rc = ulp_cat_int(st->cat, h, Q, "u", vid);
+	return rc < 0 ? rc : 0;
+}
 
-	memset(j, 0, sizeof *j);
-	if (rc <= 0)
+/* Whether decoding from (following references) ever reaches vid (mu
+ * held): coding vid against from would then make a cycle. */
+static int reaches(ulp_store *st, uint64_t from, uint64_t vid)
+{
+	ulp_version_info v;
+
+	for (unsigned i = 0; from && i < 4096; i++) {
+		if (from == vid)
+			return 1;
+		int rc = ulp_version_get_locked(st, from, &v);
+		if (rc < 0)
+			return rc;
+		from = v.ref;
+	}
+	return from != 0; /* a cycle already, or absurdly deep: refuse */
+}
+
+/* Whether d may be coded against n without some version decoding more
+ * than keyframe_every - 1 links, and without a cycle: 1, 0 or -errno. */
+static int fits(ulp_store *st, const ulp_version_info *d,
+                const ulp_version_info *n)
+{
+	int64_t h;
+	int rc;
+
+	if (!n->id)
+		return 1;
+	if (n->state != ULP_VERSION_LIVE)
+		return 0;
+	if ((rc = subtree_height(st, d->id, &h)) < 0)
 		return rc;
-	did = (uint64_t)sqlite3_column_int64(s, 0);
-	j->ghost = (uint64_t)sqlite3_column_int64(s, 1);
-	nid = (uint64_t)sqlite3_column_int64(s, 2);
-	ulp_cat_done(s);
-	rc = ulp_version_get_locked(st, did, &j->d);
+	if ((uint64_t)h + n->depth + 2 > st->opts.keyframe_every)
+		return 0;
+	rc = reaches(st, n->id, d->id);
+	return rc < 0 ? rc : !rc;
+}
+
+/* Fill in d's map and, when it stays, n and its map (mu held). */
+static int job_load(ulp_store *st, job *j, uint64_t did, uint64_t nid)
+{
+	int rc = ulp_version_get_locked(st, did, &j->d);
+
 	if (rc == 0)
 		rc = ulp_version_tmap_locked(st, did, &j->dmap);
 	if (rc == 0 && nid)
 		rc = ulp_version_get_locked(st, nid, &j->n);
+	if (rc == -ENOENT && nid) {
+		memset(&j->n, 0, sizeof j->n);
+		rc = 0;
+	}
 	if (rc < 0)
 		return rc;
-	if (j->n.id && (j->n.state != ULP_VERSION_LIVE ||
-	                j->n.depth + 1 >= st->opts.keyframe_every))
+	j->expect_ref = j->d.ref;
+	rc = fits(st, &j->d, &j->n);
+	if (rc == 0)
 		memset(&j->n, 0, sizeof j->n);
-	if (j->n.id &&
-	    (rc = ulp_version_tmap_locked(st, j->n.id, &j->nmap)) < 0)
+	if (rc >= 0 && j->n.id)
+		rc = ulp_version_tmap_locked(st, j->n.id, &j->nmap);
+	return rc < 0 ? rc : 0;
+}
+
+static const char Q_PAIR[] = "SELECT d.id, g.ref FROM versions AS g"
+			     " JOIN versions AS d ON d.ref = g.id"
+			     " WHERE g.state = 1 AND d.state = 0 LIMIT 1";
+static const char Q_FLIP_NEXT[] = "SELECT id, flip FROM versions"
+				  " WHERE flip IS NOT NULL AND state = 0"
+				  " ORDER BY id LIMIT 1";
+static const char Q_FLIP_CLEAR[] = "UPDATE versions SET flip = NULL WHERE id "
+				   "= ?";
+static const char Q_FLIP_STALE[] = "UPDATE versions SET flip = NULL"
+				   " WHERE flip IS NOT NULL AND state <> 0";
+
+/* The next rebase (ghosts first: they hold space) or flip to do (mu
+ * held): 1 found, 0 none, -errno. */
+static int next_job(ulp_store *st, job *j)
+{
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_PAIR, "");
+	int rc = ulp_cat_step(st->cat, s);
+
+	memset(j, 0, sizeof *j);
+	if (rc == 1) {
+		uint64_t did = (uint64_t)sqlite3_column_int64(s, 0);
+		uint64_t nid = (uint64_t)sqlite3_column_int64(s, 1);
+		ulp_cat_done(s);
+		rc = job_load(st, j, did, nid);
+		return rc < 0 ? rc : 1;
+	}
+	if (rc < 0 || (rc = ulp_cat_exec(st->cat, Q_FLIP_STALE, "")) < 0)
 		return rc;
-	return 1;
+	for (;;) {
+		s = ulp_cat_q(st->cat, Q_FLIP_NEXT, "");
+		rc = ulp_cat_step(st->cat, s);
+		if (rc <= 0)
+			return rc;
+		uint64_t did = (uint64_t)sqlite3_column_int64(s, 0);
+		uint64_t nid = (uint64_t)sqlite3_column_int64(s, 1);
+		ulp_cat_done(s);
+		ulp_tensor_map_free(&j->dmap);
+		ulp_tensor_map_free(&j->nmap);
+		memset(j, 0, sizeof *j);
+		j->flip = 1;
+		rc = job_load(st, j, did, nid);
+		if (rc < 0)
+			return rc;
+		/* Standalone already and staying so (a keyframe for good),
+		 * or coded against a successor already: nothing to do. */
+		if (j->n.id || (j->d.ref && j->d.ref < j->d.id))
+			return 1;
+		rc = ulp_cat_exec(st->cat, Q_FLIP_CLEAR, "u", did);
+		if (rc < 0)
+			return rc;
+	}
 }
 
 /* Decode version vid into a temporary file and map it. */
@@ -85,64 +205,17 @@ static int decode_to_tmp(ulp_store *st, const ulp_version_info *v, int *fdp,
 	return 0;
 }
 
-static const char Q_CHECK[] = "SELECT state, ref FROM versions WHERE id = ?";
-static const char Q_REBASE[] = "UPDATE versions SET object = ?, ref = ?, depth "
-			       "= ?, keyframe = ?,"
-			       " stored = ?, estats = ? WHERE id = ?";
-static const char Q_DEPTHS[] = "WITH RECURSIVE sub(id, depth) AS ("
-			       " SELECT id, depth FROM versions WHERE id = ?1"
-			       " UNION ALL"
-			       " SELECT v.id, sub.depth + 1 FROM versions AS v"
-			       "  JOIN sub ON v.ref = sub.id)"
-			       " UPDATE versions SET depth ="
-			       "  (SELECT depth FROM sub WHERE sub.id = "
-			       "versions.id)"
-			       " WHERE id IN (SELECT id FROM sub) AND id <> ?1";
-
-static int switch_txn(ulp_store *st, const job *j, const char *object,
-                      uint64_t stored, const uint8_t *estats,
-                      ulp_obj_list *dead)
+/* Code j->d again against j->n into a new object, fsynced, whose decoded
+ * hash is checked against the version's. */
+static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
+                    uint64_t *stored, uint8_t estats[ULP_ESTATS_LEN])
 {
-	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_CHECK, "u", j->d.id);
-	int rc = ulp_cat_step(st->cat, s);
-
-	if (rc <= 0)
-		return rc ? rc : -EAGAIN;
-	int state = sqlite3_column_int(s, 0);
-	uint64_t ref = (uint64_t)sqlite3_column_int64(s, 1);
-	ulp_cat_done(s);
-	if (state != ULP_VERSION_LIVE || ref != j->ghost)
-		return -EAGAIN; /* changed meanwhile: look again */
-	if (j->n.id) {
-		int64_t nstate = -1;
-		rc = ulp_cat_int(st->cat, &nstate, Q_CHECK, "u", j->n.id);
-		if (rc < 0)
-			return rc;
-		if (nstate != ULP_VERSION_LIVE)
-			return -EAGAIN;
-	}
-	rc = ulp_cat_exec(st->cat, Q_REBASE, "srudubu", object, j->n.id,
-	                  (uint64_t)(j->n.id ? j->n.depth + 1 : 0),
-	                  j->n.id == 0, stored, estats, (size_t)ULP_ESTATS_LEN,
-	                  j->d.id);
-	if (rc == 0)
-		rc = ulp_cat_exec(st->cat, Q_DEPTHS, "u", j->d.id);
-	if (rc == 0)
-		rc = ulp_versions_settle(st, dead);
-	return rc;
-}
-
-static int rebase(ulp_store *st, job *j)
-{
-	ulp_obj_list dead = { 0 };
-	char object[ULP_OBJ_NAME_LEN];
-	uint8_t hash[16], estats[ULP_ESTATS_LEN];
+	uint8_t hash[16];
 	ulp_stats est;
-	uint64_t stored = 0;
 	void *data = NULL;
-	int fd = -1, rc;
+	int fd = -1;
+	int rc = decode_to_tmp(st, &j->d, &fd, &data);
 
-	rc = decode_to_tmp(st, &j->d, &fd, &data);
 	if (rc == 0) {
 		ulp_encode_req req = {
 			.cur = data,
@@ -156,7 +229,7 @@ static int rebase(ulp_store *st, job *j)
 			.stop = &st->gc_stop,
 			.stats = &est,
 		};
-		rc = ulp_encode_object(st, &req, object, &stored, hash);
+		rc = ulp_encode_object(st, &req, object, stored, hash);
 		if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {
 			ulp_obj_unlink(st, object);
 			rc = -EIO; /* decoded bytes differ from the version */
@@ -166,10 +239,92 @@ static int rebase(ulp_store *st, job *j)
 		munmap(data, j->d.size);
 	if (fd >= 0)
 		close(fd);
+	if (rc == 0)
+		ulp_estats_encode(&est, estats);
+	return rc;
+}
+
+static const char Q_CHECK[] = "SELECT state, ref FROM versions WHERE id = ?";
+static const char Q_SWITCH[] = "UPDATE versions SET object = ?, ref = ?,"
+			       " depth = ?, keyframe = ?, stored = ?,"
+			       " estats = ?,"
+			       " flip = CASE WHEN ? THEN NULL ELSE flip END"
+			       " WHERE id = ?";
+static const char Q_DEPTHS[] = "WITH RECURSIVE sub(id, depth) AS ("
+			       " SELECT id, depth FROM versions WHERE id = ?1"
+			       " UNION ALL"
+			       " SELECT v.id, sub.depth + 1 FROM versions AS v"
+			       "  JOIN sub ON v.ref = sub.id)"
+			       " UPDATE versions SET depth ="
+			       "  (SELECT depth FROM sub WHERE sub.id = "
+			       "versions.id)"
+			       " WHERE id IN (SELECT id FROM sub) AND id <> ?1";
+/* A forward delta just flipped: its old (older) reference is next. */
+static const char Q_FLIP_OLDER[] = "UPDATE versions SET flip = ?1"
+				   " WHERE id = ?2 AND state = 0"
+				   " AND flip IS NULL AND id < ?1"
+				   " AND (ref IS NULL OR ref < id)";
+
+static int switch_txn(ulp_store *st, const job *j, const char *object,
+                      uint64_t stored, const uint8_t *estats,
+                      ulp_obj_list *dead)
+{
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_CHECK, "u", j->d.id);
+	int rc = ulp_cat_step(st->cat, s);
+
+	if (rc <= 0)
+		return rc ? rc : -EAGAIN;
+	int state = sqlite3_column_int(s, 0);
+	uint64_t ref = (uint64_t)sqlite3_column_int64(s, 1);
+	ulp_cat_done(s);
+	if (state != ULP_VERSION_LIVE || ref != j->expect_ref)
+		return -EAGAIN; /* changed meanwhile: look again */
+	if (j->n.id) {
+		int64_t nstate = -1;
+		rc = ulp_cat_int(st->cat, &nstate, Q_CHECK, "u", j->n.id);
+		if (rc < 0)
+			return rc;
+		if (nstate != ULP_VERSION_LIVE)
+			return -EAGAIN;
+	}
+	rc = ulp_cat_exec(st->cat, Q_SWITCH, "srudubdu", object, j->n.id,
+	                  (uint64_t)(j->n.id ? j->n.depth + 1 : 0),
+	                  j->n.id == 0, stored, estats, (size_t)ULP_ESTATS_LEN,
+	                  j->flip, j->d.id);
+	if (rc == 0)
+		rc = ulp_cat_exec(st->cat, Q_DEPTHS, "u", j->d.id);
+	if (rc == 0 && j->flip && j->expect_ref)
+		rc = ulp_cat_exec(st->cat, Q_FLIP_OLDER, "uu", j->d.id,
+		                  j->expect_ref);
+	if (rc == 0)
+		rc = ulp_versions_settle(st, dead);
+	return rc;
+}
+
+/* ULPFS_TEST_CRASH_FLIP=N:S makes the N-th flip of this process kill it
+ * (SIGKILL, as kill -9 would) at stage S: 1 once the new object is
+ * durable, 2 once the transaction has committed, before the old object is
+ * removed.  Only tests set it. */
+static void crash_point(ulp_store *st, unsigned stage)
+{
+	if (st->crash_flip && st->nflips == st->crash_flip &&
+	    stage == st->crash_stage)
+		raise(SIGKILL);
+}
+
+static int run_job(ulp_store *st, job *j)
+{
+	ulp_obj_list dead = { 0 };
+	char object[ULP_OBJ_NAME_LEN];
+	uint8_t estats[ULP_ESTATS_LEN];
+	uint64_t stored = 0;
+	int rc = reencode(st, j, object, &stored, estats);
+
 	if (rc < 0)
 		return rc;
-	ulp_estats_encode(&est, estats);
-
+	if (j->flip)
+		st->nflips++;
+	crash_point(st, 1);
 	pthread_mutex_lock(&st->mu);
 	rc = ulp_cat_begin(st->cat);
 	if (rc == 0)
@@ -183,19 +338,39 @@ static int rebase(ulp_store *st, job *j)
 		ulp_obj_unlink(st, object);
 		return rc;
 	}
+	crash_point(st, 2);
 	/* The version's content is unchanged (its decoded chunks stay
 	 * cached); only its opened object must go. */
 	ulp_reader_forget(st, j->d.id);
 	ulp_obj_unlink(st, j->d.object);
 	ulp_obj_reap(st, &dead);
-	atomic_fetch_add(&st->stat_rebases, 1);
+	atomic_fetch_add(j->flip ? &st->stat_flips : &st->stat_rebases, 1);
 	return 0;
 }
 
-static int gc_pass(ulp_store *st)
+/* ulp_store_gc(): the newest version of every forward chain (written
+ * before reverse chains) starts its conversion: standalone first, then
+ * each older link flipped in turn. */
+static const char Q_MARK_FORWARD[] = "UPDATE versions SET flip = 0"
+				     " WHERE state = 0 AND flip IS NULL"
+				     " AND ref IS NOT NULL AND ref < id"
+				     " AND NOT EXISTS(SELECT 1 FROM versions "
+                                     "AS "
+				     "f WHERE f.ref = versions.id"
+				     "  AND f.id > versions.id AND f.state <> "
+				     "2)";
+
+static int gc_pass(ulp_store *st, int convert)
 {
 	int rc = 0, again = 0;
 
+	if (convert) {
+		pthread_mutex_lock(&st->mu);
+		rc = ulp_cat_exec(st->cat, Q_MARK_FORWARD, "");
+		pthread_mutex_unlock(&st->mu);
+		if (rc < 0)
+			return rc;
+	}
 	while (!atomic_load(&st->gc_stop)) {
 		job j;
 
@@ -204,7 +379,7 @@ static int gc_pass(ulp_store *st)
 		pthread_mutex_unlock(&st->mu);
 		int found = rc > 0;
 		if (found)
-			rc = rebase(st, &j);
+			rc = run_job(st, &j);
 		ulp_tensor_map_free(&j.dmap);
 		ulp_tensor_map_free(&j.nmap);
 		if (rc == -EAGAIN && ++again < 1000) {
@@ -229,9 +404,11 @@ static void *gc_main(void *arg)
 		if (atomic_load(&st->gc_stop))
 			break;
 		uint64_t req = st->gc_req;
+		int convert = st->gc_convert;
+		st->gc_convert = 0;
 		st->gc_kick = 0;
 		pthread_mutex_unlock(&st->mu);
-		int rc = gc_pass(st);
+		int rc = gc_pass(st, convert);
 		pthread_mutex_lock(&st->mu);
 		st->gc_err = rc;
 		st->gc_done = req;
@@ -257,6 +434,11 @@ void ulp_gc_kick(ulp_store *st)
 
 int ulp_gc_start(ulp_store *st)
 {
+	const char *crash = getenv("ULPFS_TEST_CRASH_FLIP");
+
+	if (crash &&
+	    sscanf(crash, "%u:%u", &st->crash_flip, &st->crash_stage) != 2)
+		st->crash_flip = st->crash_stage = 0;
 	st->gc_cctx = ulp_cctx_new();
 	if (!st->gc_cctx)
 		return -ENOMEM;
@@ -281,7 +463,9 @@ void ulp_gc_stop(ulp_store *st)
 	st->gc_cctx = NULL;
 }
 
-int ulp_store_gc(ulp_store *st)
+/* Ask the gc thread for a whole pass and wait for it; convert: forward
+ * chains too. */
+static int gc_request(ulp_store *st, int convert)
 {
 	int rc;
 
@@ -291,10 +475,22 @@ int ulp_store_gc(ulp_store *st)
 		return -ESHUTDOWN;
 	}
 	uint64_t req = ++st->gc_req;
+	if (convert)
+		st->gc_convert = 1;
 	pthread_cond_broadcast(&st->gc_cv);
 	while (st->gc_done < req && !atomic_load(&st->gc_stop))
 		pthread_cond_wait(&st->gc_done_cv, &st->mu);
 	rc = st->gc_done >= req ? st->gc_err : -ESHUTDOWN;
 	pthread_mutex_unlock(&st->mu);
 	return rc;
+}
+
+int ulp_store_gc(ulp_store *st)
+{
+	return gc_request(st, 1);
+}
+
+int ulp_gc_drain(ulp_store *st)
+{
+	return gc_request(st, 0);
 }

@@ -325,6 +325,11 @@ void ulp_store_close(ulp_store *st)
 		return;
 	ulp_ra_pool_stop(st->ra); /* nothing is left to read ahead for */
 	ulp_encoder_stop(st);     /* drains the queue first */
+	/* The flips of the last commits: a store closed is a store whose
+	 * newest versions are standalone and older ones deltas (a failure
+	 * only leaves them pending for the next open). */
+	if (st->gc_started)
+		(void)ulp_gc_drain(st);
 	ulp_gc_stop(st);
 	ulp_inode_table_free(st);
 	ulp_ra_pool_free(st->ra); /* gc and encoders, which read, are gone */

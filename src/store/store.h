@@ -20,9 +20,14 @@
  *   committed file opened without O_TRUNC is first copied up), reads and
  *   writes go straight to it -> after the last writable handle is released
  *   and a settle delay has passed (so a rename can land first), an encoder
- *   thread encodes it against its reference, writes and fsyncs the object,
- *   commits the version in one transaction, and only then removes the
- *   staging file.  Until then reads come from staging.
+ *   thread encodes it standalone, writes and fsyncs the object, commits
+ *   the version in one transaction, and only then removes the staging
+ *   file.  Until then reads come from staging.  A closed content about to
+ *   be replaced (O_TRUNC, rename over it) is committed first.
+ *   In the background, the version it succeeds (its predecessor: the
+ *   file's previous version, else one of the same path, tensor layout or
+ *   file name) is coded again against it: the newest version of a lineage
+ *   reads without a chain, and every keyframe_every-th stays standalone.
  */
 #ifndef ULP_STORE_H
 #define ULP_STORE_H
@@ -240,7 +245,9 @@ int ulp_ns_path(ulp_store *st, uint64_t ino, char *buf, size_t size);
 /* ------------------------------------------------------------ upkeep */
 
 /* Run the garbage collector until no ghost is left (rebasing what depends
- * on them): 0 or the first error. */
+ * on them) and no flip is pending (older versions coded against their
+ * successors), converting the forward chains of stores written before
+ * reverse chains: 0 or the first error. */
 int ulp_store_gc(ulp_store *st);
 
 typedef struct ulp_store_stats {
@@ -252,6 +259,8 @@ typedef struct ulp_store_stats {
 	uint64_t queued; /* files waiting for or in encoding */
 	uint64_t cache_bytes, cache_hits, cache_misses;
 	uint64_t commits, discards, rebases; /* since open */
+	uint64_t flips; /* since open: previous newest versions coded again
+	                   against their successor (reverse deltas) */
 	uint64_t cache_decodes; /* chunks decoded (each decode once, however
 	                           many readers wanted it at the time) */
 	uint64_t cache_waits;   /* reads that waited for a decode under way */

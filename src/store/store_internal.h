@@ -140,9 +140,13 @@ struct ulp_store {
 	pthread_cond_t gc_done_cv; /* waiters of ulp_store_gc */
 	uint64_t gc_req, gc_done;  /* requests made / served */
 	int gc_err;                /* result of the last pass */
-	int gc_kick;               /* ghosts may exist */
+	int gc_kick;               /* ghosts or flips may be pending */
+	int gc_convert;            /* the pass asked for converts forward
+	                              chains (ulp_store_gc) */
 	_Atomic int gc_stop;
 	ulp_cctx *gc_cctx;
+	unsigned nflips;                  /* flips begun (gc thread) */
+	unsigned crash_flip, crash_stage; /* tests: see gc.c */
 
 	ulp_reader *reader;
 	ulp_cache *cache;
@@ -151,6 +155,7 @@ struct ulp_store {
 	int reserve_present; /* STORE/reserve is allocated (mu) */
 
 	_Atomic uint64_t stat_commits, stat_discards, stat_rebases;
+	_Atomic uint64_t stat_flips; /* versions turned into reverse deltas */
 	_Atomic uint64_t stat_readahead; /* chunks queued */
 };
 
@@ -420,8 +425,11 @@ void ulp_reserve_restore(ulp_store *st);
 
 int ulp_gc_start(ulp_store *st);
 void ulp_gc_stop(ulp_store *st);
-/* Tell the gc thread that ghosts may exist (mu held). */
+/* Tell the gc thread that ghosts or flips may be pending (mu held). */
 void ulp_gc_kick(ulp_store *st);
+/* Wait for a pass of rebases and flips (not converting forward chains,
+ * which ulp_store_gc does): store close.  0 or its error. */
+int ulp_gc_drain(ulp_store *st);
 
 /* ------------------------------------------------------------ tensor maps
  * (tmap.c): the map of every version is kept in the catalog so that a

@@ -214,6 +214,7 @@ int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out)
 	out->commits = atomic_load(&st->stat_commits);
 	out->discards = atomic_load(&st->stat_discards);
 	out->rebases = atomic_load(&st->stat_rebases);
+	out->flips = atomic_load(&st->stat_flips);
 	return rc;
 }
 
