@@ -6,8 +6,8 @@
 #     keyframe, hash), the store found by --store, by an absolute path in
 #     the mount and by a relative path from a working directory inside it
 #   - a version committed while mounted shows up in log at once
-#   - log --chain follows the reference lineage across paths
-#     (checkpoint-1/ -> checkpoint-2/), text and --json
+#   - log --chain follows the reference lineage across paths (reverse
+#     deltas: checkpoint-1/ is coded against checkpoint-2/), text and --json
 #   - the same versions and hashes unmounted (--store) as mounted
 #   - .ulpfs/versions/PATH/N reads back each version bit-exact
 #   - bad arguments: unknown path, unknown store, a path escaping the store,
@@ -41,6 +41,9 @@ for i in 1 2 3; do
 		bad "ulpfs sync returned with $(fs_staged_count "$STORE") file(s) still staged"
 done
 fs_wait_committed "$STORE" 60
+# the older versions are coded again against their successors in the
+# background: gc waits for that
+expect 0 "ulpfs gc MNT" gc "$MNT"
 
 step "log, mounted: text and --json, three ways of finding the store"
 expect 0 "log MNT/PATH" log "$MNT/$P"
@@ -58,14 +61,15 @@ n=$(grep -cE '^[[:space:]]*[0-9]+[[:space:]]' "$OUT_F")
 [ "$n" = 3 ] && ok "relative path inside the mount: 3 versions" || bad "relative path inside the mount: $n version lines"
 expect 0 "log --help" log --help
 
-# v1 is the first version: a keyframe without a reference, depth 0; v2/v3 deltas.
-kf=$("$PY" "$CLI_UTIL" field "$WORK/log-mounted.json" 1 keyframe)
-dp=$("$PY" "$CLI_UTIL" field "$WORK/log-mounted.json" 1 depth)
-d3=$("$PY" "$CLI_UTIL" field "$WORK/log-mounted.json" 3 depth)
+# v3 is the newest version: standalone (a keyframe), depth 0; v1 and v2 are
+# reverse deltas, v1 two links from v3.
+kf=$("$PY" "$CLI_UTIL" field "$WORK/log-mounted.json" 3 keyframe)
+dp=$("$PY" "$CLI_UTIL" field "$WORK/log-mounted.json" 3 depth)
+d1=$("$PY" "$CLI_UTIL" field "$WORK/log-mounted.json" 1 depth)
 sz=$("$PY" "$CLI_UTIL" field "$WORK/log-mounted.json" 2 size)
-case $kf in true | 1 | '"yes"' | yes) ok "version 1 is a keyframe ($kf)" ;; *) bad "version 1 should be a keyframe, log says keyframe=$kf" ;; esac
-[ "$dp" = 0 ] && ok "version 1 has chain depth 0" || bad "version 1 chain depth: '$dp' (expected 0)"
-[ "$d3" = 2 ] && ok "version 3 has chain depth 2" || bad "version 3 chain depth: '$d3' (expected 2 with the default keyframe=16)"
+case $kf in true | 1 | '"yes"' | yes) ok "version 3 is a keyframe ($kf)" ;; *) bad "version 3 should be a keyframe, log says keyframe=$kf" ;; esac
+[ "$dp" = 0 ] && ok "version 3 has chain depth 0" || bad "version 3 chain depth: '$dp' (expected 0)"
+[ "$d1" = 2 ] && ok "version 1 has chain depth 2" || bad "version 1 chain depth: '$d1' (expected 2 with the default keyframe=16)"
 [ "$sz" = "$(stat -c %s "$SRC/v2/model.safetensors")" ] && ok "version 2 logical size $sz" ||
 	bad "version 2 logical size '$sz', expected $(stat -c %s "$SRC/v2/model.safetensors")"
 
@@ -89,23 +93,24 @@ expect 0 "sync" sync "$MNT"
 cp -r "$TR/checkpoint-2" "$MNT/" || bad "cp checkpoint-2 failed"
 expect 0 "sync" sync "$MNT"
 fs_wait_committed "$STORE" 60
-expect 0 "log --chain checkpoint-2/model.safetensors" log --chain "$MNT/checkpoint-2/model.safetensors"
-grep -q 'checkpoint-1/model.safetensors' "$OUT_F" && ok "--chain names checkpoint-1/model.safetensors (the reference's path)" ||
-	{ bad "--chain does not name checkpoint-1/model.safetensors"; sed 's/^/    | /' "$OUT_F" | head >&2; }
-expect 0 "log --chain --json" log --chain --json "$MNT/checkpoint-2/model.safetensors"
+expect 0 "gc (the flips)" gc "$MNT"
+expect 0 "log --chain checkpoint-1/model.safetensors" log --chain "$MNT/checkpoint-1/model.safetensors"
+grep -q 'checkpoint-2/model.safetensors' "$OUT_F" && ok "--chain names checkpoint-2/model.safetensors (the reference's path)" ||
+	{ bad "--chain does not name checkpoint-2/model.safetensors"; sed 's/^/    | /' "$OUT_F" | head >&2; }
+expect 0 "log --chain --json" log --chain --json "$MNT/checkpoint-1/model.safetensors"
 if util paths "$OUT_F"; then
-	printf '%s\n' "$UTIL_OUT" | grep -q 'checkpoint-1/model.safetensors' && ok "--chain --json has checkpoint-1's path" ||
-		bad "--chain --json lacks checkpoint-1/model.safetensors (paths: $(echo $UTIL_OUT))"
+	printf '%s\n' "$UTIL_OUT" | grep -q 'checkpoint-2/model.safetensors' && ok "--chain --json has checkpoint-2's path" ||
+		bad "--chain --json lacks checkpoint-2/model.safetensors (paths: $(echo $UTIL_OUT))"
 else
 	bad "--chain --json does not parse"
 fi
-expect 0 "log --json checkpoint-2/trainer_state.json" log --json "$MNT/checkpoint-2/trainer_state.json"
+expect 0 "log --json checkpoint-1/trainer_state.json" log --json "$MNT/checkpoint-1/trainer_state.json"
 ref=$("$PY" -c 'import json, sys
 v = json.load(open(sys.argv[1]))[-1]
 print(v["ref"]["path"] if v["ref"] else "-")' "$OUT_F")
-[ "$ref" = checkpoint-1/trainer_state.json ] &&
-	ok "a file with no tensor layout is coded against the same name in the previous checkpoint" ||
-	bad "checkpoint-2/trainer_state.json's reference is $ref, want checkpoint-1/trainer_state.json"
+[ "$ref" = checkpoint-2/trainer_state.json ] &&
+	ok "a file with no tensor layout is coded against the same name in the next checkpoint" ||
+	bad "checkpoint-1/trainer_state.json's reference is $ref, want checkpoint-2/trainer_state.json"
 expect 0 "log (no --chain) checkpoint-2/model.safetensors" log --json "$MNT/checkpoint-2/model.safetensors"
 util versions "$OUT_F" --count 1 && ok "without --chain only the path's own version" || bad "log without --chain"
 
@@ -132,9 +137,9 @@ expect 0 "log MNT (the whole store, text)" log "$MNT"
 for f in "$P" checkpoint-1/model.safetensors checkpoint-3/model.safetensors; do
 	grep -q " $f " "$OUT_F" && ok "log MNT names $f" || { bad "log MNT does not name $f"; sed 's/^/    | /' "$OUT_F" | head >&2; }
 done
-expect 0 "log --store STORE checkpoint-2 (a directory, through --store)" log --store "$STORE" checkpoint-2
-grep -q 'checkpoint-1/model.safetensors@1' "$OUT_F" && ok "log DIR shows each version's reference on another path" ||
-	bad "log DIR lacks the reference checkpoint-1/model.safetensors@1"
+expect 0 "log --store STORE checkpoint-1 (a directory, through --store)" log --store "$STORE" checkpoint-1
+grep -q 'checkpoint-2/model.safetensors@1' "$OUT_F" && ok "log DIR shows each version's reference on another path" ||
+	bad "log DIR lacks the reference checkpoint-2/model.safetensors@1"
 
 step "bad arguments, mounted"
 expect_err "1" "nosuch" "unknown path (in the mount)" log "$MNT/nosuch"
@@ -161,8 +166,8 @@ for i in 1 2 3 4; do
 	[ -n "$a" ] && [ "$a" = "$b" ] || bad "version $i: hash mounted '$a' != unmounted '$b'"
 done
 ok "hashes agree mounted / unmounted"
-expect 0 "log --chain (unmounted)" log --store "$STORE" --chain checkpoint-2/model.safetensors
-grep -q 'checkpoint-1/model.safetensors' "$OUT_F" && ok "unmounted --chain names checkpoint-1" || bad "unmounted --chain lacks checkpoint-1"
+expect 0 "log --chain (unmounted)" log --store "$STORE" --chain checkpoint-1/model.safetensors
+grep -q 'checkpoint-2/model.safetensors' "$OUT_F" && ok "unmounted --chain names checkpoint-2" || bad "unmounted --chain lacks checkpoint-2"
 expect 0 "sync --store (unmounted: nothing to do)" sync --store "$STORE"
 expect_err "1" "nosuch" "unknown path (unmounted)" log --store "$STORE" nosuch
 expect_err "1|2" "" "a path escaping the store (unmounted)" log --store "$STORE" ../../etc/passwd
