@@ -80,24 +80,6 @@ static int mirrored(ulp_fs *fs, uint64_t ino, ulp_attr *a)
 	return rc;
 }
 
-/* Looking up one version of a path by its sequence number. */
-typedef struct vfind {
-	uint64_t seq;
-	ulp_version_info found;
-	int have;
-} vfind;
-
-static int vfind_cb(void *opaque, const ulp_version_info *v, const char *path)
-{
-	vfind *f = opaque;
-	(void)path;
-	if (v->state == ULP_VERSION_DELETED || v->seq != f->seq)
-		return 0;
-	f->found = *v;
-	f->have = 1;
-	return 1;
-}
-
 static int file_path(ulp_fs *fs, uint64_t ino, char **out)
 {
 	char *p = malloc(PATH_BUF);
@@ -112,22 +94,18 @@ static int file_path(ulp_fs *fs, uint64_t ino, char **out)
 	return 0;
 }
 
+/* One version of a path by its sequence number (the store's one lookup). */
 static int find_version(ulp_fs *fs, uint64_t ino, uint64_t seq,
                         ulp_version_info *out)
 {
 	char *path;
-	vfind f = { .seq = seq };
-	int rc = file_path(fs, ino, &path);
+	int rc = seq ? file_path(fs, ino, &path) : -ENOENT; /* 0: newest */
+
 	if (rc < 0)
 		return rc;
-	rc = ulp_version_list(fs->st, path, vfind_cb, &f);
+	rc = ulp_version_find(fs->st, path, seq, out);
 	free(path);
-	if (rc < 0)
-		return rc;
-	if (!f.have)
-		return -ENOENT;
-	*out = f.found;
-	return 0;
+	return rc;
 }
 
 /* ------------------------------------------------------- snapshot dirs */

@@ -149,6 +149,7 @@ static int base_latest(ulp_store *st, const char *path, int64_t *id)
 
 int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out)
 {
+	ULP_MU_HELD(st);
 	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_TMAP, "u", vid);
 	int rc = ulp_cat_step(st->cat, s);
 
@@ -216,28 +217,6 @@ static const char Q_INSERT[] = "INSERT INTO versions(ino, path, seq, size, "
 			       "created, estats)"
 			       " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, "
 			       "?, ?, ?)";
-static const char Q_VPATH[] = "SELECT path FROM versions WHERE id = ?";
-
-/* The previous current version stops being current: it stays as history
- * while its path exists, else it is released. */
-static int retire(ulp_store *st, uint64_t old, ulp_obj_list *dead)
-{
-	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_VPATH, "u", old);
-	int rc = ulp_cat_step(st->cat, s);
-	char *path;
-
-	if (rc <= 0)
-		return rc;
-	path = strdup((const char *)sqlite3_column_text(s, 0) ?: "");
-	ulp_cat_done(s);
-	if (!path)
-		return -ENOMEM;
-	rc = ulp_ns_path_exists(st, path);
-	free(path);
-	if (rc == 0)
-		rc = ulp_versions_release(st, old, dead);
-	return rc < 0 ? rc : 0;
-}
 
 static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
                       ulp_obj_list *dead)
@@ -285,7 +264,7 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 			ulp_gc_kick(st);
 	}
 	if (rc == 0 && in->version)
-		rc = retire(st, in->version, dead);
+		rc = ulp_versions_retire(st, in->version, dead);
 	return rc;
 }
 

@@ -355,7 +355,7 @@ static const char Q_MARK_FORWARD[] = "UPDATE versions SET flip = 0"
 				     " WHERE state = 0 AND flip IS NULL"
 				     " AND ref IS NOT NULL AND ref < id"
 				     " AND NOT EXISTS(SELECT 1 FROM versions "
-                                     "AS "
+				     "AS "
 				     "f WHERE f.ref = versions.id"
 				     "  AND f.id > versions.id AND f.state <> "
 				     "2)";
@@ -428,6 +428,7 @@ static void *gc_main(void *arg)
 
 void ulp_gc_kick(ulp_store *st)
 {
+	ULP_MU_HELD(st);
 	st->gc_kick = 1;
 	pthread_cond_broadcast(&st->gc_cv);
 }

@@ -102,6 +102,7 @@ static int adopt_staging(ulp_store *st, ulp_inode *in, const ulp_cat_inode *row)
 
 int ulp_inode_get(ulp_store *st, uint64_t ino, ulp_inode **out)
 {
+	ULP_MU_HELD(st);
 	ulp_inode *in = ulp_inode_find(st, ino);
 	ulp_cat_inode row;
 	int rc;
@@ -158,37 +159,16 @@ int ulp_inode_get(ulp_store *st, uint64_t ino, ulp_inode **out)
 
 int ulp_inode_destroy_row(ulp_store *st, uint64_t ino, ulp_obj_list *dead)
 {
-	static const char Q_PATH[] = "SELECT path FROM versions WHERE id = ? "
-				     "AND state = 0";
+	ULP_MU_HELD(st);
 	ulp_cat_inode row;
 	int rc = ulp_cat_inode_get(st->cat, ino, &row);
 
 	if (rc < 0)
 		return rc == -ENOENT ? 0 : rc;
 	rc = ulp_cat_inode_delete(st->cat, ino);
-	if (rc < 0 || !row.version)
-		return rc;
-	/* Its current version becomes history of its path if that path
-	 * still names something (a rename replaced the file), else goes. */
-	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_PATH, "u", row.version);
-	char *path = NULL;
-	rc = ulp_cat_step(st->cat, s);
-	if (rc == 1) {
-		const char *t = (const char *)sqlite3_column_text(s, 0);
-		path = strdup(t ? t : "");
-		ulp_cat_done(s);
-		if (!path)
-			return -ENOMEM;
-	}
-	if (rc < 0)
-		return rc;
-	if (!path)
-		return 0;
-	rc = ulp_ns_path_exists(st, path);
-	free(path);
-	if (rc == 0)
-		rc = ulp_versions_release(st, row.version, dead);
-	return rc < 0 ? rc : 0;
+	if (rc == 0 && row.version)
+		rc = ulp_versions_retire(st, row.version, dead);
+	return rc;
 }
 
 /* The last ref of an unlinked file: drop its staging, row and version.
@@ -220,6 +200,7 @@ static void destroy(ulp_store *st, ulp_inode *in)
 
 void ulp_inode_put(ulp_store *st, ulp_inode *in)
 {
+	ULP_MU_HELD(st);
 	if (--in->refs > 0)
 		return;
 	if (in->staged && !in->unlinked) {

@@ -272,6 +272,7 @@ int ulp_ns_readlink(ulp_store *st, uint64_t ino, char *buf, size_t size)
 int ulp_ns_drop_file(ulp_store *st, uint64_t ino, ulp_obj_list *dead,
                      ulp_inode **held)
 {
+	ULP_MU_HELD(st);
 	static const char Q[] = "UPDATE inodes SET nlink = 0, ctime = ? WHERE "
 				"ino = ?";
 	ulp_inode *in = ulp_inode_find(st, ino);
@@ -285,6 +286,7 @@ int ulp_ns_drop_file(ulp_store *st, uint64_t ino, ulp_obj_list *dead,
 
 void ulp_ns_unlinked_done(ulp_store *st, ulp_inode *in)
 {
+	ULP_MU_HELD(st);
 	if (!in)
 		return;
 	in->unlinked = 1;

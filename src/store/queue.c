@@ -46,6 +46,7 @@ static void q_unlink(ulp_store *st, ulp_inode *in)
 
 void ulp_queue_add(ulp_store *st, ulp_inode *in, int64_t delay_ns)
 {
+	ULP_MU_HELD(st);
 	if (in->qstate != ULP_Q_NONE || in->nwriters || !in->staged ||
 	    in->unlinked)
 		return;
@@ -60,6 +61,7 @@ void ulp_queue_add(ulp_store *st, ulp_inode *in, int64_t delay_ns)
 
 void ulp_queue_remove(ulp_store *st, ulp_inode *in)
 {
+	ULP_MU_HELD(st);
 	if (in->qstate != ULP_Q_QUEUED)
 		return;
 	q_unlink(st, in);
@@ -73,6 +75,7 @@ void ulp_queue_remove(ulp_store *st, ulp_inode *in)
 
 void ulp_queue_cancel(ulp_store *st, ulp_inode *in)
 {
+	ULP_MU_HELD(st);
 	atomic_fetch_add(&in->gen, 1);
 	ulp_queue_remove(st, in);
 	while (in->qstate == ULP_Q_ENCODING)
@@ -81,12 +84,14 @@ void ulp_queue_cancel(ulp_store *st, ulp_inode *in)
 
 void ulp_queue_cancel_nowait(ulp_store *st, ulp_inode *in)
 {
+	ULP_MU_HELD(st);
 	atomic_fetch_add(&in->gen, 1);
 	ulp_queue_remove(st, in);
 }
 
 void ulp_queue_expedite(ulp_store *st)
 {
+	ULP_MU_HELD(st);
 	int64_t now = ulp_mono_ns();
 
 	for (ulp_inode *in = st->qhead.qnext; in != &st->qhead;

@@ -16,6 +16,7 @@
 
 void ulp_reserve_restore(ulp_store *st)
 {
+	ULP_MU_HELD(st);
 	int fd, e;
 
 	if (st->reserve_present || st->dir_fd < 0)
@@ -34,6 +35,7 @@ void ulp_reserve_restore(ulp_store *st)
 
 int ulp_reserve_release(ulp_store *st)
 {
+	ULP_MU_HELD(st);
 	if (!st->reserve_present)
 		return 0;
 	st->reserve_present = 0;

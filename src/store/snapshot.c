@@ -31,28 +31,6 @@ static const char Q_PIN[] = "WITH RECURSIVE t(ino, path) AS ("
 			    " JOIN inodes AS i ON i.ino = t.ino"
 			    " WHERE i.kind = 1 AND i.version IS NOT NULL";
 
-/* The inode at path: 0, -ENOENT. */
-static int resolve(ulp_store *st, const char *path, uint64_t *ino)
-{
-	char name[256];
-
-	*ino = ULP_ROOT_INO;
-	while (*path) {
-		const char *slash = strchr(path, '/');
-		size_t n = slash ? (size_t)(slash - path) : strlen(path);
-
-		if (n == 0 || n >= sizeof name)
-			return -ENOENT;
-		memcpy(name, path, n);
-		name[n] = '\0';
-		int rc = ulp_cat_lookup(st->cat, *ino, name, ino);
-		if (rc < 0)
-			return rc;
-		path += n + (slash ? 1 : 0);
-	}
-	return 0;
-}
-
 int ulp_snapshot_create(ulp_store *st, const char *name,
                         const char *const *paths, size_t npaths,
                         uint64_t *nitems)
@@ -82,7 +60,7 @@ int ulp_snapshot_create(ulp_store *st, const char *name,
 	id = ulp_cat_last_rowid(st->cat);
 	for (size_t i = 0; rc == 0 && i < npaths; i++) {
 		uint64_t ino;
-		rc = resolve(st, paths[i], &ino);
+		rc = ulp_ns_resolve(st, paths[i], &ino);
 		if (rc == 0)
 			rc = ulp_cat_exec(st->cat, Q_PIN, "ius", id, ino,
 			                  paths[i]);

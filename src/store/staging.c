@@ -22,6 +22,7 @@ int ulp_stage_create(ulp_store *st, uint64_t ino)
 
 void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size)
 {
+	ULP_MU_HELD(st);
 	st->staged_bytes += size - in->acct;
 	if (in->qstate != ULP_Q_NONE)
 		st->pending_bytes += size - in->acct;
@@ -33,6 +34,7 @@ void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size)
 
 void ulp_stage_drop(ulp_store *st, ulp_inode *in)
 {
+	ULP_MU_HELD(st);
 	char name[32];
 
 	if (in->fd >= 0)
@@ -51,6 +53,7 @@ void ulp_stage_drop(ulp_store *st, ulp_inode *in)
 
 void ulp_stage_wait_space(ulp_store *st, uint64_t grow)
 {
+	ULP_MU_HELD(st);
 	/* Only closed files waiting for an encoder can free space: with
 	 * none (or only ones whose encoding keeps failing), waiting would
 	 * never end, and the backing filesystem's own ENOSPC decides. */
@@ -114,6 +117,7 @@ static int preserve_closed(ulp_store *st, ulp_inode *in)
 
 int ulp_stage_preserve(ulp_store *st, ulp_inode *in)
 {
+	ULP_MU_HELD(st);
 	while (in->busy)
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	in->busy = 1;
@@ -199,6 +203,7 @@ done:
 
 void ulp_stage_writer_done(ulp_store *st, ulp_inode *in)
 {
+	ULP_MU_HELD(st);
 	if (--in->nwriters > 0 || !in->staged || in->unlinked)
 		return;
 	/* Persist size and times: getattr of an idle row and a reopen

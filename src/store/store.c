@@ -94,8 +94,18 @@ static int init_sync(ulp_store *st)
 
 	if (!e)
 		e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutexattr_t ma;
 	if (!e)
-		e = pthread_mutex_init(&st->mu, NULL);
+		e = pthread_mutexattr_init(&ma);
+#ifndef NDEBUG
+	/* ULP_MU_HELD (store_internal.h) relies on it. */
+	if (!e)
+		e = pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
+#endif
+	if (!e) {
+		e = pthread_mutex_init(&st->mu, &ma);
+		pthread_mutexattr_destroy(&ma);
+	}
 	if (!e)
 		e = pthread_cond_init(&st->q_cv, &ca);
 	if (!e)

@@ -32,6 +32,7 @@
 #define _GNU_SOURCE
 #endif
 
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -48,6 +49,16 @@
 #include "store/catalog.h"
 #include "store/store.h"
 #include "ulpfs/ulp.h"
+
+/* Lock preconditions: ULP_MU_HELD(st) where a function needs st->mu held
+ * by its caller.  Unless NDEBUG, st->mu is an error-checking mutex, which
+ * refuses a second lock by its owner (EDEADLK) without changing anything:
+ * any other answer means the caller did not hold it. */
+#ifdef NDEBUG
+#define ULP_MU_HELD(st) ((void)0)
+#else
+#define ULP_MU_HELD(st) assert(pthread_mutex_lock(&(st)->mu) == EDEADLK)
+#endif
 
 /* Length of an object name: 32 lower-case hex digits, plus NUL. */
 #define ULP_OBJ_NAME_LEN 33
@@ -384,7 +395,10 @@ void ulp_cache_counters(ulp_cache *c, ulp_cache_stats *out);
 /* The path of an inode ("" for the root, "a/b" otherwise) in a malloc()ed
  * string: 0 or -errno (-ENOENT when the inode has no entry). */
 int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out);
-/* Whether path names an existing entry. */
+/* The inode at path ("a/b", "" the root): 0, -ENOENT.  The one path
+ * resolver of the store. */
+int ulp_ns_resolve(ulp_store *st, const char *path, uint64_t *ino);
+/* Whether path names an existing entry: 1, 0 or -errno. */
 int ulp_ns_path_exists(ulp_store *st, const char *path);
 /* Release the history of path (and, with subtree, of everything below it)
  * that is neither a current version nor pinned by a snapshot. */
@@ -398,6 +412,10 @@ int ulp_versions_repath(ulp_store *st, const char *old_path,
                         const char *new_path, int subtree);
 int ulp_versions_release_path(ulp_store *st, const char *path, int subtree,
                               ulp_obj_list *dead);
+/* A version stops being the current one of its file (a newer one was
+ * committed, or the file is destroyed): it stays as history while its
+ * path names an entry, else it is released.  The one rule for both. */
+int ulp_versions_retire(ulp_store *st, uint64_t vid, ulp_obj_list *dead);
 /* Release one version (no longer current). */
 int ulp_versions_release(ulp_store *st, uint64_t vid, ulp_obj_list *dead);
 /* Turn ghosts nothing depends on into deleted versions. */

@@ -33,6 +33,7 @@ void ulp_version_from_row(sqlite3_stmt *s, ulp_version_info *v)
 
 int ulp_version_get_locked(ulp_store *st, uint64_t vid, ulp_version_info *out)
 {
+	ULP_MU_HELD(st);
 	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_VGET, "u", vid);
 	int rc = ulp_cat_step(st->cat, s);
 

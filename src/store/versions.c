@@ -8,6 +8,7 @@
 
 int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out)
 {
+	ULP_MU_HELD(st);
 	char *path = NULL;
 	size_t len = 0;
 	unsigned depth = 0;
@@ -56,27 +57,34 @@ int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out)
 	return 0;
 }
 
-int ulp_ns_path_exists(ulp_store *st, const char *path)
+int ulp_ns_resolve(ulp_store *st, const char *path, uint64_t *ino)
 {
-	uint64_t ino = ULP_ROOT_INO;
 	char name[256];
 
+	ULP_MU_HELD(st);
+	*ino = ULP_ROOT_INO;
 	while (*path) {
 		const char *slash = strchr(path, '/');
 		size_t n = slash ? (size_t)(slash - path) : strlen(path);
 
 		if (n == 0 || n >= sizeof name)
-			return 0;
+			return -ENOENT;
 		memcpy(name, path, n);
 		name[n] = '\0';
-		int rc = ulp_cat_lookup(st->cat, ino, name, &ino);
-		if (rc == -ENOENT)
-			return 0;
+		int rc = ulp_cat_lookup(st->cat, *ino, name, ino);
 		if (rc < 0)
 			return rc;
 		path += n + (slash ? 1 : 0);
 	}
-	return 1;
+	return 0;
+}
+
+int ulp_ns_path_exists(ulp_store *st, const char *path)
+{
+	uint64_t ino;
+	int rc = ulp_ns_resolve(st, path, &ino);
+
+	return rc == -ENOENT ? 0 : rc < 0 ? rc : 1;
 }
 
 static const char Q_SETTLE[] = "SELECT id, object FROM versions AS g WHERE "
@@ -93,6 +101,7 @@ static const char Q_ANY_GHOST[] = "SELECT 1 FROM versions WHERE state = 1 "
 
 int ulp_versions_settle(ulp_store *st, ulp_obj_list *dead)
 {
+	ULP_MU_HELD(st);
 	for (;;) {
 		ulp_obj_list batch = { 0 };
 		sqlite3_stmt *s = ulp_cat_q(st->cat, Q_SETTLE, "");
@@ -137,6 +146,7 @@ static const char Q_PINNED[] = "SELECT 1 FROM snapshot_items WHERE version = ? "
 
 int ulp_versions_release(ulp_store *st, uint64_t vid, ulp_obj_list *dead)
 {
+	ULP_MU_HELD(st);
 	int64_t one;
 	int rc = ulp_cat_int(st->cat, &one, Q_PINNED, "u", vid);
 
@@ -148,6 +158,28 @@ int ulp_versions_release(ulp_store *st, uint64_t vid, ulp_obj_list *dead)
 	if (rc == 0)
 		rc = ulp_versions_settle(st, dead);
 	return rc;
+}
+
+int ulp_versions_retire(ulp_store *st, uint64_t vid, ulp_obj_list *dead)
+{
+	ULP_MU_HELD(st);
+	static const char Q_PATH[] = "SELECT path FROM versions WHERE id = ? "
+				     "AND state = 0";
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_PATH, "u", vid);
+	int rc = ulp_cat_step(st->cat, s);
+
+	if (rc <= 0)
+		return rc;
+	const char *t = (const char *)sqlite3_column_text(s, 0);
+	char *path = strdup(t ? t : "");
+	ulp_cat_done(s);
+	if (!path)
+		return -ENOMEM;
+	rc = ulp_ns_path_exists(st, path);
+	free(path);
+	if (rc == 0)
+		rc = ulp_versions_release(st, vid, dead);
+	return rc < 0 ? rc : 0;
 }
 
 static const char Q_HISTORY[] = "SELECT id FROM versions WHERE state = 0"
@@ -189,6 +221,7 @@ int ulp_path_range(const char *path, char **lo, char **hi)
 int ulp_versions_release_path(ulp_store *st, const char *path, int subtree,
                               ulp_obj_list *dead)
 {
+	ULP_MU_HELD(st);
 	size_t cnt = 0, cap = 0;
 	char *lo, *hi;
 	uint64_t *ids = NULL;
@@ -248,6 +281,7 @@ static const char Q_REPATH[] = "UPDATE versions SET path = ?1, seq ="
 int ulp_versions_repath(ulp_store *st, const char *old_path,
                         const char *new_path, int subtree)
 {
+	ULP_MU_HELD(st);
 	size_t n = strlen(old_path), cnt = 0, cap = 0;
 	char *lo, *hi;
 	struct moved {
