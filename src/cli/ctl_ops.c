@@ -472,6 +472,14 @@ int cli_op_stats(cli_env *env, json_t *req)
 		                  "delta", (json_int_t)paths[1], "standalone",
 		                  (json_int_t)paths[2]));
 		json_object_set_new(o, "depth_histogram", h);
+		/* Re-encodes since the mount: flips of older versions against
+		 * their successors, rebases of dependants of deleted ones. */
+		json_object_set_new(o, "reencodes",
+		                    env->fs ? json_pack("{s:I,s:I}", "flips",
+		                                        (json_int_t)ss.flips,
+		                                        "rebases",
+		                                        (json_int_t)ss.rebases)
+		                            : json_null());
 		json_object_set_new(
 			o, "cache",
 			env->fs ? json_pack("{s:I,s:I,s:I,s:f}", "bytes",
