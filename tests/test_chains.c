@@ -342,11 +342,10 @@ Test(chains, rotation_does_no_rebase)
  * 3, written by the release before reverse chains. */
 static void copy_old_store(void)
 {
-	const char *src = __FILE__, *slash = strrchr(src, '/');
 	char cmd[1400];
 
-	snprintf(cmd, sizeof cmd, "cp -r '%.*sdata/store-v3' '%s'",
-	         slash ? (int)(slash - src + 1) : 0, src, store_dir());
+	snprintf(cmd, sizeof cmd, "cp -r '%s/store-v3' '%s'", ULP_TEST_DATA,
+	         store_dir());
 	cr_assert_eq(system(cmd), 0, "%s", cmd);
 }
 

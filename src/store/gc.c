@@ -226,6 +226,12 @@ static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
 			.ref_hash = j->n.hash,
 			.ref_map = &j->nmap,
 			.cctx = st->gc_cctx,
+			/* a big file: the encoders' share of cores, as a
+			 * lone commit gets (below a few chunks, threads
+			 * cost more than they give) */
+			.threads = j->d.size >= (8u << 20)
+			                   ? st->opts.encoder_threads
+			                   : 1,
 			.stop = &st->gc_stop,
 			.stats = &est,
 		};
