@@ -26,7 +26,12 @@
 #       mount (ulpfs stats --json: flips, rebases; target 0 rebases) and
 #       objects/ against the two kept checkpoints alone in a fresh store
 #
-#   bench/chain_bench.sh [--quick] [--elems N] [--reps R]
+#   (7) with --quickstart: the quickstart's training run (examples/train.py
+#       --quick, 12 checkpoints): objects/ against the baseline's and
+#       against "ulpfs bench" (forward, offline) of the same files; the
+#       resume of (2) on its newest checkpoint
+#
+#   bench/chain_bench.sh [--quick] [--quickstart] [--elems N] [--reps R]
 #
 # --elems: model elements per checkpoint (default 8M: 16 MB bf16 model,
 # ~100 MB optimizer.pt); --quick: 1M.  Needs root (drop_caches), FUSE,
@@ -39,14 +44,15 @@
 FS_TEST=chain_bench
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/cli_lib.sh"
 
-elems=$((8 << 20)) reps=3
+elems=$((8 << 20)) reps=3 quickstart=0
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) elems=$((1 << 20)) ;;
+	--quickstart) quickstart=1 ;;
 	--elems) elems=$2; shift ;;
 	--reps) reps=$2; shift ;;
 	-h | --help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "usage: $0 [--quick] [--elems N] [--reps R]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--quick] [--quickstart] [--elems N] [--reps R]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -156,7 +162,7 @@ resume_time() { # BIN STORE -> median seconds of the loads, cold
 	for r in $(seq "$reps"); do
 		mount_with "$1" "$2" >/dev/null
 		drop_caches
-		s="$s $("$PY" "$WORK/resume.py" "$MNT/checkpoint-12")"
+		s="$s $("$PY" "$WORK/resume.py" "$MNT/${CK:-checkpoint-12}")"
 		umount_with "$1" >/dev/null
 	done
 	echo "$s" | median
@@ -201,6 +207,35 @@ umount_with "$NEW"
 R[kept_size]=$(fs_file_bytes "$WORK/store-kept/objects")
 [ "$rebases" = 0 ] && ok "rotation: $flips flips, 0 rebases" || bad "rotation: $rebases rebases"
 
+# ---------------------------------------------------------------- (7)
+if [ "$quickstart" = 1 ]; then
+	step "(7) the quickstart's training run (examples/train.py --quick --max_steps 120)"
+	QS=$WORK/qs
+	"$PY" "$FS_SRCDIR/examples/train.py" --quick --max_steps 120 --output_dir "$QS" >"$WORK/qs.log" 2>&1 ||
+		{ tail "$WORK/qs.log" >&2; die "train.py failed"; }
+	CK=$(ls "$QS" | grep '^checkpoint-' | sort -V | tail -n1)
+	for b in new base; do
+		bin=$NEW
+		[ "$b" = base ] && bin=$BASE
+		mount_with "$bin" "$WORK/qs-$b"
+		for c in $(ls "$QS" | grep '^checkpoint-' | sort -V); do
+			cp -r "$QS/$c" "$MNT/" && "$bin" sync "$MNT" >/dev/null || bad "copy $c ($b)"
+		done
+		[ "$b" = new ] && { "$bin" gc "$MNT" >/dev/null || bad "gc"; }
+		umount_with "$bin"
+		R[qs_$b]=$(fs_file_bytes "$WORK/qs-$b/objects")
+	done
+	mount_with "$NEW" "$WORK/qs-alone"
+	cp -r "$QS/$CK" "$MNT/"
+	umount_with "$NEW"
+	"$NEW" bench --no-baselines --reps 1 $(bench_traj_files "$QS") >"$WORK/qs-bench.txt" 2>&1 || bad "ulpfs bench"
+	R[qs_bench]=$(awk '$1 == "TOTAL" { print $3 }' "$WORK/qs-bench.txt")
+	R[qs_resume_new]=$(CK=$CK resume_time "$NEW" "$WORK/qs-new")
+	R[qs_resume_alone]=$(CK=$CK resume_time "$NEW" "$WORK/qs-alone")
+	R[qs_resume_base]=$(CK=$CK resume_time "$BASE" "$WORK/qs-base")
+	say "quickstart: $(ls "$QS" | grep -c '^checkpoint-') checkpoints, newest $CK, raw $(fs_file_bytes "$QS") bytes"
+fi
+
 # ---------------------------------------------------------------- table
 echo
 echo "== chain_bench: medians of $reps cold runs; machine shared (load $(cut -d' ' -f1-3 /proc/loadavg))"
@@ -217,4 +252,10 @@ printf '%-48s %12s %12s %12s\n' "(4) daemon CPU s/GB copied in, vs today" "${R[c
 printf '%-48s %11ss %11ss %12s\n' "(5) oldest of 16 (k=16) vs newest, read time" "${R[old_v1]}" "${R[old_new]}" "$(ratio "${R[old_new]}" "${R[old_v1]}") speed"
 printf '%-48s %12s %12s %12s\n' "(6) rotation objects/ vs 2 kept alone" "${R[rot_size]}" "${R[kept_size]}" "$(ratio "${R[rot_size]}" "${R[kept_size]}")"
 printf '%-48s %12s\n' "(6) rotation flips / rebases" "$flips / $rebases"
+if [ "$quickstart" = 1 ]; then
+	printf '%-48s %12s %12s %12s\n' "(7) quickstart objects/ vs today" "${R[qs_new]}" "${R[qs_base]}" "$(ratio "${R[qs_new]}" "${R[qs_base]}")"
+	printf '%-48s %12s %12s %12s\n' "(7) quickstart objects/ vs ulpfs bench" "${R[qs_new]}" "${R[qs_bench]}" "$(ratio "${R[qs_new]}" "${R[qs_bench]}")"
+	printf '%-48s %11ss %11ss %12s\n' "(7) quickstart resume vs alone" "${R[qs_resume_new]}" "${R[qs_resume_alone]}" "$(ratio "${R[qs_resume_new]}" "${R[qs_resume_alone]}")"
+	printf '%-48s %11ss %11ss %12s\n' "(7) quickstart resume, today vs alone" "${R[qs_resume_base]}" "${R[qs_resume_alone]}" "$(ratio "${R[qs_resume_base]}" "${R[qs_resume_alone]}")"
+fi
 fs_finish

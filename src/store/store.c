@@ -335,10 +335,11 @@ void ulp_store_close(ulp_store *st)
 		return;
 	ulp_ra_pool_stop(st->ra); /* nothing is left to read ahead for */
 	ulp_encoder_stop(st);     /* drains the queue first */
-	/* The flips of the last commits: a store closed is a store whose
-	 * newest versions are standalone and older ones deltas (a failure
-	 * only leaves them pending for the next open). */
-	if (st->gc_started)
+	/* The flips of this session's commits: a store unmounted after a
+	 * save holds its older versions as deltas (a failure only leaves
+	 * them pending for the next open).  A session that committed
+	 * nothing (ulpfs log --store, say) does not wait for re-encoding. */
+	if (st->gc_started && atomic_load(&st->stat_commits))
 		(void)ulp_gc_drain(st);
 	ulp_gc_stop(st);
 	ulp_inode_table_free(st);
