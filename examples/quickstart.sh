@@ -76,14 +76,17 @@ echo "==> training a small GPT, saving checkpoint-N/ directories into the mount"
 /usr/bin/python3 examples/train.py --output_dir "$mnt/run" \
 	--sha256_manifest "$manifest" "${train_args[@]}"
 "$ulpfs" sync "$mnt" # wait until every checkpoint is encoded and committed
+"$ulpfs" gc "$mnt"   # and until older checkpoints are coded against newer ones
 
 last=$(cd "$mnt/run" && ls -d checkpoint-* | sort -t- -k2 -n | tail -n 1)
+first=$(cd "$mnt/run" && ls -d checkpoint-* | sort -t- -k2 -n | head -n 1)
 echo
 echo "==> ulpfs log run/$last: the files of the last checkpoint"
 "$ulpfs" log "$mnt/run/$last"
 echo
-echo "==> ulpfs log --chain run/$last/model.safetensors: what it is coded against"
-"$ulpfs" log --chain "$mnt/run/$last/model.safetensors"
+echo "==> ulpfs log --chain run/$first/model.safetensors: what it is coded against"
+echo "    (the newest checkpoint is stored standalone, older ones against the next)"
+"$ulpfs" log --chain "$mnt/run/$first/model.safetensors"
 echo
 echo "==> ulpfs stats --zstd19: the store against the raw files and against zstd -19"
 "$ulpfs" stats --zstd19 "$mnt"
