@@ -24,8 +24,11 @@
 # daemon, unmounts its tmpfs mounts and removes $WORK.
 #
 # Environment: ULPFS (the binary; required), ULPFS_ALLOW_SKIP=1 (exit 77
-# instead of failing when FUSE is unavailable), ULPFS_KEEP_WORK=1 (keep
-# $WORK for a post-mortem), FS_MOUNT_OPTS (extra -o options for every mount).
+# instead of failing when FUSE or a forced write mode is unavailable),
+# ULPFS_KEEP_WORK=1 (keep $WORK for a post-mortem), FS_MOUNT_OPTS (extra -o
+# options for every mount), FS_WRITE_MODE=passthrough|direct|cached (mount
+# with -o write_mode=MODE and check, with "ulpfs stats", that the daemon
+# uses it: tests/fs_modes.sh runs the mount tests so in each mode).
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 
@@ -186,6 +189,7 @@ fs_daemon_pid() {
 
 fs_opts() {
 	local o="settle=50"
+	[ -n "${FS_WRITE_MODE:-}" ] && o="$o,write_mode=$FS_WRITE_MODE"
 	[ -n "${FS_MOUNT_OPTS:-}" ] && o="$o,$FS_MOUNT_OPTS"
 	[ -n "${1:-}" ] && o="$o,$1"
 	echo "$o"
@@ -217,6 +221,39 @@ fs_mount() {
 	FS_DAEMONS+=("$FS_LAST_PID")
 	FS_STORES+=("$store")
 	[ -n "$FS_LAST_PID" ] || die "mounted, but cannot find the daemon's PID (no $store/daemon.pid, no process with /dev/fuse open whose argv names $store)"
+	fs_check_write_mode "$mnt" "${FS_WRITE_MODE:-}"
+}
+
+# The write mode the daemon serving MNT uses ("passthrough", "direct", ...
+# with the reason when passthrough was refused).
+fs_write_mode() {
+	"$ULPFS" stats "$1" 2>/dev/null | sed -n 's/^writes *//p'
+}
+
+# fs_check_write_mode MNT MODE: the mount at MNT writes in MODE (no-op when
+# MODE is empty).  A forced passthrough the kernel refused is said loudly
+# and fails the test, unless ULPFS_ALLOW_SKIP=1 (then it is skipped).
+fs_check_write_mode() {
+	local got
+	[ -n "${2:-}" ] || return 0
+	got=$(fs_write_mode "$1")
+	[ "$got" = "$2" ] && return 0
+	if [ "$2" = passthrough ]; then
+		{
+			echo "***************************************************************"
+			echo "*** $FS_TEST: FUSE PASSTHROUGH IS NOT AVAILABLE: the mount writes"
+			echo "*** in mode '$got'.  It needs Linux 6.9+ with"
+			echo "*** CONFIG_FUSE_PASSTHROUGH and a daemon with CAP_SYS_ADMIN."
+			if [ "${ULPFS_ALLOW_SKIP:-0}" = 1 ]; then
+				echo "*** ULPFS_ALLOW_SKIP=1: SKIPPING (exit 77)."
+			else
+				echo "*** This is a FAILURE (set ULPFS_ALLOW_SKIP=1 to skip)."
+			fi
+			echo "***************************************************************"
+		} >&2
+		[ "${ULPFS_ALLOW_SKIP:-0}" = 1 ] && exit 77
+	fi
+	die "write_mode=$2 asked for, the mount writes in mode '$got'"
 }
 
 fs_forget_mount() {
