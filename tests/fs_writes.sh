@@ -11,6 +11,8 @@
 #   - writes through a shared writable mmap of a new file,
 #   - fsync reaches the staging file (read there directly),
 #   - mtime: writes move it, an explicit utime while open stays,
+#   - a reader open across the commit keeps its content (with passthrough
+#     a new writer gets ETXTBSY until it closes),
 #   - eight writers at once, each its own file.
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -23,9 +25,9 @@ REF=$WORK/ref
 mkdir -p "$REF"
 
 cat >"$WORK/writes.py" <<'PY'
-import mmap, os, random, sys, threading, time
+import errno, mmap, os, random, sys, threading, time
 
-mnt, ref, staging = sys.argv[1:4]
+mnt, ref, staging, mode = sys.argv[1:5]
 rnd = random.Random(11)
 fails = 0
 
@@ -195,6 +197,57 @@ if os.stat(path).st_mtime_ns != 10**18:
 else:
     ok("synced: utime while open stays after close")
 
+# A reader that opened while the file was written keeps that content
+# after the commit; with passthrough it holds the old staging file as the
+# kernel's backing file, so a new writer must wait for it to close.
+path = os.path.join(mnt, "held")
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+os.write(fd, b"held" * 1000)
+r = os.open(path, os.O_RDONLY)
+os.close(fd)
+open(os.path.join(ref, "held"), "wb").write(b"held" * 1000)
+deadline = time.time() + 30
+while str(os.stat(path).st_ino) in os.listdir(staging) and \
+        time.time() < deadline:
+    time.sleep(0.02)
+if os.pread(r, 8, 0) != b"heldheld":
+    bad("held: the reader lost its content at the commit")
+try:
+    os.close(os.open(path, os.O_WRONLY))
+    if mode == "passthrough":
+        bad("held: a writer opened while a passthrough reader of the "
+            "committed content was open")
+    else:
+        ok("held: a writer opens beside a reader")
+except OSError as e:
+    if mode == "passthrough" and e.errno == errno.ETXTBSY:
+        ok("held: ETXTBSY for a writer while the passthrough reader is open")
+    else:
+        bad("held: opening a writer: %s" % e)
+os.close(r)
+os.close(os.open(path, os.O_WRONLY))
+ok("held: a writer opens once the reader is closed")
+
+# A reader of the committed file first, then a writer: the kernel allows
+# no passthrough open beside an open that uses the page cache, so the
+# writer gets direct_io; the reader sees what it writes.
+r = os.open(path, os.O_RDONLY)
+os.pread(r, 4000, 0)
+try:
+    fd = os.open(path, os.O_WRONLY)
+    os.pwrite(fd, b"HELD", 0)
+    got = os.pread(r, 8, 0)
+    if got != b"HELDheld":
+        bad("held: the earlier reader sees %r after a write" % got)
+    else:
+        ok("held: a writer beside an earlier reader; the reader sees it")
+    os.close(fd)
+    with open(os.path.join(ref, "held"), "r+b") as f:
+        f.write(b"HELD")
+except OSError as e:
+    bad("held: a writer beside an earlier reader: %s" % e)
+os.close(r)
+
 # Eight writers at once.
 def writer(k):
     r = random.Random(k)
@@ -219,7 +272,7 @@ PY
 fs_mount "$STORE" "$MNT"
 say "write mode: $(fs_write_mode "$MNT")"
 step "write cases (mount and plain files side by side)"
-"$PY" "$WORK/writes.py" "$MNT" "$REF" "$STORE/staging" || bad "write cases failed"
+"$PY" "$WORK/writes.py" "$MNT" "$REF" "$STORE/staging" "$(fs_write_mode "$MNT")" || bad "write cases failed"
 fs_wait_committed "$STORE" || true
 step "after the commit"
 fs_compare_trees "$MNT" "$REF" "committed files"
