@@ -83,12 +83,21 @@ fs_finish() {
 }
 
 fs_skip_or_fail() {
+	fs_unavailable "FUSE IS NOT AVAILABLE: $*" \
+		"The filesystem integration tests need /dev/fuse," \
+		"fusermount3 (Debian: apt-get install fuse3) and the" \
+		"right to mount (root, or a container with /dev/fuse)."
+}
+
+# fs_unavailable WHAT LINE...: say loudly that WHAT this test needs is
+# missing, then fail, or skip (exit 77) with ULPFS_ALLOW_SKIP=1.
+fs_unavailable() {
+	local l
 	{
 		echo "***************************************************************"
-		echo "*** $FS_TEST: FUSE IS NOT AVAILABLE: $*"
-		echo "*** The filesystem integration tests need /dev/fuse,"
-		echo "*** fusermount3 (Debian: apt-get install fuse3) and the"
-		echo "*** right to mount (root, or a container with /dev/fuse)."
+		echo "*** $FS_TEST: $1"
+		shift
+		for l in "$@"; do echo "*** $l"; done
 		if [ "${ULPFS_ALLOW_SKIP:-0}" = 1 ]; then
 			echo "*** ULPFS_ALLOW_SKIP=1: SKIPPING (exit 77)."
 		else
@@ -238,21 +247,10 @@ fs_check_write_mode() {
 	[ -n "${2:-}" ] || return 0
 	got=$(fs_write_mode "$1")
 	[ "$got" = "$2" ] && return 0
-	if [ "$2" = passthrough ]; then
-		{
-			echo "***************************************************************"
-			echo "*** $FS_TEST: FUSE PASSTHROUGH IS NOT AVAILABLE: the mount writes"
-			echo "*** in mode '$got'.  It needs Linux 6.9+ with"
-			echo "*** CONFIG_FUSE_PASSTHROUGH and a daemon with CAP_SYS_ADMIN."
-			if [ "${ULPFS_ALLOW_SKIP:-0}" = 1 ]; then
-				echo "*** ULPFS_ALLOW_SKIP=1: SKIPPING (exit 77)."
-			else
-				echo "*** This is a FAILURE (set ULPFS_ALLOW_SKIP=1 to skip)."
-			fi
-			echo "***************************************************************"
-		} >&2
-		[ "${ULPFS_ALLOW_SKIP:-0}" = 1 ] && exit 77
-	fi
+	[ "$2" = passthrough ] &&
+		fs_unavailable "FUSE PASSTHROUGH IS NOT AVAILABLE: the mount writes" \
+			"in mode '$got'.  It needs Linux 6.9+ with" \
+			"CONFIG_FUSE_PASSTHROUGH and a daemon with CAP_SYS_ADMIN."
 	die "write_mode=$2 asked for, the mount writes in mode '$got'"
 }
 

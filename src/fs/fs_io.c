@@ -275,7 +275,10 @@ int ulp_fs_backing_open(ulp_fs *fs, int fd)
 void ulp_fs_backing_close(ulp_fs *fs, int id)
 {
 	uint32_t u = (uint32_t)id;
-	if (ioctl(fuse_session_fd(fs->se), FUSE_DEV_IOC_BACKING_CLOSE, &u) < 0)
+	/* After the unmount the kernel has dropped them all. */
+	if (ioctl(fuse_session_fd(fs->se), FUSE_DEV_IOC_BACKING_CLOSE, &u) <
+	            0 &&
+	    fs->mounted)
 		fprintf(stderr, "ulpfs: closing backing file %d: %s\n", id,
 		        strerror(errno));
 }
@@ -387,8 +390,6 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 		tls_pt_unique = tls_unique;
 		tls_pt_id = n->backing;
 		fi->keep_cache = 0;
-		if (wr)
-			ulp_file_set_passthrough(f);
 	} else if (mode == ULP_IO_DIRECT) {
 		fi->direct_io = 1;
 		fi->keep_cache = 0;
@@ -405,6 +406,9 @@ out:
 	if (n && rc < 0)
 		node_put(fs, n);
 	pthread_mutex_unlock(&fs->io_mu);
+	/* Outside io_mu: it may wait for the staging limit. */
+	if (mode == ULP_IO_PT && wr && rc == 0)
+		ulp_file_set_passthrough(f);
 	return rc < 0 ? rc : mode;
 }
 

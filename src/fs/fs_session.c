@@ -7,7 +7,8 @@
  * making the store's "last close" ambiguous); atomic O_TRUNC (the store
  * need not copy up a committed file that is about to be emptied); cached
  * symlinks (a symlink's target never changes); no splice (the store takes
- * memory buffers, so splicing would only add a copy); no "handle killpriv"
+ * memory buffers, so splicing would only add a copy; the I/O hooks of the
+ * write modes, fs_io.c, read and write memory buffers); no "handle killpriv"
  * (the kernel clears set-user-ID bits itself with a setattr).  Requests
  * carry up to 1 MiB (FUSE_MAX_PAGES).  Extended attributes, POSIX locks,
  * flock, lseek and copy_file_range are not implemented: libfuse answers
