@@ -24,8 +24,11 @@
 # daemon, unmounts its tmpfs mounts and removes $WORK.
 #
 # Environment: ULPFS (the binary; required), ULPFS_ALLOW_SKIP=1 (exit 77
-# instead of failing when FUSE is unavailable), ULPFS_KEEP_WORK=1 (keep
-# $WORK for a post-mortem), FS_MOUNT_OPTS (extra -o options for every mount).
+# instead of failing when FUSE or a forced write mode is unavailable),
+# ULPFS_KEEP_WORK=1 (keep $WORK for a post-mortem), FS_MOUNT_OPTS (extra -o
+# options for every mount), FS_WRITE_MODE=passthrough|direct|cached (mount
+# with -o write_mode=MODE and check, with "ulpfs stats", that the daemon
+# uses it: tests/fs_modes.sh runs the mount tests so in each mode).
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 
@@ -80,12 +83,21 @@ fs_finish() {
 }
 
 fs_skip_or_fail() {
+	fs_unavailable "FUSE IS NOT AVAILABLE: $*" \
+		"The filesystem integration tests need /dev/fuse," \
+		"fusermount3 (Debian: apt-get install fuse3) and the" \
+		"right to mount (root, or a container with /dev/fuse)."
+}
+
+# fs_unavailable WHAT LINE...: say loudly that WHAT this test needs is
+# missing, then fail, or skip (exit 77) with ULPFS_ALLOW_SKIP=1.
+fs_unavailable() {
+	local l
 	{
 		echo "***************************************************************"
-		echo "*** $FS_TEST: FUSE IS NOT AVAILABLE: $*"
-		echo "*** The filesystem integration tests need /dev/fuse,"
-		echo "*** fusermount3 (Debian: apt-get install fuse3) and the"
-		echo "*** right to mount (root, or a container with /dev/fuse)."
+		echo "*** $FS_TEST: $1"
+		shift
+		for l in "$@"; do echo "*** $l"; done
 		if [ "${ULPFS_ALLOW_SKIP:-0}" = 1 ]; then
 			echo "*** ULPFS_ALLOW_SKIP=1: SKIPPING (exit 77)."
 		else
@@ -186,6 +198,7 @@ fs_daemon_pid() {
 
 fs_opts() {
 	local o="settle=50"
+	[ -n "${FS_WRITE_MODE:-}" ] && o="$o,write_mode=$FS_WRITE_MODE"
 	[ -n "${FS_MOUNT_OPTS:-}" ] && o="$o,$FS_MOUNT_OPTS"
 	[ -n "${1:-}" ] && o="$o,$1"
 	echo "$o"
@@ -217,6 +230,28 @@ fs_mount() {
 	FS_DAEMONS+=("$FS_LAST_PID")
 	FS_STORES+=("$store")
 	[ -n "$FS_LAST_PID" ] || die "mounted, but cannot find the daemon's PID (no $store/daemon.pid, no process with /dev/fuse open whose argv names $store)"
+	fs_check_write_mode "$mnt" "${FS_WRITE_MODE:-}"
+}
+
+# The write mode the daemon serving MNT uses ("passthrough", "direct", ...
+# with the reason when passthrough was refused).
+fs_write_mode() {
+	"$ULPFS" stats "$1" 2>/dev/null | sed -n 's/^writes *//p'
+}
+
+# fs_check_write_mode MNT MODE: the mount at MNT writes in MODE (no-op when
+# MODE is empty).  A forced passthrough the kernel refused is said loudly
+# and fails the test, unless ULPFS_ALLOW_SKIP=1 (then it is skipped).
+fs_check_write_mode() {
+	local got
+	[ -n "${2:-}" ] || return 0
+	got=$(fs_write_mode "$1")
+	[ "$got" = "$2" ] && return 0
+	[ "$2" = passthrough ] &&
+		fs_unavailable "FUSE PASSTHROUGH IS NOT AVAILABLE: the mount writes" \
+			"in mode '$got'.  It needs Linux 6.9+ with" \
+			"CONFIG_FUSE_PASSTHROUGH and a daemon with CAP_SYS_ADMIN."
+	die "write_mode=$2 asked for, the mount writes in mode '$got'"
 }
 
 fs_forget_mount() {

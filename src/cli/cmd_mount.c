@@ -76,6 +76,9 @@ static void mount_usage(FILE *f)
 	      "     attr_timeout=SEC    kernel attribute cache (default 1)\n"
 	      "     entry_timeout=SEC   kernel name cache (default 1)\n"
 	      "     max_threads=N       FUSE request threads (default 64)\n"
+	      "     write_mode=MODE     auto (default), passthrough, direct "
+	      "or cached:\n"
+	      "                         how writes reach the staging files\n"
 	      "     allow_other         let other users in (implies "
 	      "default_permissions)\n"
 	      "     default_permissions the kernel checks file modes\n"
@@ -157,6 +160,9 @@ static int parse_option_list(mount_args *ma, char *list)
 			if (cli_parse_uint(v, 10000, &u) < 0 || u == 0)
 				goto bad_value;
 			ma->cfg.max_threads = u;
+		} else if (KEY("write_mode") && v) {
+			if (ulp_fs_write_mode_parse(v, &ma->cfg.write_mode) < 0)
+				goto bad_value;
 		} else if (strcmp(o, "allow_other") == 0) {
 			ma->cfg.allow_other = 1;
 		} else if (strcmp(o, "default_permissions") == 0) {

@@ -480,6 +480,11 @@ int cli_op_stats(cli_env *env, json_t *req)
 		                                        "rebases",
 		                                        (json_int_t)ss.rebases)
 		                            : json_null());
+		/* the mount's write mode (null when not mounted) */
+		json_object_set_new(
+			o, "write_mode",
+			env->fs ? json_string(ulp_fs_write_mode_active(env->fs))
+				: json_null());
 		json_object_set_new(
 			o, "cache",
 			env->fs ? json_pack("{s:I,s:I,s:I,s:f}", "bytes",
@@ -534,6 +539,9 @@ int cli_op_stats(cli_env *env, json_t *req)
 	         "rebase), %" PRIu64 " deleted\n"
 	         "staged   %s, %" PRIu64 " files queued for encoding\n",
 	         ss.versions[0], ss.versions[1], ss.versions[2], sb, ss.queued);
+	if (env->fs)
+		cli_outf(env, "writes   %s\n",
+		         ulp_fs_write_mode_active(env->fs));
 	cli_outf(env, "\nby kind:         %8s %12s %12s %8s", "VERSIONS",
 	         "LOGICAL", "STORED", "RATIO");
 	if (z19)

@@ -29,6 +29,23 @@
 
 typedef struct ulp_fs ulp_fs;
 
+/* How writers' data reaches the staging file (-o write_mode=...).
+ * passthrough: the kernel writes the staging file itself (FUSE
+ * passthrough, Linux 6.9+ with CAP_SYS_ADMIN); direct: direct_io opens,
+ * one request per write, no page cache; cached: the page cache, one
+ * request per page run.  auto is passthrough where the kernel grants it,
+ * else direct.  A forced passthrough the kernel refuses falls back to
+ * direct as auto does, and says so in the log and in ulp_fs_write_mode. */
+typedef enum ulp_fs_write_mode {
+	ULP_FS_WRITE_AUTO = 0,
+	ULP_FS_WRITE_PASSTHROUGH,
+	ULP_FS_WRITE_DIRECT,
+	ULP_FS_WRITE_CACHED,
+} ulp_fs_write_mode;
+
+/* "auto", "passthrough", "direct", "cached" -> *out; -1 if unknown. */
+int ulp_fs_write_mode_parse(const char *s, ulp_fs_write_mode *out);
+
 typedef struct ulp_fs_config {
 	const char *mountpoint;  /* absolute path of an existing directory */
 	const char *fsname;      /* the mount's source (the store's path) */
@@ -38,6 +55,7 @@ typedef struct ulp_fs_config {
 	int allow_other;         /* -o allow_other (implies permissions) */
 	int default_permissions; /* the kernel checks access modes */
 	int debug;               /* libfuse request tracing on stderr */
+	ulp_fs_write_mode write_mode;
 	/* Further generic FUSE options, each accepted by ulp_fs_option_ok(),
 	 * NULL-terminated; may be NULL. */
 	const char *const *fuse_opts;
@@ -70,16 +88,22 @@ int ulp_fs_run(ulp_fs *fs);
  * stays open: close it afterwards with ulp_store_close(). */
 void ulp_fs_unmount(ulp_fs *fs);
 
-/* Tell the kernel that what it cached of an inode (attributes, pages) or
- * of a name in a directory is stale: the helper changed the store behind
- * the mount's back (restore, prune).  Never call from a FUSE request
- * handler.  fs may be NULL (no-op). */
+/* The write mode in force: "passthrough", "direct", "cached", or, before
+ * the kernel's INIT, what was asked for; with a reason appended when the
+ * kernel refused passthrough ("direct (passthrough refused: ...)").  The
+ * string lives as long as fs. */
+const char *ulp_fs_write_mode_active(ulp_fs *fs);
+
 /* Wait (at most timeout_ms) until every handle whose descriptor was
  * closed has been released, i.e. its file queued for encoding: close(2)
  * returns before the kernel's asynchronous RELEASE arrives.  0, or
  * -ETIMEDOUT when a closed handle is still unreleased (a dup'ed
  * descriptor may keep it open). */
 int ulp_fs_wait_released(ulp_fs *fs, unsigned timeout_ms);
+/* Tell the kernel that what it cached of an inode (attributes, pages) or
+ * of a name in a directory is stale: the helper changed the store behind
+ * the mount's back (restore, prune).  Never call from a FUSE request
+ * handler.  fs may be NULL (no-op). */
 void ulp_fs_invalidate_inode(ulp_fs *fs, uint64_t ino);
 void ulp_fs_invalidate_entry(ulp_fs *fs, uint64_t parent, const char *name);
 /* The same for .ulpfs/snapshots/NAME (a snapshot was deleted). */

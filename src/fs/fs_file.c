@@ -4,10 +4,10 @@
  *
  * fuse_file_info->fh points to an ulp_fs_handle that wraps the store's
  * ulp_file.  Page cache: the kernel keeps a file's cached pages across
- * opens only when the store says its content is committed (immutable);
- * direct_io is never used, so mmap (safetensors, numpy) works.  Writes go
- * through the page cache to the store at once (no writeback cache), so
- * errors such as ENOSPC reach the writing process.
+ * opens only when the store says its content is committed (immutable).
+ * Which opens bypass the page cache (passthrough, direct_io) is fs_io.c's
+ * choice.  Writes that come here go to the store at once (no writeback
+ * cache), so errors such as ENOSPC reach the writing process.
  */
 #include "config.h"
 
@@ -60,6 +60,8 @@ static void handle_free(ulp_fs *fs, ulp_fs_handle *h)
 	h->next->prev = h->prev;
 	pthread_mutex_unlock(&fs->handles_mu);
 	if (h->file)
+		ulp_fs_io_close(fs, h->ino, h->io);
+	if (h->file)
 		ulp_file_release(h->file);
 	ulp_readahead_free(h->ra); /* drops its queued decodes */
 	/* only now is the file queued: then sync may count it */
@@ -109,22 +111,37 @@ void ulp_fs_release_all(ulp_fs *fs)
 /* Wrap f (or a version of the control directory) in a handle and reply
  * with it; if the reply cannot be delivered (the opening process was
  * interrupted), the kernel will never release it, so release it here.  e
- * is NULL for open, else the created entry. */
-static void reply_opened(fuse_req_t req, ulp_file *f, uint64_t version,
-                         int keep_cache, const struct fuse_entry_param *e,
+ * is NULL for open, else the created entry (whose inode is ino). */
+static void reply_opened(fuse_req_t req, uint64_t ino, ulp_file *f,
+                         uint64_t version, int keep_cache,
+                         const struct fuse_entry_param *e,
                          struct fuse_file_info *fi)
 {
 	ulp_fs *fs = ulp_fs_of(req);
+	int io = ULP_IO_CACHED;
+	if (f) {
+		io = ulp_fs_io_open(fs, ino, f, e != NULL, keep_cache, fi);
+		if (io < 0) {
+			ulp_file_release(f);
+			fuse_reply_err(req, ulp_fs_errno(io));
+			return;
+		}
+	} else {
+		fi->keep_cache = keep_cache ? 1 : 0;
+		fi->direct_io = 0;
+	}
 	ulp_fs_handle *h = handle_new(fs, f, version);
 	if (!h) {
-		if (f)
+		if (f) {
+			ulp_fs_io_close(fs, ino, io);
 			ulp_file_release(f);
+		}
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
+	h->ino = ino;
+	h->io = io;
 	fi->fh = (uint64_t)(uintptr_t)h;
-	fi->keep_cache = keep_cache ? 1 : 0;
-	fi->direct_io = 0;
 	fi->nonseekable = 0;
 	int rc = e ? fuse_reply_create(req, e, fi) : fuse_reply_open(req, fi);
 	if (rc != 0)
@@ -183,7 +200,7 @@ void ulp_fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ulp_fs_attr_to_stat(&a, &e.attr);
 	e.attr_timeout = fs->attr_timeout;
 	e.entry_timeout = fs->entry_timeout;
-	reply_opened(req, f, 0, keep, &e, fi);
+	reply_opened(req, a.ino, f, 0, keep, &e, fi);
 }
 
 void ulp_fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -204,7 +221,8 @@ void ulp_fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			return;
 		}
 		/* A version never changes: keep its page cache. */
-		reply_opened(req, NULL, ino & ULP_CTL_PAYLOAD, 1, NULL, fi);
+		reply_opened(req, ino, NULL, ino & ULP_CTL_PAYLOAD, 1, NULL,
+		             fi);
 		return;
 	}
 	/* With FUSE_CAP_ATOMIC_O_TRUNC, O_TRUNC arrives here (instead of a
@@ -215,7 +233,7 @@ void ulp_fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		fuse_reply_err(req, ulp_fs_errno(rc));
 		return;
 	}
-	reply_opened(req, f, 0, keep, NULL, fi);
+	reply_opened(req, ino, f, 0, keep, NULL, fi);
 }
 
 /* ---------------------------------------------------------------- data */

@@ -59,6 +59,15 @@ static inline int ulp_ctl_is_vfile(uint64_t ino)
 	       (ULP_CTL_BIT | ULP_CTL_K_VFILE);
 }
 
+#define ULP_IO_BUCKETS 256
+/* How an open file's reads and writes travel. */
+enum {
+	ULP_IO_CACHED = 0, /* requests from the page cache */
+	ULP_IO_DIRECT = 1, /* direct_io: a request per read(2)/write(2) */
+	ULP_IO_PT = 2,     /* FUSE passthrough to the staging file */
+};
+struct ulp_io_node;
+
 /* An open regular file: fuse_file_info->fh points to one.  They are kept
  * in a list so that handles the kernel never released (the daemon was
  * signalled while files were open) are released at unmount, which queues
@@ -68,6 +77,8 @@ typedef struct ulp_fs_handle {
 	uint64_t version;  /* that version's id */
 	ulp_readahead *ra; /* that version's read-ahead (may be NULL) */
 	int flushed;       /* flushed (closed by the caller), release pending */
+	uint64_t ino;      /* for ulp_fs_io_close */
+	int io;            /* ULP_IO_*: how the kernel does its I/O */
 	struct ulp_fs_handle *prev, *next;
 } ulp_fs_handle;
 
@@ -80,6 +91,15 @@ struct ulp_fs {
 	unsigned max_read; /* -o max_read=N (libfuse wants it again in init) */
 	int mounted;
 	char *mountpoint;
+
+	/* fs_io.c: the write mode asked for and in force, what the kernel
+	 * offered in INIT, the inodes with passthrough or cached opens. */
+	ulp_fs_write_mode io_want, io_mode;
+	char io_mode_str[128];
+	uint64_t io_kernel_flags, io_init_unique;
+	int io_init_seen, io_init_done, io_allow_mmap;
+	pthread_mutex_t io_mu;
+	struct ulp_io_node *io_nodes[ULP_IO_BUCKETS];
 
 	pthread_mutex_t handles_mu;
 	ulp_fs_handle handles; /* list head (circular) */
@@ -172,6 +192,25 @@ void ulp_ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      int plus);
 /* Free the snapshot directory table (unmount). */
 void ulp_ctl_free(ulp_fs *fs);
+
+/* Write modes (fs_io.c).  Install the I/O hooks on the mounted session
+ * (0 or -errno). */
+int ulp_fs_io_install(ulp_fs *fs);
+/* Choose how the kernel serves the open of ino about to be replied to
+ * (f the store's handle; create: from create; keep_cache: what the store
+ * allows), set fi's flags, and for passthrough arrange the reply's backing
+ * id.  Returns ULP_IO_*, to hand to ulp_fs_io_close when the handle goes,
+ * or -errno (-ETXTBSY: a writer while passthrough readers hold an older,
+ * committed content of the file). */
+int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
+                   int keep_cache, struct fuse_file_info *fi);
+void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, int io);
+/* Whether ino has passthrough opens (its data bypasses the daemon). */
+int ulp_fs_io_passthrough(ulp_fs *fs, uint64_t ino);
+/* Register fd as a backing file: its id, or -errno. */
+int ulp_fs_backing_open(ulp_fs *fs, int fd);
+void ulp_fs_backing_close(ulp_fs *fs, int id);
+void ulp_fs_io_free(ulp_fs *fs);
 
 /* Release every handle still open (at unmount). */
 void ulp_fs_release_all(ulp_fs *fs);

@@ -234,6 +234,11 @@ void ulp_fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	/* FUSE_SET_ATTR_CTIME: the store sets ctime itself on every change. */
 
+	/* Passthrough writes bypass the store: let it take their size and
+	 * mtime first, or an explicit time set now would be overridden by
+	 * them at the next getattr. */
+	if (mask && ulp_fs_io_passthrough(fs, ino))
+		(void)ulp_ns_getattr(fs->st, ino, &out);
 	if (mask)
 		rc = ulp_ns_setattr(fs->st, ino, &in, mask, &out);
 	else

@@ -7,7 +7,8 @@
  * making the store's "last close" ambiguous); atomic O_TRUNC (the store
  * need not copy up a committed file that is about to be emptied); cached
  * symlinks (a symlink's target never changes); no splice (the store takes
- * memory buffers, so splicing would only add a copy); no "handle killpriv"
+ * memory buffers, so splicing would only add a copy; the I/O hooks of the
+ * write modes, fs_io.c, read and write memory buffers); no "handle killpriv"
  * (the kernel clears set-user-ID bits itself with a setattr).  Requests
  * carry up to 1 MiB (FUSE_MAX_PAGES).  Extended attributes, POSIX locks,
  * flock, lseek and copy_file_range are not implemented: libfuse answers
@@ -100,6 +101,12 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->max_read = fs->max_read;
 	if (fs->conn_opts)
 		fuse_apply_conn_info_opts(fs->conn_opts, conn);
+	/* The custom I/O hooks (fs_io.c) read and write memory buffers:
+	 * libfuse would not splice through them. */
+	if (fs->io_want != ULP_FS_WRITE_CACHED)
+		conn->want &= ~(uint64_t)(FUSE_CAP_SPLICE_READ |
+		                          FUSE_CAP_SPLICE_WRITE |
+		                          FUSE_CAP_SPLICE_MOVE);
 	/* Never, whatever the options said (ulp_fs_option_ok refuses it). */
 	conn->want &= ~(uint64_t)FUSE_CAP_WRITEBACK_CACHE;
 	conn->want &= conn->capable;
@@ -275,6 +282,7 @@ static void fs_free(ulp_fs *fs)
 	free(fs->mountpoint);
 	pthread_mutex_destroy(&fs->handles_mu);
 	pthread_cond_destroy(&fs->released_cv);
+	ulp_fs_io_free(fs);
 	ulp_ctl_free(fs);
 	free(fs);
 }
@@ -304,6 +312,8 @@ int ulp_fs_mount(ulp_store *st, const ulp_fs_config *cfg, ulp_fs **out,
 	                                            : DEFAULT_TIMEOUT;
 	fs->max_threads = cfg->max_threads ? cfg->max_threads
 	                                   : DEFAULT_MAX_THREADS;
+	fs->io_want = cfg->write_mode;
+	pthread_mutex_init(&fs->io_mu, NULL);
 	pthread_mutex_init(&fs->handles_mu, NULL);
 	pthread_cond_init(&fs->released_cv, NULL);
 	pthread_mutex_init(&fs->sdirs_mu, NULL);
@@ -367,6 +377,12 @@ int ulp_fs_mount(ulp_store *st, const ulp_fs_config *cfg, ulp_fs **out,
 		goto fail;
 	}
 	fs->mounted = 1;
+	rc = ulp_fs_io_install(fs);
+	if (rc < 0) {
+		log_stop(err, errlen, "cannot install the FUSE I/O hooks");
+		fuse_session_unmount(fs->se);
+		goto fail;
+	}
 	log_stop(NULL, 0, NULL);
 	fuse_opt_free_args(&args);
 	free(opts);

@@ -11,6 +11,7 @@ struct ulp_file {
 	ulp_inode *in;
 	int writable; /* counted in in->nwriters */
 	int append;
+	int pt;            /* written by the kernel (counted in in->npt) */
 	uint32_t err_seen; /* in->err_seq already reported */
 	ulp_readahead *ra; /* reads of its committed version */
 };
@@ -181,9 +182,55 @@ static int take_error(ulp_file *f)
 	return rc;
 }
 
+/* Size and mtime of a passthrough writer's inode from its staging file. */
+static void sync_pt(ulp_file *f)
+{
+	if (!f->pt)
+		return;
+	pthread_mutex_lock(&f->st->mu);
+	ulp_stage_sync_backing(f->st, f->in);
+	pthread_mutex_unlock(&f->st->mu);
+}
+
 int ulp_file_flush(ulp_file *f)
 {
+	sync_pt(f);
 	return take_error(f);
+}
+
+int ulp_file_staging_fd(ulp_file *f)
+{
+	int fd = -ENOENT;
+
+	pthread_rwlock_rdlock(&f->in->data);
+	if (f->in->staged && f->in->fd >= 0) {
+		fd = fcntl(f->in->fd, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0)
+			fd = -errno;
+	}
+	pthread_rwlock_unlock(&f->in->data);
+	return fd;
+}
+
+void ulp_file_set_passthrough(ulp_file *f)
+{
+	ulp_store *st = f->st;
+
+	if (f->pt || !f->writable)
+		return;
+	pthread_mutex_lock(&st->mu);
+	ulp_stage_wait_space(st, 0);
+	/* What the file holds now is not a write: only later changes of its
+	 * mtime are. */
+	if (f->in->npt++ == 0) {
+		struct stat sb;
+		if (f->in->fd >= 0 && fstat(f->in->fd, &sb) == 0)
+			f->in->bk_mtime =
+				(int64_t)sb.st_mtim.tv_sec * 1000000000 +
+				sb.st_mtim.tv_nsec;
+	}
+	f->pt = 1;
+	pthread_mutex_unlock(&st->mu);
 }
 
 int ulp_file_fsync(ulp_file *f, int datasync)
@@ -202,6 +249,7 @@ int ulp_file_fsync(ulp_file *f, int datasync)
 	pthread_rwlock_unlock(&in->data);
 	if (rc < 0)
 		record_error(f->st, in, rc);
+	sync_pt(f);
 	return take_error(f);
 }
 
@@ -247,6 +295,11 @@ void ulp_file_release(ulp_file *f)
 		return;
 	st = f->st;
 	pthread_mutex_lock(&st->mu);
+	if (f->pt) {
+		/* before writer_done records the size and queues the file */
+		ulp_stage_sync_backing(st, f->in);
+		f->in->npt--;
+	}
 	if (f->writable)
 		ulp_stage_writer_done(st, f->in);
 	ulp_inode_put(st, f->in);

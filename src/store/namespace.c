@@ -35,6 +35,8 @@ void ulp_ns_attr_of(ulp_store *st, const ulp_cat_inode *r, ulp_attr *a)
 	a->size = r->size;
 	int64_t at = r->atime, mt = r->mtime, ct = r->ctime;
 	if (in) {
+		if (in->staged && in->npt)
+			ulp_stage_sync_backing(st, in);
 		if (in->staged)
 			a->size = in->size;
 		if (in->times_dirty) {

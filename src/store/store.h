@@ -176,6 +176,18 @@ int ulp_file_fsync(ulp_file *f, int datasync);
  * inode is released, the file is queued for encoding.  Every handle must
  * be released before ulp_store_close(). */
 void ulp_file_release(ulp_file *f);
+/* FUSE passthrough.  A new descriptor (O_CLOEXEC) of the staging file of
+ * f's inode, for the kernel to use as the backing file; -ENOENT when the
+ * content is not staged. */
+int ulp_file_staging_fd(ulp_file *f);
+/* From now on the kernel writes f's staging file itself: the store takes
+ * size and mtime from that file (getattr, flush, fsync, release).  Waits
+ * first while the staging limit is reached, the only point where such a
+ * writer can wait.  f must be writable. */
+void ulp_file_set_passthrough(ulp_file *f);
+/* An unnamed, empty file (O_TMPFILE) beside the staging files, to try
+ * whether the kernel takes them as backing files; an fd or -errno. */
+int ulp_store_staging_tmpfd(ulp_store *st);
 /* fallocate(2) mode 0 (reserve space, extending the size when off + len
  * is past the end); other modes -EOPNOTSUPP.  Needs a writable handle. */
 int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len);

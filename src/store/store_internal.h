@@ -99,6 +99,10 @@ typedef struct ulp_inode {
 	int err;               /* last deferred write error (-errno) */
 	uint32_t err_seq;      /* bumped with each new error */
 	uint64_t acct;         /* bytes counted in st->staged_bytes */
+	unsigned npt;          /* writable handles the kernel writes through
+	                          (FUSE passthrough): size and mtime come
+	                          from the staging file (backing.c) */
+	int64_t bk_mtime;      /* the staging file's mtime last taken */
 
 	/* Encode queue. */
 	int qstate;
@@ -227,6 +231,9 @@ void ulp_stage_wait_space(ulp_store *st, uint64_t grow);
 void ulp_stage_writer_done(ulp_store *st, ulp_inode *in);
 /* Set the logical size of a staged inode and its accounting (mu held). */
 void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size);
+/* Take size and mtime from the staging file, which the kernel writes
+ * directly for passthrough handles (mu held; backing.c). */
+void ulp_stage_sync_backing(ulp_store *st, ulp_inode *in);
 /* Drop an inode's staging fd and file and its accounting (mu held). */
 void ulp_stage_drop(ulp_store *st, ulp_inode *in);
 
