@@ -230,7 +230,7 @@ Test(container, future_versions)
 		int want;
 		const char *what;
 	} cases[] = {
-		{ 8, 2, ULP_ERR_VERSION, "format 2" },
+		{ 8, 3, ULP_ERR_VERSION, "format 3" },
 		{ 8, 0, ULP_ERR_VERSION, "format 0" },
 		{ 9, 1, ULP_ERR_VERSION, "format 257" },
 		{ 7, '2', ULP_ERR_VERSION, "magic ULPFSOB2" },

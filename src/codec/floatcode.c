@@ -682,6 +682,9 @@ ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp,
 		 * so each is one independent unaligned load instead of a
 		 * serial bit-reader chain.  Runs while 8 bytes are readable. */
 		uint64_t pos = 0;
+		if (W == 16 && ulp_rans_simd())
+			i = ulp_delta16_avx2(sym, rawp, rawlen, ref, n, dst,
+			                     &pos);
 		for (; i < n; i++) {
 			const dsym_info *si = &info[sym[i]];
 			if ((pos >> 3) + 8 > rawlen)
@@ -868,7 +871,11 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 		return ULP_ERR_NOMEM;
 	const uint8_t *rawp = p + blen;
 	size_t rawlen = (size_t)(end - rawp);
-	if (in[0] == ULP_SC_DELTA && W <= 32) {
+	/* Format-1 blocks (four lanes) decode fused with the reconstruction;
+	 * 32-lane blocks decode the symbols in bulk, the contexts gathered
+	 * from the reference first. */
+	if (in[0] == ULP_SC_DELTA && W <= 32 &&
+	    ulp_rans_block_lanes(p, blen) == ULP_RANS_WAYS) {
 #define FUSED_CALL(F, w) \
 	rc = delta_decode_fused_w(fs, F, p, blen, rawp, rawlen, ref, n, dst, w)
 		ULP_DISPATCH_FMT(f, FUSED_CALL);

@@ -44,4 +44,12 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
                      size_t len, const uint8_t *ref, size_t n, uint8_t *dst);
 
+/* AVX2 reconstruction of 16-bit delta elements from their symbols, the
+ * raw bits (starting at bit *pos of rawp[0..rawlen)) and the reference:
+ * does a prefix of the n elements, advances *pos past their raw bits and
+ * returns how many (floatcode_avx2.c; only when ulp_rans_simd()). */
+size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
+                        const uint8_t *ref, size_t n, uint8_t *dst,
+                        uint64_t *pos);
+
 #endif /* ULP_FLOATCODE_H */

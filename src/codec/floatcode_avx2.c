@@ -1,0 +1,86 @@
+/*
+ * floatcode_avx2.c - AVX2 reconstruction of 16-bit delta streams (bf16,
+ * fp16) from their decoded symbols, raw bits and reference.
+ *
+ * Eight elements per step: the symbol gives the residual's leading bits,
+ * sign and raw bit count arithmetically (see DELTA_NSYM in floatcode.c:
+ * s = 4k - 5 + 2 neg + b for k >= 2), a prefix sum of the raw bit counts
+ * gives each element's bit position, and one gather fetches every
+ * element's raw bits.  Same results as the portable loop, which finishes
+ * what this leaves.
+ */
+#include <immintrin.h>
+
+#include "floatcode.h"
+
+#define ULP_AVX2 __attribute__((target("avx2,bmi2")))
+
+ULP_AVX2 size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp,
+                                 size_t rawlen, const uint8_t *ref, size_t n,
+                                 uint8_t *dst, uint64_t *posp)
+{
+	const __m256i one = _mm256_set1_epi32(1);
+	const __m256i two = _mm256_set1_epi32(2);
+	const __m256i three = _mm256_set1_epi32(3);
+	const __m256i five = _mm256_set1_epi32(5);
+	const __m256i sb = _mm256_set1_epi32(0x8000);
+	const __m256i m16 = _mm256_set1_epi32(0xffff);
+	const __m256i zero = _mm256_setzero_si256();
+	uint64_t pos = *posp;
+	size_t i = 0;
+	/* a step reads at most 8 x 14 raw bits past pos, 4 bytes a lane */
+	for (; i + 8 <= n && (pos >> 3) + 24 <= rawlen; i += 8) {
+		__m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+			(const __m128i *)(const void *)(sym + i)));
+		__m256i t = _mm256_add_epi32(s, five);
+		__m256i nraw = _mm256_max_epi32(
+			_mm256_sub_epi32(_mm256_srli_epi32(t, 2), two), zero);
+		__m256i small = _mm256_cmpgt_epi32(three, s);
+		/* k >= 2: (2 | b) << nraw; s 1 and 2: 1; s 0: 0 */
+		__m256i lead = _mm256_sllv_epi32(
+			_mm256_or_si256(two, _mm256_and_si256(t, one)), nraw);
+		lead = _mm256_blendv_epi8(lead, _mm256_min_epi32(s, one),
+		                          small);
+		/* the sign bit is bit 1 of t, except for s = 1 */
+		__m256i ng = _mm256_and_si256(_mm256_srli_epi32(t, 1), one);
+		ng = _mm256_andnot_si256(_mm256_cmpeq_epi32(s, one), ng);
+		__m256i neg = _mm256_sub_epi32(zero, ng);
+
+		/* inclusive prefix sum of nraw over the eight lanes */
+		__m256i inc =
+			_mm256_add_epi32(nraw, _mm256_slli_si256(nraw, 4));
+		inc = _mm256_add_epi32(inc, _mm256_slli_si256(inc, 8));
+		__m256i lo3 = _mm256_shuffle_epi32(inc, 0xff);
+		inc = _mm256_add_epi32(inc, _mm256_permute2x128_si256(lo3, lo3,
+		                                                      0x08));
+		__m256i bp = _mm256_add_epi32(_mm256_set1_epi32((int)pos),
+		                              _mm256_sub_epi32(inc, nraw));
+		__m256i word =
+			_mm256_i32gather_epi32((const int *)(const void *)rawp,
+		                               _mm256_srli_epi32(bp, 3), 1);
+		__m256i low = _mm256_srlv_epi32(
+			word, _mm256_and_si256(bp, _mm256_set1_epi32(7)));
+		low = _mm256_and_si256(
+			low,
+			_mm256_sub_epi32(_mm256_sllv_epi32(one, nraw), one));
+		__m256i mag = _mm256_or_si256(lead, low);
+		__m256i d = _mm256_sub_epi32(_mm256_xor_si256(mag, neg), neg);
+
+		__m256i r = _mm256_cvtepu16_epi32(_mm_loadu_si128(
+			(const __m128i *)(const void *)(ref + 2 * i)));
+		__m256i rm = _mm256_or_si256(
+			_mm256_sub_epi32(zero, _mm256_srli_epi32(r, 15)), sb);
+		__m256i o = _mm256_and_si256(_mm256_xor_si256(r, rm), m16);
+		o = _mm256_and_si256(_mm256_add_epi32(o, d), m16);
+		__m256i um = _mm256_or_si256(
+			_mm256_sub_epi32(_mm256_srli_epi32(o, 15), one), sb);
+		__m256i u = _mm256_and_si256(_mm256_xor_si256(o, um), m16);
+		u = _mm256_permute4x64_epi64(_mm256_packus_epi32(u, zero),
+		                             0x08);
+		_mm_storeu_si128((__m128i *)(void *)(dst + 2 * i),
+		                 _mm256_castsi256_si128(u));
+		pos += (uint32_t)_mm256_extract_epi32(inc, 7);
+	}
+	*posp = pos;
+	return i;
+}
