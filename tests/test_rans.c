@@ -998,6 +998,20 @@ static frt float_rt(ulp_float_fmt f, const uint8_t *cur, const uint8_t *ref,
 	TU_ASSERT(out.p[0] == 0xaa && out.p[1] == 0xaa && out.p[2] == 0xaa,
 	          "encoder clobbered bytes before its stream");
 	res.len = out.len - 3;
+	{
+		/* the other encoder kernels write the same bytes */
+		int old = ulp_rans_set_simd(!ulp_rans_simd());
+		ulp_buf o2 = { 0 };
+		TU_OK(ulp_float_encode(es, f, cur, ref, n, alt, &o2, NULL),
+		      "float encode, other kernels");
+		ulp_rans_set_simd(old);
+		TU_ASSERT(o2.len == res.len,
+		          "kernels disagree on the size: "
+		          "%zu, %zu",
+		          o2.len, res.len);
+		TU_MEMEQ(o2.p, out.p + 3, res.len, "kernels' streams");
+		ulp_buf_free(&o2);
+	}
 	res.coding = res.len ? out.p[3] : -1;
 	TU_ASSERT(res.len >= 1, "empty stream");
 	TU_ASSERT(res.len <= ulp_float_bound(n, f.width),

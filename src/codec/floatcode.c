@@ -268,7 +268,12 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	ulp_bitw bw = { fs->raw.p, 0, 0 };
 	uint64_t raw_bits = 0;
 	unsigned kprev = 0;
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	if (W == 16 && !alt && ulp_rans_simd())
+		i = ulp_delta16_pass_avx2(cur, ref, n, f.mbits,
+		                          (1u << f.ebits) - 1, sym, ctx, &bw,
+		                          &raw_bits);
+	for (; i < n; i++) {
 		uint64_t r = el_load(ref, i, W), c = el_load(cur, i, W);
 		uint64_t diff = (el_ord(c, W) - el_ord(r, W)) & el_mask(W);
 		uint64_t neg = diff >> (W - 1);

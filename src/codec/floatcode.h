@@ -52,4 +52,14 @@ size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
                         const uint8_t *ref, size_t n, uint8_t *dst,
                         uint64_t *pos);
 
+/* The encoder's delta pass over 16-bit elements with AVX2: symbols and
+ * contexts (exponent (r >> mbits) & emask) of a prefix of the n elements,
+ * their raw bits appended to bw and counted in *raw_bits; returns how
+ * many elements it did. */
+struct ulp_bitw;
+size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
+                             unsigned mbits, unsigned emask, uint8_t *sym,
+                             uint8_t *ctx, struct ulp_bitw *bw,
+                             uint64_t *raw_bits);
+
 #endif /* ULP_FLOATCODE_H */

@@ -7,10 +7,13 @@
  * s = 4k - 5 + 2 neg + b for k >= 2), a prefix sum of the raw bit counts
  * gives each element's bit position, and one gather fetches every
  * element's raw bits.  Same results as the portable loop, which finishes
- * what this leaves.
+ * what this leaves.  The encoder's pass is the same in reverse: symbols,
+ * contexts and raw bits of eight elements per step, the raw bits merged
+ * pairwise into two runs for the bit writer.
  */
 #include <immintrin.h>
 
+#include "bitio.h"
 #include "floatcode.h"
 
 #define ULP_AVX2 __attribute__((target("avx2,bmi2")))
@@ -82,5 +85,109 @@ ULP_AVX2 size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp,
 		pos += (uint32_t)_mm256_extract_epi32(inc, 7);
 	}
 	*posp = pos;
+	return i;
+}
+
+ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
+                                      size_t n, unsigned mbits, unsigned emask,
+                                      uint8_t *sym, uint8_t *ctx, ulp_bitw *bw,
+                                      uint64_t *raw_bits)
+{
+	const __m256i one = _mm256_set1_epi32(1);
+	const __m256i two = _mm256_set1_epi32(2);
+	const __m256i five = _mm256_set1_epi32(5);
+	const __m256i sb = _mm256_set1_epi32(0x8000);
+	const __m256i m16 = _mm256_set1_epi32(0xffff);
+	const __m256i zero = _mm256_setzero_si256();
+	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
+	const __m256i em = _mm256_set1_epi32((int)emask);
+	/* byte 0 of every 32-bit lane to the low 4 bytes of each half */
+	const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1,
+	                                      -1, -1, -1, -1, -1, -1, -1, 0, 4,
+	                                      8, 12, -1, -1, -1, -1, -1, -1, -1,
+	                                      -1, -1, -1, -1, -1);
+	const __m256i halves = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);
+	uint64_t bits = 0;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128(
+			(const __m128i *)(const void *)(cur + 2 * i)));
+		__m256i r = _mm256_cvtepu16_epi32(_mm_loadu_si128(
+			(const __m128i *)(const void *)(ref + 2 * i)));
+		__m256i oc = _mm256_and_si256(
+			_mm256_xor_si256(
+				c,
+				_mm256_or_si256(
+					_mm256_sub_epi32(
+						zero, _mm256_srli_epi32(c, 15)),
+					sb)),
+			m16);
+		__m256i orf = _mm256_and_si256(
+			_mm256_xor_si256(
+				r,
+				_mm256_or_si256(
+					_mm256_sub_epi32(
+						zero, _mm256_srli_epi32(r, 15)),
+					sb)),
+			m16);
+		__m256i diff = _mm256_and_si256(_mm256_sub_epi32(oc, orf), m16);
+		__m256i ng = _mm256_srli_epi32(diff, 15);
+		__m256i mag = _mm256_and_si256(
+			_mm256_add_epi32(
+				_mm256_xor_si256(diff,
+		                                 _mm256_sub_epi32(zero, ng)),
+				ng),
+			m16);
+		/* bit length from the exponent of the exact float of mag */
+		__m256i k = _mm256_max_epi32(
+			_mm256_sub_epi32(
+				_mm256_srli_epi32(
+					_mm256_castps_si256(
+						_mm256_cvtepi32_ps(mag)),
+					23),
+				_mm256_set1_epi32(126)),
+			zero);
+		__m256i nraw = _mm256_max_epi32(_mm256_sub_epi32(k, two), zero);
+		__m256i big = _mm256_cmpgt_epi32(k, one);
+		__m256i b1 =
+			_mm256_and_si256(_mm256_srlv_epi32(mag, nraw), one);
+		__m256i sbig = _mm256_add_epi32(
+			_mm256_sub_epi32(_mm256_slli_epi32(k, 2), five),
+			_mm256_add_epi32(_mm256_add_epi32(ng, ng), b1));
+		__m256i s =
+			_mm256_blendv_epi8(_mm256_add_epi32(k, ng), sbig, big);
+		__m256i cx = _mm256_and_si256(
+			_mm256_srl_epi32(r, _mm_cvtsi32_si128((int)mbits)), em);
+		__m256i sp = _mm256_permutevar8x32_epi32(
+			_mm256_shuffle_epi8(s, pick), halves);
+		__m256i cp = _mm256_permutevar8x32_epi32(
+			_mm256_shuffle_epi8(cx, pick), halves);
+		_mm_storel_epi64((__m128i *)(void *)(sym + i),
+		                 _mm256_castsi256_si128(sp));
+		_mm_storel_epi64((__m128i *)(void *)(ctx + i),
+		                 _mm256_castsi256_si128(cp));
+
+		/* raw bits: merge pairs of lanes, then pairs of pairs, into
+		 * two runs of at most 56 bits */
+		__m256i low = _mm256_and_si256(
+			mag,
+			_mm256_sub_epi32(_mm256_sllv_epi32(one, nraw), one));
+		__m256i ne = _mm256_and_si256(nraw, lo32);
+		__m256i r1 = _mm256_or_si256(
+			_mm256_and_si256(low, lo32),
+			_mm256_sllv_epi64(_mm256_srli_epi64(low, 32), ne));
+		__m256i c1 = _mm256_add_epi64(ne, _mm256_srli_epi64(nraw, 32));
+		__m256i r2 = _mm256_or_si256(
+			r1, _mm256_sllv_epi64(_mm256_srli_si256(r1, 8), c1));
+		__m256i c2 = _mm256_add_epi64(c1, _mm256_srli_si256(c1, 8));
+		uint64_t v0 = (uint64_t)_mm256_extract_epi64(r2, 0);
+		uint64_t v1 = (uint64_t)_mm256_extract_epi64(r2, 2);
+		unsigned n0 = (unsigned)_mm256_extract_epi64(c2, 0);
+		unsigned n1 = (unsigned)_mm256_extract_epi64(c2, 2);
+		ulp_bitw_put(bw, v0, n0);
+		ulp_bitw_put(bw, v1, n1);
+		bits += n0 + n1;
+	}
+	*raw_bits += bits;
 	return i;
 }
