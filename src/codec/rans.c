@@ -300,6 +300,7 @@ rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
 	}
 	while (i > 0) {
 		i -= N;
+#pragma GCC unroll 32
 		for (unsigned k = N; k-- > 0;)
 			RANS_ENC_STEP(x[k], i + k);
 	}
