@@ -71,12 +71,20 @@ static size_t rans_rt_path(const uint8_t *sym, const uint8_t *ctx, size_t n,
 			 *ds = ulp_rans_scratch_new();
 	cr_assert(es && ds);
 	ulp_rans_scratch_set_lanes(es, lanes);
+	int old = ulp_rans_set_simd(simd);
 	ulp_buf b = rans_enc(es, sym, ctx, n, nsym, nctx);
+	/* the other encoder kernel writes the same bytes */
+	ulp_rans_set_simd(!simd);
+	ulp_buf b2 = rans_enc(es, sym, ctx, n, nsym, nctx);
+	ulp_rans_set_simd(simd);
+	TU_ASSERT(b2.len == b.len, "encoder kernels: %zu and %zu bytes", b.len,
+	          b2.len);
+	TU_MEMEQ(b2.p, b.p, b.len, "encoder kernels' blocks");
+	ulp_buf_free(&b2);
 	unsigned got = ulp_rans_block_lanes(b.p, b.len);
 	TU_ASSERT(lanes ? got == lanes
 	                : got == (n >= ULP_RANS_WIDE_MIN ? 32u : 4u),
 	          "%u lanes asked, block has %u (n=%zu)", lanes, got, n);
-	int old = ulp_rans_set_simd(simd);
 	uint8_t *dec = tu_xmalloc(n);
 	size_t used = 0;
 	memset(dec, 0xee, n);

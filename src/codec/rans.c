@@ -13,14 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct ulp_rans_esym {
-	uint32_t x_max_m1; /* renormalise while x > x_max_m1 */
-	uint32_t rcp;      /* low 32 bits of ceil(2^(32+shift) / freq) */
-	uint16_t bias;     /* cumulative frequency */
-	uint16_t cmpl;     /* M - freq */
-	uint32_t shift;
-} ulp_rans_esym;
-
 /* Decoding table: one packed entry per slot, so a step is one load:
  * bits 0-11 freq - 1, bits 12-23 slot - cum, bits 24-31 the symbol. */
 typedef struct ulp_rans_dtab {
@@ -298,6 +290,10 @@ rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
 		i--;
 		RANS_ENC_STEP(x[i % N], i);
 	}
+	if (N == 32 && i > 0 && ulp_rans_simd()) {
+		w = ulp_rans_enc32_avx2(eb, sym, ctx, i, x, w);
+		i = 0;
+	}
 	while (i > 0) {
 		i -= N;
 #pragma GCC unroll 32
@@ -339,9 +335,10 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
 			return ULP_ERR_NOMEM;
 		}
 	}
-	if (sc->words_cap < n + 1) {
+	/* the SIMD encoder stores 8 words at a time below its position */
+	if (sc->words_cap < n + 1 + ULP_RANS_WORDS_SLACK) {
 		free(sc->words);
-		sc->words_cap = n + 1;
+		sc->words_cap = n + 1 + ULP_RANS_WORDS_SLACK;
 		sc->words = malloc(sizeof(uint16_t) * sc->words_cap);
 		if (!sc->words) {
 			sc->words_cap = 0;
@@ -375,7 +372,7 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
 	                       : n >= ULP_RANS_WIDE_MIN ? ULP_RANS_LANES
 	                                                : ULP_RANS_WAYS;
 	uint32_t x[ULP_RANS_MAX_LANES];
-	uint16_t *wend = sc->words + n;
+	uint16_t *wend = sc->words + ULP_RANS_WORDS_SLACK + n;
 	uint16_t *w = lanes == ULP_RANS_WAYS
 	                      ? rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
 	                                       wend, x, ULP_RANS_WAYS)

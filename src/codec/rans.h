@@ -131,6 +131,27 @@ static inline int ulp_rans_dec_step_checked(ulp_rans_dec *d, uint32_t *x,
 	return ULP_OK;
 }
 
+/* Encoding entry of one symbol of one table. */
+typedef struct ulp_rans_esym {
+	uint32_t x_max_m1; /* renormalise while x > x_max_m1 */
+	uint32_t rcp;      /* low 32 bits of ceil(2^(32+shift) / freq) */
+	uint16_t bias;     /* cumulative frequency */
+	uint16_t cmpl;     /* M - freq */
+	uint32_t shift;
+} ulp_rans_esym;
+
+/* Words of scratch the encoders may write below their output. */
+#define ULP_RANS_WORDS_SLACK 8
+
+/* The AVX2 kernel of 32-lane encoding (rans_avx2.c): codes symbols
+ * [0, i) (i a multiple of 32, walking down from i - 1) with the 32 states
+ * x, entry eb[context] + symbol, writing words downwards from w (which
+ * may write ULP_RANS_WORDS_SLACK words below the last one it keeps);
+ * returns the new w.  The bytes are the portable loop's. */
+uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
+                              const uint8_t *sym, const uint8_t *ctx, size_t i,
+                              uint32_t *x, uint16_t *w);
+
 /* The AVX2 kernel of 32-lane decoding (rans_avx2.c): decodes whole
  * groups of 32 symbols while 64 input bytes remain, updates d->x and d->p
  * and returns the symbols done.  Only when ulp_rans_simd(). */

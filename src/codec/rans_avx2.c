@@ -104,3 +104,95 @@ ULP_AVX2 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx,
 	d->p = p;
 	return i;
 }
+
+/* One encoding step of eight lanes (symbols j .. j + 7), the lanes
+ * emitting words in the order the decoder reads them. */
+static inline __attribute__((always_inline)) ULP_AVX2 __m256i
+enc8(__m256i x, const ulp_rans_esym *const *eb, const uint8_t *sym,
+     const uint8_t *ctx, uint16_t **wp)
+{
+	__m128i v[8];
+	for (int k = 0; k < 8; k++)
+		v[k] = _mm_loadu_si128(
+			(const __m128i *)(const void *)(eb[ctx ? ctx[k] : 0] +
+		                                        sym[k]));
+	/* transpose the eight 16-byte entries into four field vectors */
+	__m256i a0 =
+		_mm256_inserti128_si256(_mm256_castsi128_si256(v[0]), v[4], 1);
+	__m256i a1 =
+		_mm256_inserti128_si256(_mm256_castsi128_si256(v[1]), v[5], 1);
+	__m256i a2 =
+		_mm256_inserti128_si256(_mm256_castsi128_si256(v[2]), v[6], 1);
+	__m256i a3 =
+		_mm256_inserti128_si256(_mm256_castsi128_si256(v[3]), v[7], 1);
+	__m256i t0 = _mm256_unpacklo_epi32(a0, a1);
+	__m256i t1 = _mm256_unpackhi_epi32(a0, a1);
+	__m256i t2 = _mm256_unpacklo_epi32(a2, a3);
+	__m256i t3 = _mm256_unpackhi_epi32(a2, a3);
+	__m256i xmax = _mm256_unpacklo_epi64(t0, t2);
+	__m256i rcp = _mm256_unpackhi_epi64(t0, t2);
+	__m256i bc = _mm256_unpacklo_epi64(t1, t3);
+	__m256i sh = _mm256_unpackhi_epi64(t1, t3);
+
+	/* renormalise: lanes with x > x_max emit their low 16 bits */
+	__m256i keep = _mm256_cmpeq_epi32(_mm256_max_epu32(x, xmax), xmax);
+	unsigned m = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(keep)) &
+	             0xff;
+	unsigned cnt = (unsigned)__builtin_popcount(m);
+	if (cnt) {
+		/* the emitting lanes' words, in lane order, end at *wp */
+		uint64_t bytes = _pdep_u64(m, 0x0101010101010101ull) * 0xff;
+		uint64_t perm = _pext_u64(0x0706050403020100ull, bytes);
+		perm = cnt == 8 ? perm : perm << (8 * (8 - cnt));
+		__m256i pv = _mm256_cvtepu8_epi32(
+			_mm_cvtsi64_si128((long long)perm));
+		__m256i wv = _mm256_permutevar8x32_epi32(
+			_mm256_and_si256(x, _mm256_set1_epi32(0xffff)), pv);
+		wv = _mm256_permute4x64_epi64(
+			_mm256_packus_epi32(wv, _mm256_setzero_si256()), 0x08);
+		_mm_storeu_si128((__m128i *)(void *)(*wp - 8),
+		                 _mm256_castsi256_si128(wv));
+		*wp -= cnt;
+	}
+	x = _mm256_blendv_epi8(_mm256_srli_epi32(x, 16), x, keep);
+
+	/* q = ((x * rcp >> 32) + x) >> shift without 33-bit sums:
+	 * ((x - h) / 2 + h) >> (shift - 1); freq 1 (shift 0) gives x */
+	__m256i pe = _mm256_srli_epi64(_mm256_mul_epu32(x, rcp), 32);
+	__m256i po = _mm256_mul_epu32(_mm256_srli_epi64(x, 32),
+	                              _mm256_srli_epi64(rcp, 32));
+	__m256i h = _mm256_blend_epi32(pe, po, 0xaa);
+	__m256i t = _mm256_add_epi32(
+		_mm256_srli_epi32(_mm256_sub_epi32(x, h), 1), h);
+	__m256i q = _mm256_srlv_epi32(
+		t, _mm256_sub_epi32(sh, _mm256_set1_epi32(1)));
+	q = _mm256_blendv_epi8(q, x,
+	                       _mm256_cmpeq_epi32(sh, _mm256_setzero_si256()));
+	__m256i bias = _mm256_and_si256(bc, _mm256_set1_epi32(0xffff));
+	__m256i cmpl = _mm256_srli_epi32(bc, 16);
+	return _mm256_add_epi32(_mm256_add_epi32(x, bias),
+	                        _mm256_mullo_epi32(q, cmpl));
+}
+
+ULP_AVX2 uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
+                                       const uint8_t *sym, const uint8_t *ctx,
+                                       size_t i, uint32_t *x, uint16_t *w)
+{
+	__m256i x0 = _mm256_loadu_si256((const __m256i *)(void *)x);
+	__m256i x1 = _mm256_loadu_si256((const __m256i *)(void *)(x + 8));
+	__m256i x2 = _mm256_loadu_si256((const __m256i *)(void *)(x + 16));
+	__m256i x3 = _mm256_loadu_si256((const __m256i *)(void *)(x + 24));
+	while (i > 0) {
+		i -= 32;
+		const uint8_t *c = ctx ? ctx + i : NULL;
+		x3 = enc8(x3, eb, sym + i + 24, c ? c + 24 : NULL, &w);
+		x2 = enc8(x2, eb, sym + i + 16, c ? c + 16 : NULL, &w);
+		x1 = enc8(x1, eb, sym + i + 8, c ? c + 8 : NULL, &w);
+		x0 = enc8(x0, eb, sym + i, c, &w);
+	}
+	_mm256_storeu_si256((__m256i *)(void *)x, x0);
+	_mm256_storeu_si256((__m256i *)(void *)(x + 8), x1);
+	_mm256_storeu_si256((__m256i *)(void *)(x + 16), x2);
+	_mm256_storeu_si256((__m256i *)(void *)(x + 24), x3);
+	return w;
+}
