@@ -307,15 +307,20 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	 * histograms: runs of equal symbols would otherwise serialise on
 	 * one counter's read-modify-write. */
 	{
+		uint8_t *restrict used = fs->dused;
 		size_t j = 0;
 		for (; j + 4 <= n; j += 4) {
 			h4[(ctx[j] * nsym + sym[j]) * 4]++;
 			h4[(ctx[j + 1] * nsym + sym[j + 1]) * 4 + 1]++;
 			h4[(ctx[j + 2] * nsym + sym[j + 2]) * 4 + 2]++;
 			h4[(ctx[j + 3] * nsym + sym[j + 3]) * 4 + 3]++;
+			used[ctx[j]] = used[ctx[j + 1]] = used[ctx[j + 2]] =
+				used[ctx[j + 3]] = 1;
 		}
-		for (; j < n; j++)
+		for (; j < n; j++) {
 			h4[(ctx[j] * nsym + sym[j]) * 4]++;
+			used[ctx[j]] = 1;
+		}
 	}
 	/* The standalone estimate only steers the choice of coding: a
 	 * 1-in-8 sample of the elements is plenty. */
@@ -324,8 +329,6 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		hs[sp.a] += 8;
 		hb[sp.a * nb + sp.b] += 8;
 	}
-	for (size_t j = 0; j < n; j++)
-		fs->dused[ctx[j]] = 1;
 	for (unsigned c = 0; c < ULP_RANS_NCTX; c++) {
 		if (!fs->dused[c])
 			continue;
