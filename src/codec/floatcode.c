@@ -829,8 +829,23 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	const uint8_t *restrict a = fs->sym;
 	const uint8_t *restrict b = fs->ctx;
 	ulp_bitr br;
-	ulp_bitr_init(&br, rawp, rawlen);
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	if (W <= 32) {
+		/* element i's raw bits start at bit i * nraw: independent
+		 * loads instead of a serial bit reader, while 8 bytes remain */
+		const uint64_t mask = (1ull << nraw) - 1;
+		for (; i < n && ((i * nraw) >> 3) + 8 <= rawlen; i++) {
+			uint64_t pos = (uint64_t)i * nraw, word;
+			memcpy(&word, rawp + (pos >> 3), 8);
+			uint64_t raw = (word >> (pos & 7)) & mask;
+			el_store(dst, i, sa_join(a[i], b[i], raw, f, W), W);
+		}
+	}
+	uint64_t pos = (uint64_t)i * nraw;
+	ulp_bitr_init(&br, rawp + (pos >> 3), rawlen - (pos >> 3));
+	if (pos & 7)
+		(void)ulp_bitr_get(&br, pos & 7);
+	for (; i < n; i++) {
 		ulp_bitr_refill(&br);
 		uint64_t raw = W == 64 ? ulp_bitr_get64(&br, nraw)
 		                       : ulp_bitr_get(&br, nraw);
