@@ -273,6 +273,9 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		i = ulp_delta16_pass_avx2(cur, ref, n, f.mbits,
 		                          (1u << f.ebits) - 1, sym, ctx, &bw,
 		                          &raw_bits);
+	if (W == 32 && !alt && ulp_rans_simd())
+		i = ulp_delta32_pass_avx2(cur, ref, n, sym, ctx, &bw,
+		                          &raw_bits);
 	for (; i < n; i++) {
 		uint64_t r = el_load(ref, i, W), c = el_load(cur, i, W);
 		uint64_t diff = (el_ord(c, W) - el_ord(r, W)) & el_mask(W);

@@ -62,4 +62,9 @@ size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
                              uint8_t *ctx, struct ulp_bitw *bw,
                              uint64_t *raw_bits);
 
+/* The same for fp32 (contexts: the 8 exponent bits). */
+size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
+                             uint8_t *sym, uint8_t *ctx, struct ulp_bitw *bw,
+                             uint64_t *raw_bits);
+
 #endif /* ULP_FLOATCODE_H */

@@ -191,3 +191,103 @@ ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 	*raw_bits += bits;
 	return i;
 }
+
+/* Bit length of eight 32-bit magnitudes: each 16-bit half converts to
+ * float exactly, and the exponent of the high half (or, if it is zero, of
+ * the low half) gives it. */
+static inline __attribute__((always_inline)) ULP_AVX2 __m256i
+bitlen32(__m256i mag)
+{
+	const __m256i zero = _mm256_setzero_si256();
+	const __m256i b126 = _mm256_set1_epi32(126);
+	__m256i hi = _mm256_srli_epi32(mag, 16);
+	__m256i lo = _mm256_and_si256(mag, _mm256_set1_epi32(0xffff));
+	__m256i kh = _mm256_sub_epi32(
+		_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(hi)),
+	                          23),
+		_mm256_set1_epi32(110));
+	__m256i kl = _mm256_max_epi32(
+		_mm256_sub_epi32(
+			_mm256_srli_epi32(
+				_mm256_castps_si256(_mm256_cvtepi32_ps(lo)),
+				23),
+			b126),
+		zero);
+	return _mm256_blendv_epi8(kh, kl, _mm256_cmpeq_epi32(hi, zero));
+}
+
+ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
+                                      size_t n, uint8_t *sym, uint8_t *ctx,
+                                      ulp_bitw *bw, uint64_t *raw_bits)
+{
+	const __m256i one = _mm256_set1_epi32(1);
+	const __m256i two = _mm256_set1_epi32(2);
+	const __m256i five = _mm256_set1_epi32(5);
+	const __m256i sb = _mm256_set1_epi32((int)0x80000000u);
+	const __m256i zero = _mm256_setzero_si256();
+	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
+	const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1,
+	                                      -1, -1, -1, -1, -1, -1, -1, 0, 4,
+	                                      8, 12, -1, -1, -1, -1, -1, -1, -1,
+	                                      -1, -1, -1, -1, -1);
+	const __m256i halves = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);
+	uint64_t bits = 0;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i c = _mm256_loadu_si256(
+			(const __m256i *)(const void *)(cur + 4 * i));
+		__m256i r = _mm256_loadu_si256(
+			(const __m256i *)(const void *)(ref + 4 * i));
+		__m256i oc = _mm256_xor_si256(
+			c, _mm256_or_si256(_mm256_srai_epi32(c, 31), sb));
+		__m256i orf = _mm256_xor_si256(
+			r, _mm256_or_si256(_mm256_srai_epi32(r, 31), sb));
+		__m256i diff = _mm256_sub_epi32(oc, orf);
+		__m256i ng = _mm256_srli_epi32(diff, 31);
+		__m256i mag = _mm256_add_epi32(
+			_mm256_xor_si256(diff, _mm256_sub_epi32(zero, ng)), ng);
+		__m256i k = bitlen32(mag);
+		__m256i nraw = _mm256_max_epi32(_mm256_sub_epi32(k, two), zero);
+		__m256i big = _mm256_cmpgt_epi32(k, one);
+		__m256i b1 =
+			_mm256_and_si256(_mm256_srlv_epi32(mag, nraw), one);
+		__m256i sbig = _mm256_add_epi32(
+			_mm256_sub_epi32(_mm256_slli_epi32(k, 2), five),
+			_mm256_add_epi32(_mm256_add_epi32(ng, ng), b1));
+		__m256i s =
+			_mm256_blendv_epi8(_mm256_add_epi32(k, ng), sbig, big);
+		__m256i cx = _mm256_and_si256(_mm256_srli_epi32(r, 23),
+		                              _mm256_set1_epi32(0xff));
+		__m256i sp = _mm256_permutevar8x32_epi32(
+			_mm256_shuffle_epi8(s, pick), halves);
+		__m256i cp = _mm256_permutevar8x32_epi32(
+			_mm256_shuffle_epi8(cx, pick), halves);
+		_mm_storel_epi64((__m128i *)(void *)(sym + i),
+		                 _mm256_castsi256_si128(sp));
+		_mm_storel_epi64((__m128i *)(void *)(ctx + i),
+		                 _mm256_castsi256_si128(cp));
+
+		/* raw bits: pairs of lanes merged into four runs of at most
+		 * 60 bits, each written as two pieces of at most 32 */
+		__m256i low = _mm256_and_si256(
+			mag,
+			_mm256_sub_epi32(_mm256_sllv_epi32(one, nraw), one));
+		__m256i ne = _mm256_and_si256(nraw, lo32);
+		__m256i r1 = _mm256_or_si256(
+			_mm256_and_si256(low, lo32),
+			_mm256_sllv_epi64(_mm256_srli_epi64(low, 32), ne));
+		__m256i c1 = _mm256_add_epi64(ne, _mm256_srli_epi64(nraw, 32));
+		uint64_t v[4] __attribute__((aligned(32)));
+		uint64_t cn[4] __attribute__((aligned(32)));
+		_mm256_store_si256((__m256i *)(void *)v, r1);
+		_mm256_store_si256((__m256i *)(void *)cn, c1);
+		for (int j = 0; j < 4; j++) {
+			unsigned nl = cn[j] < 32 ? (unsigned)cn[j] : 32;
+			ulp_bitw_put(bw, v[j] & 0xffffffffu, nl);
+			ulp_bitw_put(bw, v[j] >> 32, (unsigned)cn[j] - nl);
+			bits += cn[j];
+		}
+	}
+	*raw_bits += bits;
+	return i;
+}
