@@ -359,16 +359,22 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	uint32_t *restrict hs = fs->hist_s;
 	uint32_t *restrict hb = fs->hist_b;
 	ulp_bitw bw = { fs->raw.p, 0, 0 };
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	if (W == 16 && ulp_rans_simd())
+		i = ulp_sa16_pass_avx2(cur, n, f.mbits, (1u << f.ebits) - 1,
+		                       sa_topbits(f), a, b, &bw);
+	for (; i < n; i++) {
 		sa_parts sp = sa_split(el_load(cur, i, W), f, W);
 		a[i] = (uint8_t)sp.a;
 		b[i] = (uint8_t)sp.b;
-		hs[sp.a]++;
-		hb[sp.a * nb + sp.b]++;
 		if (W == 64)
 			ulp_bitw_put64(&bw, sp.raw, nraw);
 		else
 			ulp_bitw_put(&bw, sp.raw, nraw);
+	}
+	for (i = 0; i < n; i++) {
+		hs[a[i]]++;
+		hb[a[i] * nb + b[i]]++;
 	}
 	return (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
 }

@@ -67,4 +67,12 @@ size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
                              uint8_t *sym, uint8_t *ctx, struct ulp_bitw *bw,
                              uint64_t *raw_bits);
 
+/* The standalone pass over 16-bit elements (exponent bits at most 8):
+ * exponents into a, sign and topbits mantissa bits into b, the other
+ * mantissa bits appended to bw, for a prefix of the n elements; returns
+ * how many. */
+size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
+                          unsigned emask, unsigned topbits, uint8_t *a,
+                          uint8_t *b, struct ulp_bitw *bw);
+
 #endif /* ULP_FLOATCODE_H */

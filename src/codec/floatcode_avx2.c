@@ -291,3 +291,56 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 	*raw_bits += bits;
 	return i;
 }
+
+ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
+                                   unsigned emask, unsigned topbits, uint8_t *a,
+                                   uint8_t *b, ulp_bitw *bw)
+{
+	const unsigned lowm = mbits - topbits;
+	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
+	const __m128i cl = _mm_cvtsi32_si128((int)lowm);
+	const __m256i em = _mm256_set1_epi32((int)emask);
+	const __m256i mm = _mm256_set1_epi32((int)((1u << mbits) - 1));
+	const __m256i lm = _mm256_set1_epi32((int)((1u << lowm) - 1));
+	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
+	const __m256i nraw = _mm256_set1_epi32((int)lowm);
+	const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1,
+	                                      -1, -1, -1, -1, -1, -1, -1, 0, 4,
+	                                      8, 12, -1, -1, -1, -1, -1, -1, -1,
+	                                      -1, -1, -1, -1, -1);
+	const __m256i halves = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128(
+			(const __m128i *)(const void *)(cur + 2 * i)));
+		__m256i e = _mm256_and_si256(_mm256_srl_epi32(c, cm), em);
+		__m256i m = _mm256_and_si256(c, mm);
+		__m256i sb = _mm256_or_si256(
+			_mm256_slli_epi32(_mm256_srli_epi32(c, 15),
+		                          (int)topbits),
+			_mm256_srl_epi32(m, cl));
+		__m256i low = _mm256_and_si256(m, lm);
+		__m256i ap = _mm256_permutevar8x32_epi32(
+			_mm256_shuffle_epi8(e, pick), halves);
+		__m256i bp = _mm256_permutevar8x32_epi32(
+			_mm256_shuffle_epi8(sb, pick), halves);
+		_mm_storel_epi64((__m128i *)(void *)(a + i),
+		                 _mm256_castsi256_si128(ap));
+		_mm_storel_epi64((__m128i *)(void *)(b + i),
+		                 _mm256_castsi256_si128(bp));
+		/* eight fixed-width fields into two runs (8 x 13 bits at most
+		 * for the 16-bit formats) */
+		__m256i r1 = _mm256_or_si256(
+			_mm256_and_si256(low, lo32),
+			_mm256_sllv_epi64(_mm256_srli_epi64(low, 32),
+		                          _mm256_and_si256(nraw, lo32)));
+		__m256i r2 = _mm256_or_si256(
+			r1, _mm256_sll_epi64(_mm256_srli_si256(r1, 8),
+		                             _mm_cvtsi32_si128(2 * (int)lowm)));
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 0),
+		             4 * lowm);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 2),
+		             4 * lowm);
+	}
+	return i;
+}
