@@ -702,6 +702,9 @@ ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp,
 		if (W == 16 && ulp_rans_simd())
 			i = ulp_delta16_avx2(sym, rawp, rawlen, ref, n, dst,
 			                     &pos);
+		if (W == 32 && ulp_rans_simd())
+			i = ulp_delta32_avx2(sym, rawp, rawlen, ref, n, dst,
+			                     &pos);
 		for (; i < n; i++) {
 			const dsym_info *si = &info[sym[i]];
 			if ((pos >> 3) + 8 > rawlen)

@@ -52,6 +52,11 @@ size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
                         const uint8_t *ref, size_t n, uint8_t *dst,
                         uint64_t *pos);
 
+/* The same for fp32 elements. */
+size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
+                        const uint8_t *ref, size_t n, uint8_t *dst,
+                        uint64_t *pos);
+
 /* The encoder's delta pass over 16-bit elements with AVX2: symbols and
  * contexts (exponent (r >> mbits) & emask) of a prefix of the n elements,
  * their raw bits appended to bw and counted in *raw_bits; returns how

@@ -344,3 +344,79 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 	}
 	return i;
 }
+
+ULP_AVX2 size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp,
+                                 size_t rawlen, const uint8_t *ref, size_t n,
+                                 uint8_t *dst, uint64_t *posp)
+{
+	const __m256i one = _mm256_set1_epi32(1);
+	const __m256i two = _mm256_set1_epi32(2);
+	const __m256i sb = _mm256_set1_epi32((int)0x80000000u);
+	const __m256i zero = _mm256_setzero_si256();
+	const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+	uint64_t pos = *posp;
+	size_t i = 0;
+	/* a step reads at most 8 x 30 raw bits past pos, 8 bytes a lane */
+	for (; i + 8 <= n && (pos >> 3) + 48 <= rawlen; i += 8) {
+		__m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+			(const __m128i *)(const void *)(sym + i)));
+		__m256i t = _mm256_add_epi32(s, _mm256_set1_epi32(5));
+		__m256i nraw = _mm256_max_epi32(
+			_mm256_sub_epi32(_mm256_srli_epi32(t, 2), two), zero);
+		__m256i small = _mm256_cmpgt_epi32(_mm256_set1_epi32(3), s);
+		__m256i lead = _mm256_sllv_epi32(
+			_mm256_or_si256(two, _mm256_and_si256(t, one)), nraw);
+		lead = _mm256_blendv_epi8(lead, _mm256_min_epi32(s, one),
+		                          small);
+		__m256i ng = _mm256_and_si256(_mm256_srli_epi32(t, 1), one);
+		ng = _mm256_andnot_si256(_mm256_cmpeq_epi32(s, one), ng);
+		__m256i neg = _mm256_sub_epi32(zero, ng);
+
+		__m256i inc =
+			_mm256_add_epi32(nraw, _mm256_slli_si256(nraw, 4));
+		inc = _mm256_add_epi32(inc, _mm256_slli_si256(inc, 8));
+		__m256i lo3 = _mm256_shuffle_epi32(inc, 0xff);
+		inc = _mm256_add_epi32(inc, _mm256_permute2x128_si256(lo3, lo3,
+		                                                      0x08));
+		__m256i bp = _mm256_add_epi32(_mm256_set1_epi32((int)pos),
+		                              _mm256_sub_epi32(inc, nraw));
+		/* up to 7 + 30 bits per lane: 64-bit words, by scalar loads
+		 * (see load8_at's note on gathers) */
+		uint32_t o[8] __attribute__((aligned(32)));
+		uint64_t wv[8] __attribute__((aligned(32)));
+		_mm256_store_si256((__m256i *)(void *)o,
+		                   _mm256_srli_epi32(bp, 3));
+		for (int j = 0; j < 8; j++)
+			memcpy(&wv[j], rawp + o[j], 8);
+		__m256i sh = _mm256_and_si256(bp, _mm256_set1_epi32(7));
+		__m256i w0 = _mm256_srlv_epi64(
+			_mm256_load_si256((const __m256i *)(const void *)wv),
+			_mm256_cvtepu32_epi64(_mm256_castsi256_si128(sh)));
+		__m256i w1 = _mm256_srlv_epi64(
+			_mm256_load_si256(
+				(const __m256i *)(const void *)(wv + 4)),
+			_mm256_cvtepu32_epi64(_mm256_extracti128_si256(sh, 1)));
+		w0 = _mm256_permutevar8x32_epi32(w0, even);
+		w1 = _mm256_permutevar8x32_epi32(w1, even);
+		__m256i word = _mm256_inserti128_si256(
+			w0, _mm256_castsi256_si128(w1), 1);
+		__m256i low = _mm256_and_si256(
+			word,
+			_mm256_sub_epi32(_mm256_sllv_epi32(one, nraw), one));
+		__m256i mag = _mm256_or_si256(lead, low);
+		__m256i d = _mm256_sub_epi32(_mm256_xor_si256(mag, neg), neg);
+
+		__m256i r = _mm256_loadu_si256(
+			(const __m256i *)(const void *)(ref + 4 * i));
+		__m256i ordr = _mm256_xor_si256(
+			r, _mm256_or_si256(_mm256_srai_epi32(r, 31), sb));
+		__m256i oo = _mm256_add_epi32(ordr, d);
+		__m256i um = _mm256_or_si256(
+			_mm256_sub_epi32(_mm256_srli_epi32(oo, 31), one), sb);
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i),
+		                    _mm256_xor_si256(oo, um));
+		pos += (uint32_t)_mm256_extract_epi32(inc, 7);
+	}
+	*posp = pos;
+	return i;
+}
