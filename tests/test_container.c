@@ -230,7 +230,7 @@ Test(container, future_versions)
 		int want;
 		const char *what;
 	} cases[] = {
-		{ 8, 2, ULP_ERR_VERSION, "format 2" },
+		{ 8, 3, ULP_ERR_VERSION, "format 3" },
 		{ 8, 0, ULP_ERR_VERSION, "format 0" },
 		{ 9, 1, ULP_ERR_VERSION, "format 257" },
 		{ 7, '2', ULP_ERR_VERSION, "magic ULPFSOB2" },
@@ -842,4 +842,76 @@ Test(container, object_accessors)
 		                                                     "error"),
 		          "no string for %d", e);
 	fixture_free(&fx);
+}
+
+/* --------------------------------------------------- older formats */
+
+static uint8_t *read_data_file(const char *name, size_t *len)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%s", ULP_TEST_DATA, name);
+	FILE *f = fopen(path, "rb");
+	cr_assert(f, "cannot open %s", path);
+	cr_assert(fseek(f, 0, SEEK_END) == 0);
+	long n = ftell(f);
+	cr_assert(n > 0 && fseek(f, 0, SEEK_SET) == 0);
+	uint8_t *p = tu_xmalloc((size_t)n);
+	cr_assert(fread(p, 1, (size_t)n, f) == (size_t)n, "short read %s",
+	          path);
+	fclose(f);
+	*len = (size_t)n;
+	return p;
+}
+
+/* Decode the whole committed object name (against ref[0..ref_len) when
+ * given) and check the XXH3-128 of the result against want_hex, which
+ * tests/data/format1/make_objects.sh's inputs had. */
+static uint8_t *decode_data_object(const char *name, const uint8_t *ref,
+                                   size_t ref_len, const char *want_hex,
+                                   size_t *out_len)
+{
+	size_t olen;
+	uint8_t *o = read_data_file(name, &olen);
+	tu_mem om = tu_mem_of(o, olen);
+	tu_mem rm = tu_mem_of(ref, ref_len);
+	ulp_object *obj = NULL;
+	TU_OK(ulp_object_open(tu_mem_read, &om, olen, &obj), "open %s", name);
+	TU_ASSERT(ulp_object_has_ref(obj) == (ref != NULL), "%s: has_ref",
+	          name);
+	uint64_t n = ulp_object_size(obj);
+	uint8_t *out = tu_xmalloc(n ? n : 1);
+	ulp_dctx *d = ulp_dctx_new();
+	cr_assert(d);
+	TU_OK(ulp_object_read(d, obj, 0, out, n, ref ? tu_mem_read : NULL,
+	                      ref ? &rm : NULL),
+	      "decode %s", name);
+	uint8_t h[16];
+	char hex[33];
+	ulp_hash128(out, n, h);
+	ulp_hash128_hex(h, hex);
+	TU_ASSERT(strcmp(hex, want_hex) == 0, "%s decodes to %s, want %s", name,
+	          hex, want_hex);
+	ulp_dctx_free(d);
+	ulp_object_close(obj);
+	free(o);
+	*out_len = n;
+	return out;
+}
+
+/* Objects written by the format-1 encoder (four-way rANS): keyframe bf16,
+ * fp32 and fp16 tensors, and deltas against it in one and in many chunks. */
+Test(container, format1_objects_still_decode)
+{
+	size_t n0, n1;
+	uint8_t *v0 = decode_data_object("format1/v0.ulp", NULL, 0,
+	                                 "125b5fd41d0414ef7704b3611d7f8123",
+	                                 &n0);
+	uint8_t *v1 = decode_data_object("format1/v1.ulp", v0, n0,
+	                                 "571370e3e66b17001468800bebdd9988",
+	                                 &n1);
+	free(v1);
+	v1 = decode_data_object("format1/v1-16k.ulp", v0, n0,
+	                        "571370e3e66b17001468800bebdd9988", &n1);
+	free(v1);
+	free(v0);
 }

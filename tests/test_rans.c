@@ -60,22 +60,40 @@ static int rans_dec(ulp_rans_scratch *sc, const uint8_t *blk, size_t len,
 	return rc;
 }
 
-/* Round trip; also checks that the decoder reports the block's exact
- * length when more bytes follow it.  Returns the block size. */
-static size_t rans_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
-                      unsigned nsym, unsigned nctx)
+/* Round trip of one lane count (0: the encoder's choice) with the SIMD
+ * kernels on or off; also checks that the decoder reports the block's
+ * exact length when more bytes follow it.  Returns the block size. */
+static size_t rans_rt_path(const uint8_t *sym, const uint8_t *ctx, size_t n,
+                           unsigned nsym, unsigned nctx, unsigned lanes,
+                           int simd)
 {
 	ulp_rans_scratch *es = ulp_rans_scratch_new(),
 			 *ds = ulp_rans_scratch_new();
 	cr_assert(es && ds);
+	ulp_rans_scratch_set_lanes(es, lanes);
+	int old = ulp_rans_set_simd(simd);
 	ulp_buf b = rans_enc(es, sym, ctx, n, nsym, nctx);
+	/* the other encoder kernel writes the same bytes */
+	ulp_rans_set_simd(!simd);
+	ulp_buf b2 = rans_enc(es, sym, ctx, n, nsym, nctx);
+	ulp_rans_set_simd(simd);
+	TU_ASSERT(b2.len == b.len, "encoder kernels: %zu and %zu bytes", b.len,
+	          b2.len);
+	TU_MEMEQ(b2.p, b.p, b.len, "encoder kernels' blocks");
+	ulp_buf_free(&b2);
+	unsigned got = ulp_rans_block_lanes(b.p, b.len);
+	TU_ASSERT(lanes ? got == lanes
+	                : got == (n >= ULP_RANS_WIDE_MIN ? 32u : 4u),
+	          "%u lanes asked, block has %u (n=%zu)", lanes, got, n);
 	uint8_t *dec = tu_xmalloc(n);
 	size_t used = 0;
 	memset(dec, 0xee, n);
 	TU_OK(rans_dec(ds, b.p, b.len, ctx, n, nsym, dec, &used),
-	      "rans decode n=%zu nsym=%u nctx=%u", n, nsym, nctx);
+	      "rans decode n=%zu nsym=%u nctx=%u lanes %u simd %d", n, nsym,
+	      nctx, got, simd);
 	TU_ASSERT(used == b.len, "used %zu of a %zu-byte block", used, b.len);
-	TU_MEMEQ(dec, sym, n, "rans symbols n=%zu nsym=%u", n, nsym);
+	TU_MEMEQ(dec, sym, n, "rans symbols n=%zu nsym=%u lanes %u simd %d", n,
+	         nsym, got, simd);
 
 	/* trailing bytes are not part of the block */
 	size_t blen = b.len;
@@ -90,11 +108,26 @@ static size_t rans_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
 	                                                             "bytes");
 	TU_ASSERT(used == blen, "used %zu, block is %zu", used, blen);
 	TU_MEMEQ(dec, sym, n, "rans symbols with trailing bytes");
+	ulp_rans_set_simd(old);
 
 	free(dec);
 	ulp_buf_free(&b);
 	ulp_rans_scratch_free(es);
 	ulp_rans_scratch_free(ds);
+	return blen;
+}
+
+/* Every code path: the encoder's choice, 4 and 32 lanes forced, each
+ * decoded by the portable and (where the CPU has it) the AVX2 kernels.
+ * Returns the size of the block the encoder chose. */
+static size_t rans_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
+                      unsigned nsym, unsigned nctx)
+{
+	size_t blen = rans_rt_path(sym, ctx, n, nsym, nctx, 0, 0);
+	rans_rt_path(sym, ctx, n, nsym, nctx, 0, 1);
+	for (unsigned lanes = 4; lanes <= 32; lanes *= 8)
+		for (int simd = 0; simd < 2; simd++)
+			rans_rt_path(sym, ctx, n, nsym, nctx, lanes, simd);
 	return blen;
 }
 
@@ -167,12 +200,15 @@ Test(rans, single_symbol)
 		uint8_t *ctx = tu_xmalloc(ns[k]);
 		memset(ctx, 9, ns[k]);
 		size_t s2 = rans_rt(sym, ctx, ns[k], 17, 256);
-		TU_ASSERT(s2 < 40, "one-symbol block of %zu bytes", s2);
+		TU_ASSERT(s2 < 40 + 4 * (ULP_RANS_LANES - 4),
+		          "one-symbol block of %zu bytes", s2);
 		free(ctx);
 		free(sym);
 	}
+	/* beyond ULP_RANS_WIDE_MIN symbols the block carries 32 states */
 	TU_ASSERT(sizes[0] < 40, "one-symbol block of %zu bytes", sizes[0]);
-	TU_ASSERT(sizes[0] == sizes[1] && sizes[1] == sizes[2],
+	TU_ASSERT(sizes[1] == sizes[0] + 4 * (ULP_RANS_LANES - 4) &&
+	                  sizes[1] == sizes[2],
 	          "block size grows with n: %zu %zu %zu", sizes[0], sizes[1],
 	          sizes[2]);
 	/* nsym 1 */
@@ -220,7 +256,7 @@ static void block_header(const uint8_t *b, size_t len, int *has_esc,
 {
 	const uint8_t *p = b + 1;
 	cr_assert(len >= 2);
-	*has_esc = b[0];
+	*has_esc = b[0] & 1;
 	cr_assert_eq(ulp_varint_get(&p, b + len, nown), ULP_OK);
 }
 
@@ -970,6 +1006,20 @@ static frt float_rt(ulp_float_fmt f, const uint8_t *cur, const uint8_t *ref,
 	TU_ASSERT(out.p[0] == 0xaa && out.p[1] == 0xaa && out.p[2] == 0xaa,
 	          "encoder clobbered bytes before its stream");
 	res.len = out.len - 3;
+	{
+		/* the other encoder kernels write the same bytes */
+		int old = ulp_rans_set_simd(!ulp_rans_simd());
+		ulp_buf o2 = { 0 };
+		TU_OK(ulp_float_encode(es, f, cur, ref, n, alt, &o2, NULL),
+		      "float encode, other kernels");
+		ulp_rans_set_simd(old);
+		TU_ASSERT(o2.len == res.len,
+		          "kernels disagree on the size: "
+		          "%zu, %zu",
+		          o2.len, res.len);
+		TU_MEMEQ(o2.p, out.p + 3, res.len, "kernels' streams");
+		ulp_buf_free(&o2);
+	}
 	res.coding = res.len ? out.p[3] : -1;
 	TU_ASSERT(res.len >= 1, "empty stream");
 	TU_ASSERT(res.len <= ulp_float_bound(n, f.width),
@@ -1024,12 +1074,17 @@ static frt float_rt(ulp_float_fmt f, const uint8_t *cur, const uint8_t *ref,
 	uint8_t *in = tu_dup(out.p + 3, res.len);
 	uint8_t *rc_ref = ref ? tu_dup(ref, nb) : NULL;
 	uint8_t *dst = tu_xmalloc(nb);
-	memset(dst, 0xcd, nb);
-	TU_OK(ulp_float_decode(ds, f, in, res.len, rc_ref, n, dst),
-	      "float decode w%u e%u n=%zu coding %d", f.width, f.ebits, n,
-	      res.coding);
-	TU_MEMEQ(dst, cur, nb, "float stream w%u e%u coding %d", f.width,
-	         f.ebits, res.coding);
+	/* every stream through the portable and the SIMD kernels */
+	for (int simd = 0; simd < 2; simd++) {
+		int old = ulp_rans_set_simd(simd);
+		memset(dst, 0xcd, nb);
+		TU_OK(ulp_float_decode(ds, f, in, res.len, rc_ref, n, dst),
+		      "float decode w%u e%u n=%zu coding %d simd %d", f.width,
+		      f.ebits, n, res.coding, simd);
+		TU_MEMEQ(dst, cur, nb, "float stream w%u e%u coding %d simd %d",
+		         f.width, f.ebits, res.coding, simd);
+		ulp_rans_set_simd(old);
+	}
 	free(dst);
 	free(rc_ref);
 	free(in);

@@ -17,7 +17,7 @@ typedef struct ulp_bitw {
 	unsigned fill; /* valid bits in acc, always < 8 between calls */
 } ulp_bitw;
 
-/* Append the low n bits of v (n <= 32, v < 2^n).  Branch-free: the whole
+/* Append the low n bits of v (n <= 56, v < 2^n).  Branch-free: the whole
  * accumulator is stored every time and the pointer advances by the
  * complete bytes, so the varying n of residuals never mispredicts. */
 static inline void ulp_bitw_put(ulp_bitw *w, uint64_t v, unsigned n)

@@ -149,7 +149,10 @@ void ulp_params_resolve(const ulp_params *in, ulp_params *out);
 
 #define ULP_OBJ_MAGIC "ULPFSOB1"
 #define ULP_OBJ_END_MAGIC "ULPFSEND"
-#define ULP_OBJ_FORMAT 1
+/* 2: 32-lane rANS blocks; format-1 objects (4 lanes) still decode, and
+ * the lane count is in every block's header, so nothing else differs. */
+#define ULP_OBJ_FORMAT 2
+#define ULP_OBJ_FORMAT_MIN 1
 #define ULP_OBJ_HEADER_SIZE 48
 #define ULP_OBJ_INDEX_ENTRY 32
 #define ULP_OBJ_TRAILER_SIZE 64

@@ -165,7 +165,8 @@ static int parse_header(ulp_object *o)
 		return ULP_ERR_CORRUPT;
 	/* The magic's last byte and the format number both version the
 	 * object; a checksummed header with a newer one is not corrupt. */
-	if (h[7] != ULP_OBJ_MAGIC[7] || ulp_le16(h + 8) != ULP_OBJ_FORMAT)
+	if (h[7] != ULP_OBJ_MAGIC[7] || ulp_le16(h + 8) > ULP_OBJ_FORMAT ||
+	    ulp_le16(h + 8) < ULP_OBJ_FORMAT_MIN)
 		return ULP_ERR_VERSION;
 	uint16_t flags = ulp_le16(h + 10);
 	if ((flags & ~ULP_OBJ_FLAG_HAS_REF) || ulp_le32(h + 12))

@@ -268,7 +268,15 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	ulp_bitw bw = { fs->raw.p, 0, 0 };
 	uint64_t raw_bits = 0;
 	unsigned kprev = 0;
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	if (W == 16 && !alt && ulp_rans_simd())
+		i = ulp_delta16_pass_avx2(cur, ref, n, f.mbits,
+		                          (1u << f.ebits) - 1, sym, ctx, &bw,
+		                          &raw_bits);
+	if (W == 32 && !alt && ulp_rans_simd())
+		i = ulp_delta32_pass_avx2(cur, ref, n, sym, ctx, &bw,
+		                          &raw_bits);
+	for (; i < n; i++) {
 		uint64_t r = el_load(ref, i, W), c = el_load(cur, i, W);
 		uint64_t diff = (el_ord(c, W) - el_ord(r, W)) & el_mask(W);
 		uint64_t neg = diff >> (W - 1);
@@ -302,15 +310,20 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	 * histograms: runs of equal symbols would otherwise serialise on
 	 * one counter's read-modify-write. */
 	{
+		uint8_t *restrict used = fs->dused;
 		size_t j = 0;
 		for (; j + 4 <= n; j += 4) {
 			h4[(ctx[j] * nsym + sym[j]) * 4]++;
 			h4[(ctx[j + 1] * nsym + sym[j + 1]) * 4 + 1]++;
 			h4[(ctx[j + 2] * nsym + sym[j + 2]) * 4 + 2]++;
 			h4[(ctx[j + 3] * nsym + sym[j + 3]) * 4 + 3]++;
+			used[ctx[j]] = used[ctx[j + 1]] = used[ctx[j + 2]] =
+				used[ctx[j + 3]] = 1;
 		}
-		for (; j < n; j++)
+		for (; j < n; j++) {
 			h4[(ctx[j] * nsym + sym[j]) * 4]++;
+			used[ctx[j]] = 1;
+		}
 	}
 	/* The standalone estimate only steers the choice of coding: a
 	 * 1-in-8 sample of the elements is plenty. */
@@ -319,8 +332,6 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		hs[sp.a] += 8;
 		hb[sp.a * nb + sp.b] += 8;
 	}
-	for (size_t j = 0; j < n; j++)
-		fs->dused[ctx[j]] = 1;
 	for (unsigned c = 0; c < ULP_RANS_NCTX; c++) {
 		if (!fs->dused[c])
 			continue;
@@ -348,16 +359,22 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	uint32_t *restrict hs = fs->hist_s;
 	uint32_t *restrict hb = fs->hist_b;
 	ulp_bitw bw = { fs->raw.p, 0, 0 };
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	if (W == 16 && ulp_rans_simd())
+		i = ulp_sa16_pass_avx2(cur, n, f.mbits, (1u << f.ebits) - 1,
+		                       sa_topbits(f), a, b, &bw);
+	for (; i < n; i++) {
 		sa_parts sp = sa_split(el_load(cur, i, W), f, W);
 		a[i] = (uint8_t)sp.a;
 		b[i] = (uint8_t)sp.b;
-		hs[sp.a]++;
-		hb[sp.a * nb + sp.b]++;
 		if (W == 64)
 			ulp_bitw_put64(&bw, sp.raw, nraw);
 		else
 			ulp_bitw_put(&bw, sp.raw, nraw);
+	}
+	for (i = 0; i < n; i++) {
+		hs[a[i]]++;
+		hb[a[i] * nb + b[i]]++;
 	}
 	return (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
 }
@@ -682,6 +699,12 @@ ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp,
 		 * so each is one independent unaligned load instead of a
 		 * serial bit-reader chain.  Runs while 8 bytes are readable. */
 		uint64_t pos = 0;
+		if (W == 16 && ulp_rans_simd())
+			i = ulp_delta16_avx2(sym, rawp, rawlen, ref, n, dst,
+			                     &pos);
+		if (W == 32 && ulp_rans_simd())
+			i = ulp_delta32_avx2(sym, rawp, rawlen, ref, n, dst,
+			                     &pos);
 		for (; i < n; i++) {
 			const dsym_info *si = &info[sym[i]];
 			if ((pos >> 3) + 8 > rawlen)
@@ -818,8 +841,23 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	const uint8_t *restrict a = fs->sym;
 	const uint8_t *restrict b = fs->ctx;
 	ulp_bitr br;
-	ulp_bitr_init(&br, rawp, rawlen);
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+	if (W <= 32) {
+		/* element i's raw bits start at bit i * nraw: independent
+		 * loads instead of a serial bit reader, while 8 bytes remain */
+		const uint64_t mask = (1ull << nraw) - 1;
+		for (; i < n && ((i * nraw) >> 3) + 8 <= rawlen; i++) {
+			uint64_t pos = (uint64_t)i * nraw, word;
+			memcpy(&word, rawp + (pos >> 3), 8);
+			uint64_t raw = (word >> (pos & 7)) & mask;
+			el_store(dst, i, sa_join(a[i], b[i], raw, f, W), W);
+		}
+	}
+	uint64_t pos = (uint64_t)i * nraw;
+	ulp_bitr_init(&br, rawp + (pos >> 3), rawlen - (pos >> 3));
+	if (pos & 7)
+		(void)ulp_bitr_get(&br, pos & 7);
+	for (; i < n; i++) {
 		ulp_bitr_refill(&br);
 		uint64_t raw = W == 64 ? ulp_bitr_get64(&br, nraw)
 		                       : ulp_bitr_get(&br, nraw);
@@ -868,7 +906,11 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 		return ULP_ERR_NOMEM;
 	const uint8_t *rawp = p + blen;
 	size_t rawlen = (size_t)(end - rawp);
-	if (in[0] == ULP_SC_DELTA && W <= 32) {
+	/* Format-1 blocks (four lanes) decode fused with the reconstruction;
+	 * 32-lane blocks decode the symbols in bulk, the contexts gathered
+	 * from the reference first. */
+	if (in[0] == ULP_SC_DELTA && W <= 32 &&
+	    ulp_rans_block_lanes(p, blen) == ULP_RANS_WAYS) {
 #define FUSED_CALL(F, w) \
 	rc = delta_decode_fused_w(fs, F, p, blen, rawp, rawlen, ref, n, dst, w)
 		ULP_DISPATCH_FMT(f, FUSED_CALL);

@@ -44,4 +44,40 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
                      size_t len, const uint8_t *ref, size_t n, uint8_t *dst);
 
+/* AVX2 reconstruction of 16-bit delta elements from their symbols, the
+ * raw bits (starting at bit *pos of rawp[0..rawlen)) and the reference:
+ * does a prefix of the n elements, advances *pos past their raw bits and
+ * returns how many (floatcode_avx2.c; only when ulp_rans_simd()). */
+size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
+                        const uint8_t *ref, size_t n, uint8_t *dst,
+                        uint64_t *pos);
+
+/* The same for fp32 elements. */
+size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
+                        const uint8_t *ref, size_t n, uint8_t *dst,
+                        uint64_t *pos);
+
+/* The encoder's delta pass over 16-bit elements with AVX2: symbols and
+ * contexts (exponent (r >> mbits) & emask) of a prefix of the n elements,
+ * their raw bits appended to bw and counted in *raw_bits; returns how
+ * many elements it did. */
+struct ulp_bitw;
+size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
+                             unsigned mbits, unsigned emask, uint8_t *sym,
+                             uint8_t *ctx, struct ulp_bitw *bw,
+                             uint64_t *raw_bits);
+
+/* The same for fp32 (contexts: the 8 exponent bits). */
+size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
+                             uint8_t *sym, uint8_t *ctx, struct ulp_bitw *bw,
+                             uint64_t *raw_bits);
+
+/* The standalone pass over 16-bit elements (exponent bits at most 8):
+ * exponents into a, sign and topbits mantissa bits into b, the other
+ * mantissa bits appended to bw, for a prefix of the n elements; returns
+ * how many. */
+size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
+                          unsigned emask, unsigned topbits, uint8_t *a,
+                          uint8_t *b, struct ulp_bitw *bw);
+
 #endif /* ULP_FLOATCODE_H */

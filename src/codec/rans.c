@@ -11,14 +11,7 @@
 
 #include <math.h>
 #include <stdlib.h>
-
-typedef struct ulp_rans_esym {
-	uint32_t x_max_m1; /* renormalise while x > x_max_m1 */
-	uint32_t rcp;      /* low 32 bits of ceil(2^(32+shift) / freq) */
-	uint16_t bias;     /* cumulative frequency */
-	uint16_t cmpl;     /* M - freq */
-	uint32_t shift;
-} ulp_rans_esym;
+#include <string.h>
 
 /* Decoding table: one packed entry per slot, so a step is one load:
  * bits 0-11 freq - 1, bits 12-23 slot - cum, bits 24-31 the symbol. */
@@ -42,7 +35,57 @@ struct ulp_rans_scratch {
 	size_t dtab_cap;
 	uint16_t *words; /* encoder output, written backwards */
 	size_t words_cap;
+	unsigned lanes; /* encoder: 4, 32, or 0 to choose by the size */
+	uint32_t doff[ULP_RANS_NCTX]; /* context -> table offset in dtab */
 };
+
+/* Block header byte 0: bit 0 an escape table follows the own tables,
+ * bits 1-7 the lane count's code. */
+#define RANS_HDR_LANES32 2u
+
+void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes)
+{
+	s->lanes = lanes == ULP_RANS_WAYS || lanes == 32 ? lanes : 0;
+}
+
+unsigned ulp_rans_block_lanes(const uint8_t *in, size_t len)
+{
+	if (!len || in[0] > (RANS_HDR_LANES32 | 1))
+		return 0;
+	return in[0] & RANS_HDR_LANES32 ? 32 : ULP_RANS_WAYS;
+}
+
+/* -1 until the CPU is asked; atomics keep concurrent first calls clean. */
+static int rans_simd_state = -1;
+
+static int rans_simd_detect(void)
+{
+	const char *env = getenv("ULPFS_SIMD");
+	if (env && strcmp(env, "0") == 0)
+		return 0;
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+}
+
+int ulp_rans_simd(void)
+{
+	int v = __atomic_load_n(&rans_simd_state, __ATOMIC_RELAXED);
+	if (v < 0) {
+		v = rans_simd_detect();
+		__atomic_store_n(&rans_simd_state, v, __ATOMIC_RELAXED);
+	}
+	return v;
+}
+
+int ulp_rans_set_simd(int on)
+{
+	int old = ulp_rans_simd();
+	__builtin_cpu_init();
+	int can = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi"
+	                                                                   "2");
+	__atomic_store_n(&rans_simd_state, on && can, __ATOMIC_RELAXED);
+	return old;
+}
 
 ulp_rans_scratch *ulp_rans_scratch_new(void)
 {
@@ -65,7 +108,7 @@ size_t ulp_rans_bound(size_t n, unsigned nsym)
 	 * the final states and at most one 16-bit word per symbol */
 	return 16 + ULP_RANS_NCTX +
 	       (size_t)ULP_RANS_MAXTAB * (1 + 3 * (size_t)nsym) +
-	       4 * ULP_RANS_WAYS + 2 * n;
+	       4 * ULP_RANS_MAX_LANES + 2 * n;
 }
 
 double ulp_hist_bits(const uint32_t *h, unsigned nsym)
@@ -215,6 +258,54 @@ static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
 	return ntab;
 }
 
+/* The coding loop for a constant lane count N: symbol i belongs to state
+ * i % N; walk backwards, the ragged end first, then whole groups, which
+ * the compiler keeps in registers for N = 4 and unrolls for N = 32 (the
+ * lanes' steps are independent, so they overlap).  Returns the first
+ * word written (words end at wend). */
+static inline __attribute__((always_inline)) uint16_t *
+rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
+               const uint8_t *ctx, size_t n, unsigned nsym, uint16_t *wend,
+               uint32_t *xout, const unsigned N)
+{
+	uint16_t *w = wend;
+	uint32_t x[ULP_RANS_MAX_LANES];
+	(void)nsym;
+	for (unsigned k = 0; k < N; k++)
+		x[k] = ULP_RANS_L;
+#define RANS_ENC_STEP(xs, i)                                               \
+	do {                                                               \
+		const ulp_rans_esym *e_ = eb[ctx ? ctx[i] : 0] + sym[i];   \
+		assert(sym[i] < nsym);                                     \
+		unsigned r_ = xs > e_->x_max_m1;                           \
+		w[-1] = (uint16_t)xs; /* kept only when r_: branch-free */ \
+		w -= r_;                                                   \
+		xs >>= r_ * 16;                                            \
+		uint64_t q_ = ((((uint64_t)xs * e_->rcp) >> 32) + xs) >>   \
+		              e_->shift;                                   \
+		xs += e_->bias + (uint32_t)q_ * e_->cmpl;                  \
+	} while (0)
+	size_t i = n;
+	while (i % N) {
+		i--;
+		RANS_ENC_STEP(x[i % N], i);
+	}
+	if (N == 32 && i > 0 && ulp_rans_simd()) {
+		w = ulp_rans_enc32_avx2(eb, sym, ctx, i, x, w);
+		i = 0;
+	}
+	while (i > 0) {
+		i -= N;
+#pragma GCC unroll 32
+		for (unsigned k = N; k-- > 0;)
+			RANS_ENC_STEP(x[k], i + k);
+	}
+#undef RANS_ENC_STEP
+	for (unsigned k = 0; k < N; k++)
+		xout[k] = x[k];
+	return w;
+}
+
 int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
                     const uint8_t *ctx, size_t n, unsigned nsym, unsigned nctx,
                     const uint32_t *hist, ulp_buf *out)
@@ -244,9 +335,10 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
 			return ULP_ERR_NOMEM;
 		}
 	}
-	if (sc->words_cap < n + 1) {
+	/* the SIMD encoder stores 8 words at a time below its position */
+	if (sc->words_cap < n + 1 + ULP_RANS_WORDS_SLACK) {
 		free(sc->words);
-		sc->words_cap = n + 1;
+		sc->words_cap = n + 1 + ULP_RANS_WORDS_SLACK;
 		sc->words = malloc(sizeof(uint16_t) * sc->words_cap);
 		if (!sc->words) {
 			sc->words_cap = 0;
@@ -272,52 +364,27 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
 
 	/* rANS encodes backwards: each symbol emits at most one word, so n
 	 * words of scratch suffice. */
-	uint16_t *wend = sc->words + n;
-	uint16_t *w = wend;
-	const ulp_rans_esym *const *eb = sc->ebase;
 	for (unsigned c = 0; c < nctx; c++)
 		sc->ebase[c] = sc->esym + (size_t)sc->remap[c] * nsym;
-	uint32_t x[ULP_RANS_WAYS];
-	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
-		x[k] = ULP_RANS_L;
-#define RANS_ENC_STEP(xs, i)                                               \
-	do {                                                               \
-		const ulp_rans_esym *e_ = eb[ctx ? ctx[i] : 0] + sym[i];   \
-		assert(sym[i] < nsym);                                     \
-		unsigned r_ = xs > e_->x_max_m1;                           \
-		w[-1] = (uint16_t)xs; /* kept only when r_: branch-free */ \
-		w -= r_;                                                   \
-		xs >>= r_ * 16;                                            \
-		uint64_t q_ = ((((uint64_t)xs * e_->rcp) >> 32) + xs) >>   \
-		              e_->shift;                                   \
-		xs += e_->bias + (uint32_t)q_ * e_->cmpl;                  \
-	} while (0)
-	/* Symbol i belongs to state i % 4; walk backwards, the ragged end
-	 * first, then whole groups with the states in registers. */
-	size_t i = n;
-	while (i % ULP_RANS_WAYS) {
-		i--;
-		RANS_ENC_STEP(x[i % ULP_RANS_WAYS], i);
-	}
-	uint32_t x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3];
-	while (i > 0) {
-		i -= 4;
-		RANS_ENC_STEP(x3, i + 3);
-		RANS_ENC_STEP(x2, i + 2);
-		RANS_ENC_STEP(x1, i + 1);
-		RANS_ENC_STEP(x0, i);
-	}
-#undef RANS_ENC_STEP
-	x[0] = x0;
-	x[1] = x1;
-	x[2] = x2;
-	x[3] = x3;
+	/* 32 final states cost 112 bytes more than 4: small blocks, which
+	 * decode fast either way, keep four lanes */
+	const unsigned lanes = sc->lanes                ? sc->lanes
+	                       : n >= ULP_RANS_WIDE_MIN ? ULP_RANS_LANES
+	                                                : ULP_RANS_WAYS;
+	uint32_t x[ULP_RANS_MAX_LANES];
+	uint16_t *wend = sc->words + ULP_RANS_WORDS_SLACK + n;
+	uint16_t *w = lanes == ULP_RANS_WAYS
+	                      ? rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
+	                                       wend, x, ULP_RANS_WAYS)
+	                      : rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
+	                                       wend, x, 32);
 	size_t nwords = (size_t)(wend - w);
+	p[0] |= lanes == 32 ? RANS_HDR_LANES32 : 0;
 	uint8_t *dst = p + hn;
-	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
+	for (unsigned k = 0; k < lanes; k++)
 		ulp_put32(dst + 4 * k, x[k]);
-	memcpy(dst + 4 * ULP_RANS_WAYS, w, nwords * 2);
-	out->len += hn + 4 * ULP_RANS_WAYS + nwords * 2;
+	memcpy(dst + 4 * lanes, w, nwords * 2);
+	out->len += hn + 4 * lanes + nwords * 2;
 	return ULP_OK;
 }
 
@@ -332,9 +399,10 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 
 	if (nsym == 0 || nsym > ULP_RANS_MAXSYM)
 		return ULP_ERR_ARG;
-	if (p >= end || *p > 1)
+	unsigned lanes = ulp_rans_block_lanes(p, (size_t)(end - p));
+	if (!lanes)
 		return ULP_ERR_CORRUPT;
-	int has_esc = *p++;
+	int has_esc = *p++ & 1;
 	if (ulp_varint_get(&p, end, &nown) || nown > ULP_RANS_NCTX ||
 	    (size_t)(end - p) < nown)
 		return ULP_ERR_CORRUPT;
@@ -373,20 +441,25 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 			cum += f[s];
 		}
 	}
-	if ((size_t)(end - p) < 4 * ULP_RANS_WAYS)
+	if ((size_t)(end - p) < 4 * lanes)
 		return ULP_ERR_CORRUPT;
-	for (unsigned k = 0; k < ULP_RANS_WAYS; k++) {
+	for (unsigned k = 0; k < lanes; k++) {
 		d->x[k] = ulp_le32(p + 4 * k);
 		if (d->x[k] < ULP_RANS_L)
 			return ULP_ERR_CORRUPT;
 	}
-	p += 4 * ULP_RANS_WAYS;
+	p += 4 * lanes;
 	/* Unknown contexts of a crafted payload select table 0: decoding
 	 * stays in bounds and the chunk checksum rejects the result. */
-	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
-		sc->dbase[c] =
-			sc->dtab[sc->remap[c] < ntab ? sc->remap[c] : 0].e;
+	for (unsigned c = 0; c < ULP_RANS_NCTX; c++) {
+		unsigned t = sc->remap[c] < ntab ? sc->remap[c] : 0;
+		sc->dbase[c] = sc->dtab[t].e;
+		sc->doff[c] = t * ULP_RANS_M;
+	}
 	d->tab = sc->dbase;
+	d->flat = sc->dtab[0].e;
+	d->off = sc->doff;
+	d->lanes = lanes;
 	d->p = p;
 	d->end = end;
 	d->ntab = ntab;
@@ -395,11 +468,35 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 
 int ulp_rans_dec_end(const ulp_rans_dec *d, const uint8_t *in, size_t *used)
 {
-	for (unsigned k = 0; k < ULP_RANS_WAYS; k++)
+	for (unsigned k = 0; k < d->lanes; k++)
 		if (d->x[k] != ULP_RANS_L)
 			return ULP_ERR_CORRUPT;
 	*used = (size_t)(d->p - in);
 	return ULP_OK;
+}
+
+/* Portable 32-lane decoding of whole groups while the input surely
+ * holds their (at most 32) renormalisation words; returns the symbols
+ * done, the caller finishes with checked steps. */
+static size_t rans_dec32(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
+                         uint8_t *sym)
+{
+	const uint32_t *const *db = d->tab;
+	const uint8_t *p = d->p;
+	uint32_t x[32];
+	size_t i = 0;
+	memcpy(x, d->x, sizeof(x));
+	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
+		for (unsigned k = 0; k < 32; k++) {
+			unsigned s;
+			x[k] = ulp_rans_dec_step(x[k], db[ctx ? ctx[i + k] : 0],
+			                         &p, &s);
+			sym[i + k] = (uint8_t)s;
+		}
+	}
+	memcpy(d->x, x, sizeof(x));
+	d->p = p;
+	return i;
 }
 
 int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
@@ -413,6 +510,19 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	if (n > 0 && (d.ntab == 0 || (!ctx && d.ntab != 1)))
 		return ULP_ERR_CORRUPT;
 	const uint32_t *const *db = d.tab;
+	if (d.lanes == 32) {
+		size_t i = ulp_rans_simd()
+		                   ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
+		                   : rans_dec32(&d, ctx, n, sym);
+		for (; i < n; i++) {
+			unsigned s;
+			if (ulp_rans_dec_step_checked(&d, &d.x[i % 32],
+			                              db[ctx ? ctx[i] : 0], &s))
+				return ULP_ERR_CORRUPT;
+			sym[i] = (uint8_t)s;
+		}
+		return ulp_rans_dec_end(&d, in, used);
+	}
 	const uint8_t *p = d.p;
 	uint32_t x0 = d.x[0], x1 = d.x[1], x2 = d.x[2], x3 = d.x[3];
 	unsigned s0, s1, s2, s3;

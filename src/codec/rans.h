@@ -8,8 +8,11 @@
  * ULP_RANS_MIN_OWN_TABLE times share one escape table so that rare contexts
  * do not cost more in table bytes than they save.
  *
- * Encoded block: [header + tables][4 x u32 final states][16-bit words];
- * symbol i is coded by state i % 4, which hides the latency of each step.
+ * Encoded block: [header + tables][W x u32 final states][16-bit words];
+ * symbol i is coded by state i % W, which hides the latency of each step.
+ * The header's first byte says W: 4 lanes (object format 1) or 32 (format
+ * 2, which the AVX2 decoder runs as four 8-lane registers; the scalar
+ * decoder reads the same bitstream).
  */
 #ifndef ULP_RANS_H
 #define ULP_RANS_H
@@ -22,7 +25,9 @@
 /* At most 12 bits keep a decoding entry (freq, offset, symbol) in 32
  * bits; 11 keeps a table in 8 KiB, so the hot ones stay in L1. */
 #define ULP_RANS_SCALE 11
-#define ULP_RANS_WAYS 4
+#define ULP_RANS_WAYS 4   /* format-1 blocks; the fused float decoder */
+#define ULP_RANS_LANES 32 /* what the encoder writes for large blocks */
+#define ULP_RANS_MAX_LANES 32
 #define ULP_RANS_M (1u << ULP_RANS_SCALE)
 #define ULP_RANS_L (1u << 16)
 #define ULP_RANS_NCTX 256
@@ -33,6 +38,21 @@
 typedef struct ulp_rans_scratch ulp_rans_scratch;
 ulp_rans_scratch *ulp_rans_scratch_new(void);
 void ulp_rans_scratch_free(ulp_rans_scratch *s);
+
+/* Blocks of at least this many symbols get ULP_RANS_LANES lanes. */
+#define ULP_RANS_WIDE_MIN 16384
+
+/* Lanes the encoder writes with this scratch: 0 (the default) chooses by
+ * the block's size, 4 or 32 force a lane count (tests cover both paths
+ * whatever the sizes). */
+void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
+
+/* Whether the AVX2 kernels run (1) or the portable ones (0): chosen once
+ * from the CPU, ULPFS_SIMD=0 in the environment forces the portable ones,
+ * and tests switch with ulp_rans_set_simd (returns the previous value; a
+ * request the CPU cannot honour leaves it at 0). */
+int ulp_rans_simd(void);
+int ulp_rans_set_simd(int on);
 
 /* Upper bound of the encoded size of n symbols over nsym values. */
 size_t ulp_rans_bound(size_t n, unsigned nsym);
@@ -54,14 +74,23 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 
 /* Incremental decoding, for callers that fuse symbol decoding with their
  * own per-element work (and compute contexts on the fly).  After
- * ulp_rans_dec_begin, symbol i is decoded by state x[i % 4] with
+ * ulp_rans_dec_begin, symbol i is decoded by state x[i % lanes] with
  * tab[context of i]; ulp_rans_dec_end checks the final states. */
 typedef struct ulp_rans_dec {
 	const uint8_t *p, *end; /* renormalisation words */
-	uint32_t x[ULP_RANS_WAYS];
+	uint32_t x[ULP_RANS_MAX_LANES];
+	unsigned lanes;
 	const uint32_t *const *tab; /* per context: decoding table */
 	unsigned ntab;              /* tables sent (0: no symbols) */
+	/* the same tables for the SIMD kernel: all of them back to back,
+	 * and per context the offset of its table in entries */
+	const uint32_t *flat;
+	const uint32_t *off;
 } ulp_rans_dec;
+
+/* Lanes of the block starting at in (0 if len is 0 or the header byte is
+ * not one a decoder knows: ulp_rans_dec_begin then fails). */
+unsigned ulp_rans_block_lanes(const uint8_t *in, size_t len);
 
 int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                        unsigned nsym, ulp_rans_dec *d);
@@ -101,6 +130,33 @@ static inline int ulp_rans_dec_step_checked(ulp_rans_dec *d, uint32_t *x,
 	*sym = e >> 24;
 	return ULP_OK;
 }
+
+/* Encoding entry of one symbol of one table. */
+typedef struct ulp_rans_esym {
+	uint32_t x_max_m1; /* renormalise while x > x_max_m1 */
+	uint32_t rcp;      /* low 32 bits of ceil(2^(32+shift) / freq) */
+	uint16_t bias;     /* cumulative frequency */
+	uint16_t cmpl;     /* M - freq */
+	uint32_t shift;
+} ulp_rans_esym;
+
+/* Words of scratch the encoders may write below their output. */
+#define ULP_RANS_WORDS_SLACK 8
+
+/* The AVX2 kernel of 32-lane encoding (rans_avx2.c): codes symbols
+ * [0, i) (i a multiple of 32, walking down from i - 1) with the 32 states
+ * x, entry eb[context] + symbol, writing words downwards from w (which
+ * may write ULP_RANS_WORDS_SLACK words below the last one it keeps);
+ * returns the new w.  The bytes are the portable loop's. */
+uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
+                              const uint8_t *sym, const uint8_t *ctx, size_t i,
+                              uint32_t *x, uint16_t *w);
+
+/* The AVX2 kernel of 32-lane decoding (rans_avx2.c): decodes whole
+ * groups of 32 symbols while 64 input bytes remain, updates d->x and d->p
+ * and returns the symbols done.  Only when ulp_rans_simd(). */
+size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
+                           uint8_t *sym);
 
 /* Empirical entropy in bits of a histogram: sum c * log2(total / c). */
 double ulp_hist_bits(const uint32_t *h, unsigned nsym);
