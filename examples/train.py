@@ -100,7 +100,7 @@ def log(msg):
 
 # The sizes of each preset; an option given on the command line wins.
 PRESETS = {
-    "default": dict(max_steps=100, save_steps=10, layers=4, d_model=192, ctx=128, batch=16,
+    "default": dict(max_steps=100, save_steps=10, layers=4, d_model=160, ctx=128, batch=16,
                     lr=1e-3, max_text_mb=4.0),
     "full": dict(max_steps=200, save_steps=20, layers=4, d_model=256, ctx=128, batch=16,
                  lr=1e-3, max_text_mb=4.0),
