@@ -389,7 +389,7 @@ static void svg_write(FILE *f, json_t *cks, int nser)
 	double step = max ? nice_step((double)max / unit) : 0.25;
 	double top = max ? ceil((double)max / unit / step) * step : 1;
 	double pw = (double)n * (nser * 12 + 12);
-	pw = pw < 480 ? 480 : pw > 1600 ? 1600 : pw;
+	pw = pw < 560 ? 560 : pw > 1600 ? 1600 : pw;
 	if (longest > LABEL_MAX)
 		longest = LABEL_MAX;
 	double x0 = 90, y0 = 90, ph = 360;
