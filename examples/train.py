@@ -384,7 +384,7 @@ def main(argv=None):
     manifest = Manifest(a.sha256_manifest, a.output_dir)
 
     data, nfiles, corpus_sha = mt.load_training_data(None, a.max_text_mb, a.ctx + 2)
-    mt.Linear.use_conv = False          # bf16 autocast: matmuls go to oneDNN
+    mt.Linear.use_conv = False  # matmuls: oneDNN under bf16 autocast, else the BLAS (OpenBLAS)
     model = mt.GPT(256, a.ctx, a.layers, a.d_model, a.heads)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
