@@ -3,8 +3,9 @@
 #
 #   bench/report.sh [--quick] [--traj DIR] [--out FILE] [--reps R]
 #
-# 1. The real trajectory: examples/train.py --output_dir DIR, the Hugging
-#    Face Trainer-style run that the main job writes (10 checkpoint-N/
+# 1. The real trajectory: examples/train.py --full --output_dir DIR, the
+#    larger preset of the Hugging Face Trainer-style run that the main job
+#    writes (10 checkpoint-N/
 #    directories: model.safetensors in bf16, optimizer.pt with the AdamW
 #    state and the fp32 master weights, scheduler.pt, rng_state.pth,
 #    trainer_state.json; 466 MB).  --quick: train.py --quick (6
@@ -142,7 +143,7 @@ echo "bench/report.sh: log in $log" >&2
 if [ -z "$traj" ]; then
 	traj=$WORK/traj
 	targs=(--output_dir "$traj")
-	[ "$quick" = 1 ] && targs+=(--quick)
+	[ "$quick" = 1 ] && targs+=(--quick) || targs+=(--full)
 	step "training the trajectory: examples/train.py ${targs[*]}" "$PY" "$top/examples/train.py" "${targs[@]}" || exit 1
 	trajdesc="examples/train.py${targs[2]:+ ${targs[2]}} (Hugging Face Trainer layout)"
 else

@@ -8,7 +8,9 @@
 #      Trainer-style checkpoint-N/ directories into the mount (no rotation),
 #      while train.py records the SHA-256 of every byte it writes;
 #   4. show `ulpfs log` and `ulpfs stats --zstd19` (what the store saves
-#      against the raw files and against zstd -19 of the same files);
+#      against the raw files and against zstd -19 of the same files), and
+#      write that as a chart, ulpfs-savings.svg, into the directory the
+#      script was started from (it outlives the clean-up);
 #   5. unmount, remount, and check every checkpoint against what training
 #      wrote: sha256sum, torch.load, and the safetensors mmap path;
 #   6. check the two claims (model.safetensors versions at least 2x smaller
@@ -17,15 +19,29 @@
 #
 #   bash examples/quickstart.sh [--quick]
 #
-# --quick trains a smaller model for fewer steps (about a minute in all).
+# --quick trains a smaller model for fewer steps (under a minute in all).
 # ULPFS_NO_APT=1 skips the apt-get step; ULPFS=path/to/ulpfs uses that
 # binary and skips both the apt-get step and the build (make check runs
 # it so, as tests/example_quickstart.sh); ULPFS_KEEP=1 keeps the temporary
 # directory (store, manifest) for a look afterwards.
 set -euo pipefail
 
+started_in=$PWD
+svg=$started_in/ulpfs-savings.svg
+# the chart is written there at the end: find out now if it cannot be
+if ! [ -w "$started_in" ]; then
+	echo "quickstart.sh: cannot write $svg (the chart): run it from a directory you can write to" >&2
+	exit 1
+fi
 top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$top"
+SECONDS=0
+phase_start=0
+# phase WHAT: how long the step that just ended took, and the total so far
+phase() {
+	echo "    ($1: $((SECONDS - phase_start)) s; $SECONDS s since the start)"
+	phase_start=$SECONDS
+}
 train_args=()
 case "${1:-}" in
 --quick) train_args=(--quick) ;;
@@ -39,10 +55,16 @@ if [ -n "${ULPFS:-}" ]; then
 elif [ "${ULPFS_NO_APT:-0}" != 1 ]; then
 	echo "==> installing build and runtime dependencies (apt-get)"
 	export DEBIAN_FRONTEND=noninteractive
+	# libopenblas0-pthread: Debian's PyTorch otherwise runs its fp32
+	# matmuls on the reference BLAS (measured 4.8 GFLOP/s a thread, 75.7
+	# with OpenBLAS)
+	pkgs=(autoconf automake pkg-config make gcc libc6-dev libfuse3-dev fuse3
+		libzstd-dev zstd libsqlite3-dev libxxhash-dev libjansson-dev
+		libcriterion-dev python3-torch python3-numpy libopenblas0-pthread)
 	apt-get update -qq
-	apt-get install -y -qq autoconf automake pkg-config make gcc libc6-dev \
-		libfuse3-dev fuse3 libzstd-dev zstd libsqlite3-dev libxxhash-dev \
-		libjansson-dev libcriterion-dev python3-torch python3-numpy >/dev/null
+	apt-get install -y -qq "${pkgs[@]}" >/dev/null
+	echo "    installed (or already there): ${pkgs[*]}"
+	phase "packages"
 fi
 
 if [ -z "${ULPFS:-}" ]; then
@@ -51,6 +73,7 @@ if [ -z "${ULPFS:-}" ]; then
 	mkdir -p _build
 	(cd _build && { [ -f Makefile ] || ../configure -q; } && make -j"$(nproc)" -s ulpfs)
 	ulpfs=$top/_build/ulpfs
+	phase "build"
 fi
 
 work=$(mktemp -d /tmp/ulpfs-quickstart.XXXXXX)
@@ -73,10 +96,14 @@ echo "==> mounting a new store: $store on $mnt"
 "$ulpfs" mount "$store" "$mnt"
 
 echo "==> training a small GPT, saving checkpoint-N/ directories into the mount"
+# --commit_cmd: after each save, train.py runs `ulpfs sync MNT/run` in the
+# background and prints how long the checkpoint took to be committed
 /usr/bin/python3 examples/train.py --output_dir "$mnt/run" \
-	--sha256_manifest "$manifest" "${train_args[@]}"
+	--sha256_manifest "$manifest" --commit_cmd "$(printf %q "$ulpfs") sync" \
+	"${train_args[@]}"
 "$ulpfs" sync "$mnt" # wait until every checkpoint is encoded and committed
 "$ulpfs" gc "$mnt"   # and until older checkpoints are coded against newer ones
+phase "training, every checkpoint committed"
 
 last=$(cd "$mnt/run" && ls -d checkpoint-* | sort -t- -k2 -n | tail -n 1)
 first=$(cd "$mnt/run" && ls -d checkpoint-* | sort -t- -k2 -n | head -n 1)
@@ -88,9 +115,10 @@ echo "==> ulpfs log --chain run/$first/model.safetensors: what it is coded again
 echo "    (the newest checkpoint is stored standalone, older ones against the next)"
 "$ulpfs" log --chain "$mnt/run/$first/model.safetensors"
 echo
-echo "==> ulpfs stats --zstd19: the store against the raw files and against zstd -19"
-"$ulpfs" stats --zstd19 "$mnt"
+echo "==> ulpfs stats --zstd19 --svg: the store against the raw files and against zstd -19"
+"$ulpfs" stats --zstd19 --svg "$svg" "$mnt"
 "$ulpfs" stats --zstd19 --json "$mnt" >"$work/stats.json" # cached: instant
+phase "log and stats (zstd -19 of every file)"
 
 echo
 echo "==> unmounting (returns once everything is committed), then remounting"
@@ -98,6 +126,7 @@ echo "==> unmounting (returns once everything is committed), then remounting"
 store_bytes=$(du -sb "$store" | cut -f1)
 "$ulpfs" mount "$store" "$mnt"
 
+phase "unmount and remount"
 echo "==> checking every checkpoint against what training wrote"
 n=$(wc -l <"$manifest")
 (cd "$mnt/run" && sha256sum --quiet -c "$manifest")
@@ -146,6 +175,7 @@ print("torch.load + safetensors mmap: %d files in %d checkpoints loaded through 
       % (loaded, len(ckpts), tensors))
 PY
 "$ulpfs" umount "$mnt"
+phase "checks"
 
 echo
 echo "==> what the store saved"
@@ -173,4 +203,5 @@ if store >= z19:
     ok = False
 sys.exit(0 if ok else 1)
 PY
-echo "==> done: every checkpoint verified; the store is unmounted and removed"
+echo "==> done in $SECONDS s: every checkpoint verified; the store is unmounted and removed"
+echo "    the chart of every checkpoint (raw, stored, zstd -19), for a browser: $svg"

@@ -11,9 +11,9 @@ do, OUTPUT_DIR/tmp-checkpoint-N, fsyncs it and renames it to checkpoint-N:
     model.safetensors    the weights in bfloat16 (make_trajectory's writer)
     optimizer.pt         torch.save(optimizer.state_dict()), plus the fp32
                          master weights under "fp32_master_weights" (the
-                         model trains in fp32 under bf16 autocast, so the
-                         bf16 file alone cannot resume it exactly; DeepSpeed's
-                         bf16 optimizer keeps its master copy the same way)
+                         weights train in fp32, so the bf16 file alone
+                         cannot resume them exactly; DeepSpeed's bf16
+                         optimizer keeps its master copy the same way)
     scheduler.pt         torch.save(lr_scheduler.state_dict())
     rng_state.pth        {"python", "numpy", "cpu"} RNG states
     trainer_state.json   global_step, max_steps, log_history (loss and
@@ -36,10 +36,29 @@ optimizer/...; the pickles and tensor records are the same.)
 
 --resume [CKPT] continues from CKPT (default: the highest checkpoint-N in
 --output_dir): model, optimizer, scheduler and RNG states, step count and
-log history.  Training is deterministic (fixed seed, fixed thread count,
-torch.use_deterministic_algorithms), so a resumed run writes the same bytes
-as an uninterrupted one.  --stop_after N ends the run after step N as if it
-had been preempted (the schedule still runs to --max_steps).
+log history.  Training is deterministic for a fixed seed, thread count and
+precision (the CPU kernels it uses are: two runs write the same bytes), so
+a resumed run writes the same bytes as an uninterrupted one.
+torch.use_deterministic_algorithms is not set: it changes no byte here and
+only costs time (10% on this model, 4-5x reported on another 2-core
+machine).  --stop_after N ends the run after step N as if it had been
+preempted (the schedule still runs to --max_steps).
+
+Presets (sizes of the default, --quick and --full): the default fits the
+main job (examples/quickstart.sh) into a few minutes on 2 cores: 10
+checkpoints; --full is the larger run bench/report.sh trains; --quick is
+for tests.  --precision auto trains under bf16 autocast only where the CPU
+does bf16 in hardware (avx512_bf16 or amx_bf16): elsewhere PyTorch emulates
+it, slower than fp32 (one thread, the --full model, one CPU: 1.26 s a step
+with oneDNN held to AVX512_CORE, 0.32-0.73 s in fp32, 0.28 s with bf16 in
+hardware), so it trains in fp32.
+
+Progress goes to stderr: a line at least every --log_seconds (step, loss,
+learning rate, seconds per step, time left), and for every checkpoint the
+time its save took.  --commit_cmd CMD (for instance "ulpfs sync") is run
+after each save, in the background while training goes on, with
+--output_dir as its last argument: it must return once every file closed so
+far is stored, and its time is printed as the checkpoint's commit time.
 
 Run with /usr/bin/python3 (the interpreter that has torch).
 """
@@ -49,11 +68,21 @@ import hashlib
 import json
 import math
 import os
+import queue
 import random
 import re
+import shlex
 import shutil
+import subprocess
 import sys
+import threading
 import time
+
+# Set before torch loads its OpenMP runtime: idle OpenMP threads that spin
+# steal the core that OpenBLAS's own threads need (fp32 matmuls), and any
+# core a neighbour job holds.  Measured on 2 shared cores: fp32 steps 4.3-5.7
+# s spinning, 0.56-0.97 s passive.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 sys.dont_write_bytecode = True    # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
@@ -69,12 +98,36 @@ def log(msg):
     print("[train] " + msg, file=sys.stderr, flush=True)
 
 
+# The sizes of each preset; an option given on the command line wins.
+PRESETS = {
+    "default": dict(max_steps=100, save_steps=10, layers=4, d_model=160, ctx=128, batch=16,
+                    lr=1e-3, max_text_mb=4.0),
+    "full": dict(max_steps=200, save_steps=20, layers=4, d_model=256, ctx=128, batch=16,
+                 lr=1e-3, max_text_mb=4.0),
+    "quick": dict(max_steps=60, save_steps=10, layers=3, d_model=128, ctx=64, batch=8,
+                  lr=3e-3, max_text_mb=1.0),
+}
+
+
+def cpu_has_bf16():
+    """Whether the CPU has bf16 instructions (Linux: /proc/cpuinfo flags)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = line.split(":", 1)[1].split()
+                    return "avx512_bf16" in flags or "amx_bf16" in flags
+    except OSError:
+        pass
+    return False
+
+
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--output_dir", required=True)
-    ap.add_argument("--max_steps", type=int, help="default 200; --quick 60")
-    ap.add_argument("--save_steps", type=int, help="default 20; --quick 10")
+    ap.add_argument("--max_steps", type=int, help="default 100; --quick 60; --full 200")
+    ap.add_argument("--save_steps", type=int, help="default 10; --full 20")
     ap.add_argument("--save_total_limit", type=int, default=0,
                     help="keep at most this many checkpoints (0: keep all)")
     ap.add_argument("--resume", nargs="?", const="latest", metavar="CKPT",
@@ -82,12 +135,21 @@ def parse_args(argv=None):
     ap.add_argument("--sha256_manifest", metavar="FILE",
                     help="record the SHA-256 of every checkpoint file as written")
     ap.add_argument("--stop_after", type=int, help="stop after this step (simulated preemption)")
-    ap.add_argument("--quick", action="store_true",
-                    help="small preset that runs in seconds: 3 layers, d_model 128, ctx 64, "
-                         "batch 8, 60 steps, save every 10")
+    size = ap.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true",
+                      help="small preset that runs in seconds: 3 layers, d_model 128, ctx 64, "
+                           "batch 8, 60 steps, save every 10")
+    size.add_argument("--full", action="store_true",
+                      help="the larger preset of bench/: 4 layers, d_model 256, ctx 128, "
+                           "batch 16, 200 steps, save every 20")
     ap.add_argument("--seed", type=int, default=42)
-    ap.add_argument("--threads", type=int, default=1,
-                    help="torch threads (default 1; results depend on it)")
+    ap.add_argument("--threads", type=int,
+                    help="torch threads (default: the CPUs this process may use, at most 4; "
+                         "results depend on it)")
+    ap.add_argument("--precision", choices=("auto", "bf16-mixed", "fp32"), default="auto",
+                    help="bf16-mixed: fp32 weights and optimizer, forward and backward under "
+                         "bf16 autocast; auto (default): bf16-mixed where the CPU has "
+                         "bf16 instructions, else fp32 (results depend on it)")
     ap.add_argument("--lr", type=float, help="peak learning rate (default 1e-3; quick 3e-3)")
     ap.add_argument("--warmup_steps", type=int, help="default 10%% of --max_steps")
     ap.add_argument("--layers", type=int)
@@ -96,28 +158,38 @@ def parse_args(argv=None):
     ap.add_argument("--ctx", type=int)
     ap.add_argument("--batch", type=int)
     ap.add_argument("--max_text_mb", type=float, help="corpus cap (default 4; quick 1)")
+    ap.add_argument("--log_seconds", type=float, default=10.0,
+                    help="print a progress line at least this often (default 10)")
+    ap.add_argument("--commit_cmd", metavar="CMD",
+                    help="run CMD OUTPUT_DIR after each save and report how long it took "
+                         "(e.g. \"ulpfs sync\": the checkpoint's commit time)")
     a = ap.parse_args(argv)
-    full = dict(max_steps=200, save_steps=20, layers=4, d_model=256, ctx=128, batch=16,
-                lr=1e-3, max_text_mb=4.0)
-    quick = dict(max_steps=60, save_steps=10, layers=3, d_model=128, ctx=64, batch=8,
-                 lr=3e-3, max_text_mb=1.0)
-    for k, v in (quick if a.quick else full).items():
+    for k, v in PRESETS["quick" if a.quick else "full" if a.full else "default"].items():
         if getattr(a, k) is None:
             setattr(a, k, v)
     if a.warmup_steps is None:
         a.warmup_steps = max(1, a.max_steps // 10)
-    if a.max_steps < 1 or a.save_steps < 1 or a.save_total_limit < 0:
-        ap.error("need --max_steps >= 1, --save_steps >= 1, --save_total_limit >= 0")
+    if a.threads is None:
+        a.threads = max(1, min(4, len(os.sched_getaffinity(0))))
+    if a.precision == "auto":
+        a.precision = "bf16-mixed" if cpu_has_bf16() else "fp32"
+    if a.max_steps < 1 or a.save_steps < 1 or a.save_total_limit < 0 or a.threads < 1:
+        ap.error("need --max_steps >= 1, --save_steps >= 1, --save_total_limit >= 0, "
+                 "--threads >= 1")
     if a.d_model % a.heads:
         ap.error("--d_model must be divisible by --heads")
+    if a.log_seconds <= 0:
+        ap.error("--log_seconds must be positive")
+    if a.commit_cmd is not None and not shlex.split(a.commit_cmd):
+        ap.error("--commit_cmd: empty command")
     return a
 
 
 def run_config(a):
     """What must match between a run and its resumption."""
-    return {k: getattr(a, k) for k in ("max_steps", "seed", "threads", "lr", "warmup_steps",
-                                       "layers", "d_model", "heads", "ctx", "batch",
-                                       "max_text_mb")}
+    return {k: getattr(a, k) for k in ("max_steps", "seed", "threads", "precision", "lr",
+                                       "warmup_steps", "layers", "d_model", "heads", "ctx",
+                                       "batch", "max_text_mb")}
 
 
 def lr_lambda_for(a):
@@ -210,7 +282,52 @@ def fsync_dir(path):
         os.close(fd)
 
 
+class CommitWaiter:
+    """Runs --commit_cmd OUTPUT_DIR after each save, one at a time on a
+    thread of its own so that training goes on meanwhile, and logs how long
+    after the end of the save it returned: an upper bound of the time the
+    filesystem took to commit that checkpoint (later saves may be waited
+    for too, never earlier ones)."""
+
+    def __init__(self, cmd, out):
+        self.argv = shlex.split(cmd) + [out] if cmd else None
+        self.jobs = queue.Queue()
+        self.failed = None
+        self.thread = None
+        if self.argv:
+            self.thread = threading.Thread(target=self._run, daemon=True)
+            self.thread.start()
+
+    def after_save(self, name, saved_at):
+        if self.thread:
+            self.jobs.put((name, saved_at))
+
+    def _run(self):
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            name, saved_at = job
+            r = subprocess.run(self.argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            if r.returncode:
+                self.failed = "%s: %s exited %d: %s" % (name, " ".join(self.argv),
+                                                        r.returncode, r.stderr.decode().strip())
+                log("error: " + self.failed)
+                return
+            log("%s: committed %.1fs after its save (%s)" %
+                (name, time.time() - saved_at, " ".join(self.argv[:-1])))
+
+    def finish(self):
+        """Wait for the last commit; exit with an error if one failed."""
+        if self.thread:
+            self.jobs.put(None)
+            self.thread.join()
+        if self.failed:
+            sys.exit("error: --commit_cmd failed: " + self.failed)
+
+
 def save_checkpoint(a, step, model, opt, sched, state, manifest):
+    t0 = time.time()
     name = "checkpoint-%d" % step
     final = os.path.join(a.output_dir, name)
     tmp = os.path.join(a.output_dir, "tmp-" + name)
@@ -239,11 +356,12 @@ def save_checkpoint(a, step, model, opt, sched, state, manifest):
     os.rename(tmp, final)
     fsync_dir(final)
     fsync_dir(a.output_dir)
-    log("step %d: saved %s" % (step, final))
+    log("step %d: saved %s in %.1fs" % (step, final, time.time() - t0))
     for fname, digest in written.items():
         manifest.add(name + "/" + fname, digest)
     rotate_checkpoints(a.output_dir, a.save_total_limit, final)
     manifest.save()
+    return name
 
 
 def find_resume_checkpoint(a):
@@ -259,7 +377,6 @@ def main(argv=None):
     a = parse_args(argv)
     t0 = time.time()
     torch.set_num_threads(a.threads)
-    torch.use_deterministic_algorithms(True)
     random.seed(a.seed)
     np.random.seed(a.seed)
     torch.manual_seed(a.seed)
@@ -267,7 +384,7 @@ def main(argv=None):
     manifest = Manifest(a.sha256_manifest, a.output_dir)
 
     data, nfiles, corpus_sha = mt.load_training_data(None, a.max_text_mb, a.ctx + 2)
-    mt.Linear.use_conv = False          # bf16 autocast: matmuls go to oneDNN
+    mt.Linear.use_conv = False  # matmuls: oneDNN under bf16 autocast, else the BLAS (OpenBLAS)
     model = mt.GPT(256, a.ctx, a.layers, a.d_model, a.heads)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
@@ -277,8 +394,10 @@ def main(argv=None):
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda_for(a))
     state = {"global_step": 0, "max_steps": a.max_steps, "save_steps": a.save_steps,
              "log_history": [], "config": run_config(a), "corpus_sha256": corpus_sha}
-    log("corpus: %d files, %d bytes; model: %d params" %
-        (nfiles, len(data), sum(p.numel() for p in model.parameters())))
+    log("corpus: %d files, %d bytes; model: %d params, %d layers, d_model %d, ctx %d, "
+        "batch %d; %s on %d threads" %
+        (nfiles, len(data), sum(p.numel() for p in model.parameters()), a.layers, a.d_model,
+         a.ctx, a.batch, a.precision, a.threads))
 
     if a.resume:
         ck = find_resume_checkpoint(a)
@@ -307,11 +426,14 @@ def main(argv=None):
     offs = torch.arange(a.ctx + 1)
     last = min(a.max_steps, a.stop_after or a.max_steps)
     first = state["global_step"] + 1
+    waiter = CommitWaiter(a.commit_cmd, a.output_dir)
+    bf16 = a.precision == "bf16-mixed"
+    t_start = t_shown = time.time()
     model.train()
     for step in range(first, last + 1):
         ix = torch.randint(len(data) - a.ctx - 1, (a.batch,))   # global RNG: in rng_state
         chunk = data[ix[:, None] + offs[None, :]]
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             _, loss = model(chunk[:, :-1], chunk[:, 1:])
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -321,11 +443,24 @@ def main(argv=None):
         sched.step()
         state["global_step"] = step
         state["log_history"].append({"step": step, "loss": loss.item(), "learning_rate": lr})
-        if step == first or step % a.save_steps == 0:
-            log("step %d loss %.6f lr %.3e" % (step, loss.item(), lr))
-        if step % a.save_steps == 0 or step == a.max_steps:
-            save_checkpoint(a, step, model, opt, sched, state, manifest)
+        now = time.time()
+        saving = step % a.save_steps == 0 or step == a.max_steps
+        if step == first or saving or now - t_shown >= a.log_seconds / 2:
+            # saves included: what is left costs what the steps so far did
+            per = (now - t_start) / (step - first + 1)
+            log("step %d/%d loss %.6f lr %.3e  %.2fs/step, %s left" %
+                (step, last, loss.item(), lr, per, fmt_secs(per * (last - step))))
+            t_shown = now
+        if saving:
+            name = save_checkpoint(a, step, model, opt, sched, state, manifest)
+            waiter.after_save(name, time.time())
+            t_shown = time.time()
+    waiter.finish()
     log("done at step %d in %.1fs" % (state["global_step"], time.time() - t0))
+
+
+def fmt_secs(s):
+    return "%dm%02ds" % divmod(int(round(s)), 60) if s >= 60 else "%ds" % round(s)
 
 
 if __name__ == "__main__":

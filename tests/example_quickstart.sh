@@ -6,7 +6,9 @@
 # against the SHA-256 train.py took while writing (sha256sum, torch.load,
 # the safetensors mmap path), and the script's own claims (model.safetensors
 # at least 2x smaller than plain, the store smaller than zstd -19 of every
-# file) must hold.  The quickstart unmounts on every exit path itself.
+# file) must hold, and the chart ulpfs-savings.svg must be in the directory
+# it was started from, with raw, stored and zstd -19 bars for each of the
+# 6 checkpoints.  The quickstart unmounts on every exit path itself.
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "$(dirname "$0")/fs_lib.sh"
@@ -16,7 +18,8 @@ command -v zstd >/dev/null || die "zstd (the command) is not installed"
 step "examples/quickstart.sh --quick"
 LOG=$WORK/quickstart.log
 touch "$LOG.start"
-if ULPFS=$ULPFS timeout -k 10 600 bash "$FS_SRCDIR/examples/quickstart.sh" --quick >"$LOG" 2>&1; then
+mkdir "$WORK/start"
+if (cd "$WORK/start" && ULPFS=$ULPFS timeout -k 10 600 bash "$FS_SRCDIR/examples/quickstart.sh" --quick) >"$LOG" 2>&1; then
 	ok "quickstart exited 0"
 else
 	bad "quickstart failed (exit $?); its output ends:"
@@ -26,6 +29,26 @@ for want in "sha256sum: all 30 files match" "torch.load + safetensors mmap: 30 f
 	"ulpfs stats --zstd19" "zstd -19 " "every checkpoint verified"; do
 	grep -qF -- "$want" "$LOG" && ok "output has: $want" || bad "output lacks: $want"
 done
+SVG=$WORK/start/ulpfs-savings.svg
+grep -qF "for a browser: $SVG" "$LOG" && ok "it names the chart: $SVG" || bad "no line naming $SVG"
+if out=$("$PY" - "$SVG" 2>&1 <<'PY'
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+bars = {}
+for r in root.iter(ns + "rect"):
+    if r.find(ns + "title") is not None:
+        bars[r.get("fill")] = bars.get(r.get("fill"), 0) + 1
+assert sorted(bars.values()) == [6, 6, 6], bars
+names = [t.text for t in root.iter(ns + "text") if t.text and t.text.startswith("run/checkpoint-")]
+assert names == ["run/checkpoint-%d" % n for n in range(10, 70, 10)], names
+print("3 x 6 bars, labels " + " ".join(names))
+PY
+); then
+	ok "the chart is there: $out"
+else
+	bad "the chart: $out"
+fi
 grep -q "NOT MET" "$LOG" && bad "a claim was not met: $(grep "NOT MET" "$LOG")" || ok "no claim reported NOT MET"
 grep -E "^model.safetensors: |against zstd -19 of every file" "$LOG" | sed 's/^/    /'
 leftover=$(find /tmp -maxdepth 1 -name 'ulpfs-quickstart.*' -newer "$LOG.start" 2>/dev/null | wc -l)

@@ -17,9 +17,10 @@
 
 #include "cli.h"
 #include "cli_target.h"
+#include "stats_svg.h"
 
 typedef struct cmd_opts {
-	const char *store, *snapshot;
+	const char *store, *snapshot, *svg;
 	int json, chain, help, zstd19;
 	unsigned keep_last, keep_every, threads;
 	int have_keep_last;
@@ -48,15 +49,19 @@ static const usage_text usages[] = {
 	{ "sync", "s",
 	  "usage: ulpfs sync [--store DIR] [MOUNTPOINT]\n"
 	  "Return once every file closed so far is encoded and committed.\n" },
-	{ "stats", "sjzt",
+	{ "stats", "sjztg",
 	  "usage: ulpfs stats [--store DIR] [--json] [--zstd19 [--threads N]] "
-	  "[PATH]\n"
+	  "[--svg FILE] [PATH]\n"
 	  "Logical and physical bytes, by file kind, dtype and codec path; "
 	  "chain\ndepths; ghosts waiting for rebase; the decoded-chunk cache "
 	  "when mounted.\n--zstd19 also compresses every stored version with "
 	  "zstd -19 (N threads,\ndefault: one per CPU; each figure is kept in "
 	  "the catalog, so only new\nversions cost time) and compares the "
-	  "store with it.\n" },
+	  "store with it.\n--svg FILE also writes a chart (SVG) of each "
+	  "checkpoint's raw and stored\nbytes, and its zstd -19 bytes with "
+	  "--zstd19, in the order written; a\ncheckpoint is a directory's "
+	  "files (the k-th version of each, where files are\noverwritten in "
+	  "place).  --json then adds the figures as \"by_checkpoint\".\n" },
 	{ "verify", "s",
 	  "usage: ulpfs verify [--store DIR] [PATH]\n"
 	  "Decode every live and pinned version and check its hash; exits 1 "
@@ -102,6 +107,7 @@ static int parse(int argc, char **argv, cmd_opts *o)
 		{ "snapshot", required_argument, NULL, 'S' },
 		{ "zstd19", no_argument, NULL, 'z' },
 		{ "threads", required_argument, NULL, 't' },
+		{ "svg", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -135,6 +141,13 @@ static int parse(int argc, char **argv, cmd_opts *o)
 			break;
 		case 'z':
 			o->zstd19 = 1;
+			break;
+		case 'g':
+			if (!*optarg) {
+				cli_err("%s: --svg: empty file name", argv[0]);
+				goto usage;
+			}
+			o->svg = optarg;
 			break;
 		case 't':
 			if (cli_parse_uint(optarg, 1024, &o->threads) < 0 ||
@@ -193,6 +206,67 @@ static int run_req(cmd_opts *o, const char *hint, json_t *req, cli_target *t)
 	(void)o;
 	(void)hint;
 	json_decref(req);
+	fflush(stdout);
+	return rc;
+}
+
+/* A sink that keeps the output (a JSON answer) and shows the rest. */
+typedef struct capture {
+	char *buf;
+	size_t n;
+} capture;
+
+static void cap_out(void *o, const char *buf, size_t len)
+{
+	capture *c = o;
+	char *b = realloc(c->buf, c->n + len + 1);
+	if (!b)
+		return;
+	memcpy(b + c->n, buf, len);
+	c->n += len;
+	b[c->n] = 0;
+	c->buf = b;
+}
+
+static void cap_err(void *o, const char *msg)
+{
+	(void)o;
+	cli_local_sink()->err(NULL, msg);
+}
+
+/* stats --svg: the figures come as JSON (with the checkpoints), make the
+ * chart, then print what was asked for.  The text form is a second
+ * request, cheap: the zstd -19 figures are kept in the catalog. */
+static int stats_svg(cmd_opts *o, json_t *req, cli_target *t)
+{
+	capture cap = { 0 };
+	cli_sink sink = { cap_out, cap_err, cli_local_sink()->progress, &cap,
+		          NULL };
+	json_object_set_new(req, "json", json_true());
+	json_object_set_new(req, "checkpoints", json_true());
+	int rc = cli_target_run(t, req, &sink);
+	json_t *st = rc == CLI_OK ? json_loads(cap.buf ? cap.buf : "", 0, NULL)
+	                          : NULL;
+	size_t n = json_array_size(json_object_get(st, "by_checkpoint"));
+	if (rc == CLI_OK && !json_is_object(st)) {
+		cli_err("stats: malformed answer");
+		rc = CLI_FAIL;
+	}
+	if (rc == CLI_OK && cli_stats_svg_write(o->svg, st) < 0)
+		rc = CLI_FAIL;
+	if (rc == CLI_OK && o->json) {
+		fputs(cap.buf, stdout);
+	} else if (rc == CLI_OK) {
+		json_object_set_new(req, "json", json_false());
+		json_object_del(req, "checkpoints");
+		rc = cli_target_run(t, req, cli_local_sink());
+	}
+	if (rc == CLI_OK)
+		fprintf(o->json ? stderr : stdout,
+		        "chart: %s (%zu checkpoints)\n", o->svg, n);
+	json_decref(st);
+	json_decref(req);
+	free(cap.buf);
 	fflush(stdout);
 	return rc;
 }
@@ -314,35 +388,12 @@ int cmd_store(int argc, char **argv)
 		json_object_set_new(req, "threads",
 		                    json_integer((json_int_t)o.threads));
 	}
-	rc = run_req(&o, NULL, req, &t);
+	rc = o.svg ? stats_svg(&o, req, &t) : run_req(&o, NULL, req, &t);
 	cli_target_free(&t);
 	return rc;
 }
 
 /* ------------------------------------------------------------ cat, export */
-
-typedef struct capture {
-	char *buf;
-	size_t n;
-} capture;
-
-static void cap_out(void *o, const char *buf, size_t len)
-{
-	capture *c = o;
-	char *b = realloc(c->buf, c->n + len + 1);
-	if (!b)
-		return;
-	memcpy(b + c->n, buf, len);
-	c->n += len;
-	b[c->n] = 0;
-	c->buf = b;
-}
-
-static void cap_err(void *o, const char *msg)
-{
-	(void)o;
-	cli_local_sink()->err(NULL, msg);
-}
 
 static void cap_progress(void *o, const char *w, uint64_t d, uint64_t t)
 {

@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "stats_svg.h"
 
 #define PIECE (4u << 20)
 
@@ -341,6 +342,7 @@ int cli_op_stats(cli_env *env, json_t *req)
 		                              "torch zip" };
 	int json = json_is_true(json_object_get(req, "json"));
 	int z19 = json_is_true(json_object_get(req, "zstd19"));
+	int want_ck = json_is_true(json_object_get(req, "checkpoints"));
 	json_t *jt = json_object_get(req, "threads");
 	json_int_t nthreads = json_integer_value(jt);
 	ulp_store_stats ss;
@@ -349,7 +351,8 @@ int cli_op_stats(cli_env *env, json_t *req)
 	acc kind[3] = { { 0 } }, dt[ULP_DT_COUNT] = { { 0 } }, all = { 0 };
 	uint64_t paths[3] = { 0 }, depth[65] = { 0 }, recorded = 0, cached = 0;
 	uint64_t *zb = NULL;
-	char *gone = NULL;
+	char *gone = NULL, *counted = NULL;
+	json_t *cks = NULL;
 	int rc = ulp_version_list(env->st, NULL, vall_cb, &a);
 
 	if (rc == 0 && z19) {
@@ -371,6 +374,8 @@ int cli_op_stats(cli_env *env, json_t *req)
 		rc = ulp_store_stats_get(env->st, &ss);
 	if (rc == 0)
 		rc = ulp_store_disk_get(env->st, &disk);
+	if (rc == 0 && !(counted = calloc(a.vec.n ? a.vec.n : 1, 1)))
+		rc = -ENOMEM;
 	for (size_t i = 0; rc == 0 && i < a.vec.n; i++) {
 		ulp_stats es;
 		int fmt;
@@ -379,6 +384,7 @@ int cli_op_stats(cli_env *env, json_t *req)
 		int have = ulp_version_usage(env->st, a.vec.v[i].id, &fmt, &es);
 		if (have < 0)
 			continue;
+		counted[i] = 1;
 		int k = fmt >= 0 && fmt < 3 ? fmt : 0;
 		kind[k].count++;
 		kind[k].logical += a.vec.v[i].size;
@@ -403,9 +409,13 @@ int cli_op_stats(cli_env *env, json_t *req)
 		paths[1] += es.chunks_delta;
 		paths[2] += es.chunks_standalone;
 	}
+	if (rc == 0 && json && want_ck &&
+	    !(cks = cli_stats_checkpoints(&a.vec, counted, zb)))
+		rc = -ENOMEM;
 	vall_free(&a);
 	free(zb);
 	free(gone);
+	free(counted);
 	if (rc < 0) {
 		cli_errf(env, "stats: %s",
 		         rc == -ECANCELED ? "interrupted" : strerror(-rc));
@@ -485,6 +495,8 @@ int cli_op_stats(cli_env *env, json_t *req)
 			o, "write_mode",
 			env->fs ? json_string(ulp_fs_write_mode_active(env->fs))
 				: json_null());
+		if (cks)
+			json_object_set_new(o, "by_checkpoint", cks);
 		json_object_set_new(
 			o, "cache",
 			env->fs ? json_pack("{s:I,s:I,s:I,s:f}", "bytes",
