@@ -470,9 +470,7 @@ void ulp_gc_stop(ulp_store *st)
 	st->gc_cctx = NULL;
 }
 
-/* Ask the gc thread for a whole pass and wait for it; convert: forward
- * chains too. */
-static int gc_request(ulp_store *st, int convert)
+int ulp_gc_request(ulp_store *st, int convert)
 {
 	int rc;
 
@@ -490,14 +488,4 @@ static int gc_request(ulp_store *st, int convert)
 	rc = st->gc_done >= req ? st->gc_err : -ESHUTDOWN;
 	pthread_mutex_unlock(&st->mu);
 	return rc;
-}
-
-int ulp_store_gc(ulp_store *st)
-{
-	return gc_request(st, 1);
-}
-
-int ulp_gc_drain(ulp_store *st)
-{
-	return gc_request(st, 0);
 }

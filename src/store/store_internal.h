@@ -247,6 +247,9 @@ void ulp_queue_cancel(ulp_store *st, ulp_inode *in);
 /* The same without waiting: a file being unlinked (the encoder notices
  * the new gen and discards its work). */
 void ulp_queue_cancel_nowait(ulp_store *st, ulp_inode *in);
+/* Wait until every closed file is committed or failed (ulp_store_sync):
+ * 0 or the error of a failed one. */
+int ulp_queue_sync(ulp_store *st);
 /* Make every queued entry due now (mu held). */
 void ulp_queue_expedite(ulp_store *st);
 
@@ -445,9 +448,10 @@ int ulp_gc_start(ulp_store *st);
 void ulp_gc_stop(ulp_store *st);
 /* Tell the gc thread that ghosts or flips may be pending (mu held). */
 void ulp_gc_kick(ulp_store *st);
-/* Wait for a pass of rebases and flips (not converting forward chains,
- * which ulp_store_gc does): store close.  0 or its error. */
-int ulp_gc_drain(ulp_store *st);
+/* Ask the gc thread for a whole pass of rebases and flips and wait for
+ * it; convert: the forward chains of older stores too (ulp_store_gc; not
+ * at close).  0 or the pass's error; -ESHUTDOWN when gc is stopped. */
+int ulp_gc_request(ulp_store *st, int convert);
 
 /* ------------------------------------------------------------ tensor maps
  * (tmap.c): the map of every version is kept in the catalog so that a
