@@ -4,6 +4,8 @@
  */
 #include "store/store_internal.h"
 
+#include "store/gc.h"
+
 #include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -109,13 +111,9 @@ static int init_sync(ulp_store *st)
 	if (!e)
 		e = pthread_cond_init(&st->q_cv, &ca);
 	if (!e)
-		e = pthread_cond_init(&st->gc_cv, &ca);
-	if (!e)
 		e = pthread_cond_init(&st->done_cv, NULL);
 	if (!e)
 		e = pthread_cond_init(&st->space_cv, NULL);
-	if (!e)
-		e = pthread_cond_init(&st->gc_done_cv, NULL);
 	pthread_condattr_destroy(&ca);
 	return -e;
 }
@@ -265,7 +263,6 @@ static int recover(ulp_store *st)
 	if (rc == 0)
 		rc = ulp_obj_recover(st);
 	ulp_reserve_restore(st);
-	st->gc_kick = 1; /* ghosts of an earlier run, if any */
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
@@ -339,7 +336,7 @@ void ulp_store_close(ulp_store *st)
 	 * save holds its older versions as deltas (a failure only leaves
 	 * them pending for the next open).  A session that committed
 	 * nothing (ulpfs log --store, say) does not wait for re-encoding. */
-	if (st->gc_started && atomic_load(&st->stat_commits))
+	if (atomic_load(&st->stat_commits))
 		(void)ulp_gc_request(st, 0);
 	ulp_gc_stop(st);
 	ulp_inode_table_free(st);
@@ -356,10 +353,8 @@ void ulp_store_close(ulp_store *st)
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* releases the flock */
 	pthread_cond_destroy(&st->q_cv);
-	pthread_cond_destroy(&st->gc_cv);
 	pthread_cond_destroy(&st->done_cv);
 	pthread_cond_destroy(&st->space_cv);
-	pthread_cond_destroy(&st->gc_done_cv);
 	pthread_mutex_destroy(&st->mu);
 	free(st->dir);
 	free(st);

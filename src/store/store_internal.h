@@ -113,6 +113,7 @@ typedef struct ulp_cache ulp_cache;
 typedef struct ulp_reader ulp_reader;
 typedef struct ulp_encoder ulp_encoder;
 typedef struct ulp_ra_pool ulp_ra_pool;
+typedef struct ulp_gc ulp_gc;
 
 struct ulp_store {
 	char *dir;
@@ -144,20 +145,7 @@ struct ulp_store {
 	unsigned n_enc_threads;
 	ulp_cctx **enc_cctx;
 
-	/* Garbage collection (ghost rebasing), under mu. */
-	pthread_t gc_thread;
-	int gc_started;
-	pthread_cond_t gc_cv;      /* gc thread: work or stop */
-	pthread_cond_t gc_done_cv; /* waiters of ulp_store_gc */
-	uint64_t gc_req, gc_done;  /* requests made / served */
-	int gc_err;                /* result of the last pass */
-	int gc_kick;               /* ghosts or flips may be pending */
-	int gc_convert;            /* the pass asked for converts forward
-	                              chains (ulp_store_gc) */
-	_Atomic int gc_stop;
-	ulp_cctx *gc_cctx;
-	unsigned nflips;                  /* flips begun (gc thread) */
-	unsigned crash_flip, crash_stage; /* tests: see gc.c */
+	ulp_gc *gc; /* the background re-encoder (gc.c) */
 
 	ulp_reader *reader;
 	ulp_cache *cache;
@@ -441,17 +429,7 @@ int ulp_reserve_release(ulp_store *st);
 /* Allocate it again if it is missing and there is room. */
 void ulp_reserve_restore(ulp_store *st);
 
-/* ------------------------------------------------------------ gc
- * (gc.c) */
-
-int ulp_gc_start(ulp_store *st);
-void ulp_gc_stop(ulp_store *st);
-/* Tell the gc thread that ghosts or flips may be pending (mu held). */
-void ulp_gc_kick(ulp_store *st);
-/* Ask the gc thread for a whole pass of rebases and flips and wait for
- * it; convert: the forward chains of older stores too (ulp_store_gc; not
- * at close).  0 or the pass's error; -ESHUTDOWN when gc is stopped. */
-int ulp_gc_request(ulp_store *st, int convert);
+/* gc: src/store/gc.h (its state is its own). */
 
 /* ------------------------------------------------------------ tensor maps
  * (tmap.c): the map of every version is kept in the catalog so that a
