@@ -12,7 +12,8 @@ fs_init
 DATA=$FS_SRCDIR/tests/data/store-v3
 STORE=$WORK/store
 MNT=$WORK/mnt
-cp -r "$DATA" "$STORE" || die "copying $DATA failed"
+# (chmod: under make distcheck the source tree is read-only)
+cp -r "$DATA" "$STORE" && chmod -R u+w "$STORE" || die "copying $DATA failed"
 mkdir -p "$STORE/staging"
 
 sum_of() { awk -v f="$1" '$2 == f { print $1 }' "$DATA/SHA256SUMS"; }

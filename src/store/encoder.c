@@ -10,6 +10,8 @@
  */
 #include "store/store_internal.h"
 
+#include "store/gc.h"
+
 #include <sys/mman.h>
 
 /* ------------------------------------------------------------ objects */

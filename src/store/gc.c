@@ -35,9 +35,28 @@
  */
 #include "store/store_internal.h"
 
+#include "store/gc.h"
+
 #include <signal.h>
 #include <sys/mman.h>
 #include <time.h>
+
+/* The gc thread's state (under st->mu unless said otherwise). */
+struct ulp_gc {
+	pthread_t thread;
+	int started;
+	pthread_cond_t cv;                /* the thread: work or stop */
+	pthread_cond_t done_cv;           /* waiters of ulp_gc_request */
+	uint64_t req, done;               /* requests made / served */
+	int err;                          /* result of the last pass */
+	int kick;                         /* ghosts or flips may be pending */
+	int convert;                      /* the pass asked for converts forward
+	                            chains (ulp_store_gc) */
+	_Atomic int stop;                 /* read without mu */
+	ulp_cctx *cctx;                   /* the thread's */
+	unsigned nflips;                  /* flips begun (the thread's) */
+	unsigned crash_flip, crash_stage; /* tests: see crash_point */
+};
 
 typedef struct job {
 	ulp_version_info d;  /* the version coded again */
@@ -194,7 +213,7 @@ static int decode_to_tmp(ulp_store *st, const ulp_version_info *v, int *fdp,
 	*map = NULL;
 	if (v->size == 0)
 		return 0;
-	rc = ulp_version_to_fd(st, v->id, v->size, fd, &st->gc_stop);
+	rc = ulp_version_to_fd(st, v->id, v->size, fd, &st->gc->stop);
 	if (rc < 0)
 		return rc;
 	*map = mmap(NULL, v->size, PROT_READ, MAP_SHARED, fd, 0);
@@ -225,14 +244,14 @@ static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
 			.ref_size = j->n.size,
 			.ref_hash = j->n.hash,
 			.ref_map = &j->nmap,
-			.cctx = st->gc_cctx,
+			.cctx = st->gc->cctx,
 			/* a big file: the encoders' share of cores, as a
 			 * lone commit gets (below a few chunks, threads
 			 * cost more than they give) */
 			.threads = j->d.size >= (8u << 20)
 			                   ? st->opts.encoder_threads
 			                   : 1,
-			.stop = &st->gc_stop,
+			.stop = &st->gc->stop,
 			.stats = &est,
 		};
 		rc = ulp_encode_object(st, &req, object, stored, hash);
@@ -313,8 +332,8 @@ static int switch_txn(ulp_store *st, const job *j, const char *object,
  * removed.  Only tests set it. */
 static void crash_point(ulp_store *st, unsigned stage)
 {
-	if (st->crash_flip && st->nflips == st->crash_flip &&
-	    stage == st->crash_stage)
+	if (st->gc->crash_flip && st->gc->nflips == st->gc->crash_flip &&
+	    stage == st->gc->crash_stage)
 		raise(SIGKILL);
 }
 
@@ -329,7 +348,7 @@ static int run_job(ulp_store *st, job *j)
 	if (rc < 0)
 		return rc;
 	if (j->flip)
-		st->nflips++;
+		st->gc->nflips++;
 	crash_point(st, 1);
 	pthread_mutex_lock(&st->mu);
 	rc = ulp_cat_begin(st->cat);
@@ -377,7 +396,7 @@ static int gc_pass(ulp_store *st, int convert)
 		if (rc < 0)
 			return rc;
 	}
-	while (!atomic_load(&st->gc_stop)) {
+	while (!atomic_load(&st->gc->stop)) {
 		job j;
 
 		pthread_mutex_lock(&st->mu);
@@ -404,28 +423,28 @@ static void *gc_main(void *arg)
 
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
-		while (!atomic_load(&st->gc_stop) && !st->gc_kick &&
-		       st->gc_req == st->gc_done)
-			pthread_cond_wait(&st->gc_cv, &st->mu);
-		if (atomic_load(&st->gc_stop))
+		while (!atomic_load(&st->gc->stop) && !st->gc->kick &&
+		       st->gc->req == st->gc->done)
+			pthread_cond_wait(&st->gc->cv, &st->mu);
+		if (atomic_load(&st->gc->stop))
 			break;
-		uint64_t req = st->gc_req;
-		int convert = st->gc_convert;
-		st->gc_convert = 0;
-		st->gc_kick = 0;
+		uint64_t req = st->gc->req;
+		int convert = st->gc->convert;
+		st->gc->convert = 0;
+		st->gc->kick = 0;
 		pthread_mutex_unlock(&st->mu);
 		int rc = gc_pass(st, convert);
 		pthread_mutex_lock(&st->mu);
-		st->gc_err = rc;
-		st->gc_done = req;
-		pthread_cond_broadcast(&st->gc_done_cv);
-		if (rc < 0 && !atomic_load(&st->gc_stop)) {
+		st->gc->err = rc;
+		st->gc->done = req;
+		pthread_cond_broadcast(&st->gc->done_cv);
+		if (rc < 0 && !atomic_load(&st->gc->stop)) {
 			/* Say, ENOSPC: try again later, not in a loop. */
 			struct timespec ts;
 			clock_gettime(CLOCK_MONOTONIC, &ts);
 			ts.tv_sec += 5;
-			pthread_cond_timedwait(&st->gc_cv, &st->mu, &ts);
-			st->gc_kick = 1;
+			pthread_cond_timedwait(&st->gc->cv, &st->mu, &ts);
+			st->gc->kick = 1;
 		}
 	}
 	pthread_mutex_unlock(&st->mu);
@@ -435,69 +454,84 @@ static void *gc_main(void *arg)
 void ulp_gc_kick(ulp_store *st)
 {
 	ULP_MU_HELD(st);
-	st->gc_kick = 1;
-	pthread_cond_broadcast(&st->gc_cv);
+	if (!st->gc)
+		return; /* not started yet: it starts kicked */
+	st->gc->kick = 1;
+	pthread_cond_broadcast(&st->gc->cv);
 }
 
 int ulp_gc_start(ulp_store *st)
 {
+	ulp_gc *g = calloc(1, sizeof *g);
 	const char *crash = getenv("ULPFS_TEST_CRASH_FLIP");
+	pthread_condattr_t ca;
+	int e;
 
-	if (crash &&
-	    sscanf(crash, "%u:%u", &st->crash_flip, &st->crash_stage) != 2)
-		st->crash_flip = st->crash_stage = 0;
-	st->gc_cctx = ulp_cctx_new();
-	if (!st->gc_cctx)
+	if (!g)
 		return -ENOMEM;
-	int e = pthread_create(&st->gc_thread, NULL, gc_main, st);
+	if (crash &&
+	    sscanf(crash, "%u:%u", &g->crash_flip, &g->crash_stage) != 2)
+		g->crash_flip = g->crash_stage = 0;
+	g->kick = 1; /* ghosts or flips of an earlier run, if any */
+	e = pthread_condattr_init(&ca);
+	if (!e)
+		e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!e && !(e = pthread_cond_init(&g->cv, &ca))) {
+		if ((e = pthread_cond_init(&g->done_cv, NULL)))
+			pthread_cond_destroy(&g->cv);
+	}
+	pthread_condattr_destroy(&ca);
+	if (e) {
+		free(g);
+		return -e;
+	}
+	st->gc = g;
+	g->cctx = ulp_cctx_new();
+	if (!g->cctx)
+		return -ENOMEM;
+	e = pthread_create(&g->thread, NULL, gc_main, st);
 	if (e)
 		return -e;
-	st->gc_started = 1;
+	g->started = 1;
 	return 0;
 }
 
 void ulp_gc_stop(ulp_store *st)
 {
+	ulp_gc *g = st->gc;
+
+	if (!g)
+		return;
 	pthread_mutex_lock(&st->mu);
-	atomic_store(&st->gc_stop, 1);
-	pthread_cond_broadcast(&st->gc_cv);
-	pthread_cond_broadcast(&st->gc_done_cv);
+	atomic_store(&g->stop, 1);
+	pthread_cond_broadcast(&g->cv);
+	pthread_cond_broadcast(&g->done_cv);
 	pthread_mutex_unlock(&st->mu);
-	if (st->gc_started)
-		pthread_join(st->gc_thread, NULL);
-	st->gc_started = 0;
-	ulp_cctx_free(st->gc_cctx);
-	st->gc_cctx = NULL;
+	if (g->started)
+		pthread_join(g->thread, NULL);
+	ulp_cctx_free(g->cctx);
+	pthread_cond_destroy(&g->cv);
+	pthread_cond_destroy(&g->done_cv);
+	st->gc = NULL;
+	free(g);
 }
 
-/* Ask the gc thread for a whole pass and wait for it; convert: forward
- * chains too. */
-static int gc_request(ulp_store *st, int convert)
+int ulp_gc_request(ulp_store *st, int convert)
 {
 	int rc;
 
 	pthread_mutex_lock(&st->mu);
-	if (!st->gc_started || atomic_load(&st->gc_stop)) {
+	if (!st->gc || !st->gc->started || atomic_load(&st->gc->stop)) {
 		pthread_mutex_unlock(&st->mu);
 		return -ESHUTDOWN;
 	}
-	uint64_t req = ++st->gc_req;
+	uint64_t req = ++st->gc->req;
 	if (convert)
-		st->gc_convert = 1;
-	pthread_cond_broadcast(&st->gc_cv);
-	while (st->gc_done < req && !atomic_load(&st->gc_stop))
-		pthread_cond_wait(&st->gc_done_cv, &st->mu);
-	rc = st->gc_done >= req ? st->gc_err : -ESHUTDOWN;
+		st->gc->convert = 1;
+	pthread_cond_broadcast(&st->gc->cv);
+	while (st->gc->done < req && !atomic_load(&st->gc->stop))
+		pthread_cond_wait(&st->gc->done_cv, &st->mu);
+	rc = st->gc->done >= req ? st->gc->err : -ESHUTDOWN;
 	pthread_mutex_unlock(&st->mu);
 	return rc;
-}
-
-int ulp_store_gc(ulp_store *st)
-{
-	return gc_request(st, 1);
-}
-
-int ulp_gc_drain(ulp_store *st)
-{
-	return gc_request(st, 0);
 }

@@ -250,7 +250,7 @@ void ulp_encoder_stop(ulp_store *st)
 	}
 }
 
-int ulp_store_sync(ulp_store *st)
+int ulp_queue_sync(ulp_store *st)
 {
 	int rc = 0;
 

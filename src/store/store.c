@@ -4,6 +4,8 @@
  */
 #include "store/store_internal.h"
 
+#include "store/gc.h"
+
 #include <dirent.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -109,13 +111,9 @@ static int init_sync(ulp_store *st)
 	if (!e)
 		e = pthread_cond_init(&st->q_cv, &ca);
 	if (!e)
-		e = pthread_cond_init(&st->gc_cv, &ca);
-	if (!e)
 		e = pthread_cond_init(&st->done_cv, NULL);
 	if (!e)
 		e = pthread_cond_init(&st->space_cv, NULL);
-	if (!e)
-		e = pthread_cond_init(&st->gc_done_cv, NULL);
 	pthread_condattr_destroy(&ca);
 	return -e;
 }
@@ -265,7 +263,6 @@ static int recover(ulp_store *st)
 	if (rc == 0)
 		rc = ulp_obj_recover(st);
 	ulp_reserve_restore(st);
-	st->gc_kick = 1; /* ghosts of an earlier run, if any */
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
@@ -339,8 +336,8 @@ void ulp_store_close(ulp_store *st)
 	 * save holds its older versions as deltas (a failure only leaves
 	 * them pending for the next open).  A session that committed
 	 * nothing (ulpfs log --store, say) does not wait for re-encoding. */
-	if (st->gc_started && atomic_load(&st->stat_commits))
-		(void)ulp_gc_drain(st);
+	if (atomic_load(&st->stat_commits))
+		(void)ulp_gc_request(st, 0);
 	ulp_gc_stop(st);
 	ulp_inode_table_free(st);
 	ulp_ra_pool_free(st->ra); /* gc and encoders, which read, are gone */
@@ -356,10 +353,8 @@ void ulp_store_close(ulp_store *st)
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* releases the flock */
 	pthread_cond_destroy(&st->q_cv);
-	pthread_cond_destroy(&st->gc_cv);
 	pthread_cond_destroy(&st->done_cv);
 	pthread_cond_destroy(&st->space_cv);
-	pthread_cond_destroy(&st->gc_done_cv);
 	pthread_mutex_destroy(&st->mu);
 	free(st->dir);
 	free(st);
@@ -368,4 +363,84 @@ void ulp_store_close(ulp_store *st)
 int ulp_store_statfs(ulp_store *st, struct statvfs *out)
 {
 	return fstatvfs(st->dir_fd, out) < 0 ? -errno : 0;
+}
+
+/* ------------------------------------------------------------ upkeep */
+
+int ulp_store_sync(ulp_store *st)
+{
+	return ulp_queue_sync(st);
+}
+
+int ulp_store_gc(ulp_store *st)
+{
+	return ulp_gc_request(st, 1);
+}
+
+/* ------------------------------------------------------------ figures */
+
+int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out)
+{
+	static const char Q[] = "SELECT state, count(*), coalesce(sum(stored), "
+				"0),"
+				" coalesce(sum(size), 0) FROM versions GROUP "
+				"BY state";
+	int rc;
+
+	memset(out, 0, sizeof *out);
+	pthread_mutex_lock(&st->mu);
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q, "");
+	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+		int state = sqlite3_column_int(s, 0);
+		if (state < 0 || state > 2)
+			continue;
+		out->versions[state] = (uint64_t)sqlite3_column_int64(s, 1);
+		if (state != ULP_VERSION_DELETED)
+			out->stored_bytes +=
+				(uint64_t)sqlite3_column_int64(s, 2);
+		if (state == ULP_VERSION_LIVE)
+			out->logical_bytes =
+				(uint64_t)sqlite3_column_int64(s, 3);
+	}
+	out->staged_bytes = st->staged_bytes;
+	out->staging_limit = st->opts.staging_limit;
+	out->queued = st->nqueued + st->nencoding;
+	pthread_mutex_unlock(&st->mu);
+	ulp_cache_stats cs;
+	ulp_cache_counters(st->cache, &cs);
+	out->cache_bytes = cs.bytes;
+	out->cache_hits = cs.hits;
+	out->cache_misses = cs.misses;
+	out->cache_decodes = cs.decodes;
+	out->cache_waits = cs.waits;
+	out->readahead = atomic_load(&st->stat_readahead);
+	out->commits = atomic_load(&st->stat_commits);
+	out->discards = atomic_load(&st->stat_discards);
+	out->rebases = atomic_load(&st->stat_rebases);
+	out->flips = atomic_load(&st->stat_flips);
+	return rc;
+}
+
+static uint64_t file_bytes(int dir_fd, const char *name)
+{
+	struct stat sb;
+
+	return fstatat(dir_fd, name, &sb, 0) == 0 && S_ISREG(sb.st_mode)
+	               ? (uint64_t)sb.st_size
+	               : 0;
+}
+
+int ulp_store_disk_get(ulp_store *st, ulp_store_disk *out)
+{
+	static const char *const cat[] = { "catalog.db", "catalog.db-wal",
+		                           "catalog.db-shm" };
+
+	memset(out, 0, sizeof *out);
+	/* mu: the WAL is written (and checkpointed) under it. */
+	pthread_mutex_lock(&st->mu);
+	for (size_t i = 0; i < sizeof cat / sizeof cat[0]; i++)
+		out->catalog_bytes += file_bytes(st->dir_fd, cat[i]);
+	out->reserve_bytes = file_bytes(st->dir_fd, "reserve");
+	pthread_mutex_unlock(&st->mu);
+	return 0;
 }

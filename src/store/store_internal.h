@@ -117,6 +117,7 @@ typedef struct ulp_cache ulp_cache;
 typedef struct ulp_reader ulp_reader;
 typedef struct ulp_encoder ulp_encoder;
 typedef struct ulp_ra_pool ulp_ra_pool;
+typedef struct ulp_gc ulp_gc;
 
 struct ulp_store {
 	char *dir;
@@ -148,20 +149,7 @@ struct ulp_store {
 	unsigned n_enc_threads;
 	ulp_cctx **enc_cctx;
 
-	/* Garbage collection (ghost rebasing), under mu. */
-	pthread_t gc_thread;
-	int gc_started;
-	pthread_cond_t gc_cv;      /* gc thread: work or stop */
-	pthread_cond_t gc_done_cv; /* waiters of ulp_store_gc */
-	uint64_t gc_req, gc_done;  /* requests made / served */
-	int gc_err;                /* result of the last pass */
-	int gc_kick;               /* ghosts or flips may be pending */
-	int gc_convert;            /* the pass asked for converts forward
-	                              chains (ulp_store_gc) */
-	_Atomic int gc_stop;
-	ulp_cctx *gc_cctx;
-	unsigned nflips;                  /* flips begun (gc thread) */
-	unsigned crash_flip, crash_stage; /* tests: see gc.c */
+	ulp_gc *gc; /* the background re-encoder (gc.c) */
 
 	ulp_reader *reader;
 	ulp_cache *cache;
@@ -254,6 +242,9 @@ void ulp_queue_cancel(ulp_store *st, ulp_inode *in);
 /* The same without waiting: a file being unlinked (the encoder notices
  * the new gen and discards its work). */
 void ulp_queue_cancel_nowait(ulp_store *st, ulp_inode *in);
+/* Wait until every closed file is committed or failed (ulp_store_sync):
+ * 0 or the error of a failed one. */
+int ulp_queue_sync(ulp_store *st);
 /* Make every queued entry due now (mu held). */
 void ulp_queue_expedite(ulp_store *st);
 
@@ -445,16 +436,7 @@ int ulp_reserve_release(ulp_store *st);
 /* Allocate it again if it is missing and there is room. */
 void ulp_reserve_restore(ulp_store *st);
 
-/* ------------------------------------------------------------ gc
- * (gc.c) */
-
-int ulp_gc_start(ulp_store *st);
-void ulp_gc_stop(ulp_store *st);
-/* Tell the gc thread that ghosts or flips may be pending (mu held). */
-void ulp_gc_kick(ulp_store *st);
-/* Wait for a pass of rebases and flips (not converting forward chains,
- * which ulp_store_gc does): store close.  0 or its error. */
-int ulp_gc_drain(ulp_store *st);
+/* gc: src/store/gc.h (its state is its own). */
 
 /* ------------------------------------------------------------ tensor maps
  * (tmap.c): the map of every version is kept in the catalog so that a

@@ -6,6 +6,8 @@
  */
 #include "store/store_internal.h"
 
+#include "store/gc.h"
+
 int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out)
 {
 	ULP_MU_HELD(st);
