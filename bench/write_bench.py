@@ -3,14 +3,17 @@
 
   write_bench.py make OUT MIB          torch.save a state dict of about MIB
                                        MiB (bf16 weights, fp32 moments) to OUT
-  write_bench.py save KIND REPS MIB DIR...
+  write_bench.py save KIND REPS MIB DIR[=PID]...
                                        build that state dict once, then REPS
                                        times save it into each DIR in turn
                                        (KIND torch: torch.save; safetensors:
                                        one header, then one write per tensor,
                                        as safetensors' writer does), fsync,
-                                       and print "DIR SECONDS" per save; the
-                                       file is removed after each save
+                                       and print "DIR SECONDS TICKS" per save
+                                       (TICKS: CPU clock ticks process PID,
+                                       the daemon serving DIR, spent on the
+                                       save; 0 without PID); the file is
+                                       removed after each save
 
 The state dict is the same for a given MIB (seeded), so every target gets
 the same bytes.
@@ -65,6 +68,14 @@ def save_torch(sd, path):
         os.fsync(f.fileno())
 
 
+def ticks(pid):
+    if not pid:
+        return 0
+    with open("/proc/%s/stat" % pid) as f:
+        v = f.read().rsplit(")", 1)[1].split()
+    return int(v[11]) + int(v[12])  # utime + stime
+
+
 def main():
     if sys.argv[1] == "make":
         torch.save(state_dict(int(sys.argv[3])), sys.argv[2])
@@ -74,13 +85,16 @@ def main():
     save = save_torch if kind == "torch" else save_safetensors
     name = "model.pt" if kind == "torch" else "model.safetensors"
     for _ in range(reps):
-        for d in sys.argv[5:]:
+        for arg in sys.argv[5:]:
+            d, _, pid = arg.partition("=")
             p = os.path.join(d, name)
+            c0 = ticks(pid)
             t0 = time.perf_counter()
             save(sd, p)
             t = time.perf_counter() - t0
-            os.unlink(p)
-            print("%s %.6f" % (d, t), flush=True)
+            c = ticks(pid) - c0
+            os.unlink(p)  # the daemon's share of it is not counted
+            print("%s %.6f %d" % (d, t, c), flush=True)
     return 0
 
 

@@ -93,15 +93,14 @@ umount_all() {
 	fs_force_umount "${DIR[ptfs]}"
 }
 
-ticks() { [ -n "$1" ] && awk '{ print $14 + $15 }' "/proc/$1/stat" || echo 0; }
-declare -A CPU0 CPU BYTES
-cpu_start() { local t; for t in $TARGETS; do CPU0[$t]=$(ticks "${PID[$t]}"); done; }
-cpu_stop() { # BYTES_PER_TARGET
-	local t
-	for t in $TARGETS; do
-		CPU[$t]=$((${CPU[$t]:-0} + $(ticks "${PID[$t]}") - ${CPU0[$t]}))
-		BYTES[$t]=$((${BYTES[$t]:-0} + $1))
-	done
+# The daemon's CPU time is counted around each write only: removing the
+# file afterwards (freeing its pages, in the daemon's context on a mount)
+# is not part of saving.
+ticks() { if [ -n "$1" ]; then awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; else echo 0; fi; }
+declare -A CPU BYTES
+cpu_add() { # TARGET TICKS BYTES
+	CPU[$1]=$((${CPU[$1]:-0} + $2))
+	BYTES[$1]=$((${BYTES[$1]:-0} + $3))
 }
 
 declare -A S # "test target" -> MB/s of each round
@@ -114,11 +113,13 @@ one_writer() { # TEST
 	for r in $(seq 1 "$reps"); do
 		for t in $TARGETS; do
 			sync
+			c0=$(ticks "${PID[$t]}")
 			t0=$(now)
 			dd if="$SRC" of="${DIR[$t]}/ckpt.pt" bs=1M conv=fsync status=none || die "dd to ${DIR[$t]} failed"
 			s=$(calc "$(now) - $t0")
+			[ "$1" = dd ] && cpu_add "$t" $(($(ticks "${PID[$t]}") - c0)) "$size"
 			rm -f "${DIR[$t]}/ckpt.pt"
-			record "$1" "$t" $((mib << 20)) "$s"
+			record "$1" "$t" "$size" "$s"
 		done
 		say "$1: round $r done"
 	done
@@ -132,16 +133,14 @@ say "$SRC: $size bytes"
 
 mount_all "$TMP"
 step "(1) one writer, dd bs=1M conv=fsync, tmpfs"
-cpu_start
 one_writer dd
-cpu_stop $((reps * size))
 
 step "(2) four writers at once, $((mib / 4)) MiB each"
-cpu_start
 q=$((mib / 4))
 for r in $(seq 1 "$reps"); do
 	for t in $TARGETS; do
 		sync
+		c0=$(ticks "${PID[$t]}")
 		t0=$(now)
 		pids=()
 		for k in 0 1 2 3; do
@@ -152,25 +151,24 @@ for r in $(seq 1 "$reps"); do
 		for p in "${pids[@]}"; do wait "$p" || okw=0; done
 		[ $okw = 1 ] || die "a writer to ${DIR[$t]} failed"
 		s=$(calc "$(now) - $t0")
+		cpu_add "$t" $(($(ticks "${PID[$t]}") - c0)) $((mib << 20))
 		rm -f "${DIR[$t]}"/rank?
 		record four "$t" $((mib << 20)) "$s"
 	done
 	say "four: round $r done"
 done
-cpu_stop $((reps * (mib << 20)))
 
 for kind in torch safetensors; do
 	step "($([ $kind = torch ] && echo 3 || echo 4)) $kind save of the state dict + fsync"
-	cpu_start
 	dirs=()
-	for t in $TARGETS; do dirs+=("${DIR[$t]}"); done
+	for t in $TARGETS; do dirs+=("${DIR[$t]}=${PID[$t]}"); done
 	"$PY" "$WB_PY" save "$kind" "$reps" "$mib" "${dirs[@]}" >"$WORK/$kind.out" || die "$kind saves failed"
 	for t in $TARGETS; do
-		for s in $(awk -v d="${DIR[$t]}" '$1 == d { print $2 }' "$WORK/$kind.out"); do
+		while read -r s c; do
 			record "$kind" "$t" "$size" "$s"
-		done
+			cpu_add "$t" "$c" "$size"
+		done < <(awk -v d="${DIR[$t]}" '$1 == d { print $2, $3 }' "$WORK/$kind.out")
 	done
-	cpu_stop $((reps * size))
 done
 umount_all
 

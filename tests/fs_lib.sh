@@ -28,7 +28,7 @@
 # ULPFS_KEEP_WORK=1 (keep $WORK for a post-mortem), FS_MOUNT_OPTS (extra -o
 # options for every mount), FS_WRITE_MODE=passthrough|direct|cached (mount
 # with -o write_mode=MODE and check, with "ulpfs stats", that the daemon
-# uses it: tests/fs_modes.sh runs the mount tests so in each mode).
+# uses it: make check runs the mount tests so in each mode, Makefile.am).
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 

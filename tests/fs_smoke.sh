@@ -103,7 +103,8 @@ mkdir -p "$MNT" "$REF"
 
 mount_it() {
 	local out rc
-	out=$("$ULPFS" mount -o settle=20 "$STORE" "$MNT" 2>&1)
+	# FS_WRITE_MODE: make check runs this in each write mode (Makefile.am)
+	out=$("$ULPFS" mount -o "settle=20${FS_WRITE_MODE:+,write_mode=$FS_WRITE_MODE}" "$STORE" "$MNT" 2>&1)
 	rc=$?
 	[ "$rc" -eq 0 ] || { printf '%s\n' "$out" >&2; die "ulpfs mount failed (exit $rc)"; }
 	is_mounted "$MNT" || die "ulpfs mount returned 0 but $MNT is not mounted"
@@ -111,6 +112,11 @@ mount_it() {
 	line=$(findmnt -n -M "$MNT" -o FSTYPE,SOURCE | tail -n1)
 	check "mountinfo shows fuse.ulpfs from the store ($line)" \
 		test "$line" = "fuse.ulpfs $(realpath "$STORE")"
+	if [ -n "${FS_WRITE_MODE:-}" ]; then
+		line=$("$ULPFS" stats "$MNT" | sed -n 's/^writes *//p')
+		check "the mount writes in mode $FS_WRITE_MODE ($line)" \
+			test "$line" = "$FS_WRITE_MODE"
+	fi
 }
 
 umount_it() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/fs_writes.sh - the write path in the write mode of the mount
-# (FS_WRITE_MODE, see tests/fs_modes.sh; the default mode otherwise), each
+# (FS_WRITE_MODE, see tests/fs_lib.sh; the default mode otherwise), each
 # case done the same way on a plain file beside and compared byte for byte
 # while open, after the commit and after a remount:
 #   - O_APPEND (write and pwrite, which appends too, from two descriptors),

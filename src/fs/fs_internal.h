@@ -93,7 +93,7 @@ struct ulp_fs {
 	char *mountpoint;
 
 	/* fs_io.c: the write mode asked for and in force, what the kernel
-	 * offered in INIT, the inodes with passthrough or cached opens. */
+	 * offered in INIT, the inodes with open files. */
 	ulp_fs_write_mode io_want, io_mode;
 	char io_mode_str[128];
 	uint64_t io_kernel_flags, io_init_unique;

@@ -18,9 +18,10 @@
  * The kernel's rules (fs/fuse/iomode.c) shape the choice per open: while
  * an inode has a passthrough open, every open of it must be passthrough to
  * the same backing file; a passthrough open fails while the inode has
- * opens that use the page cache; direct_io opens mix with anything else.
- * So the inodes with passthrough or cached opens are counted here, and a
- * writer of an inode open through the page cache gets direct_io instead.
+ * opens that use the page cache (a mmapped direct_io file does); a file
+ * not opened for passthrough cannot be mmapped while the inode has a
+ * backing file.  So the opens of each inode are counted here, passthrough
+ * and other, and a writer of an inode with other opens gets direct_io.
  */
 #include "config.h"
 
@@ -69,13 +70,13 @@ static __thread uint64_t tls_unique;
 static __thread uint64_t tls_pt_unique;
 static __thread int32_t tls_pt_id;
 
-/* An inode with passthrough or cached opens. */
+/* An inode with open files: passthrough, or other (cached, direct_io). */
 struct ulp_io_node {
 	uint64_t ino;
 	int32_t backing; /* while npt > 0 */
 	dev_t bdev;      /* the backing (staging) file */
 	ino_t bino;
-	unsigned npt, ncached;
+	unsigned npt, nother;
 	struct ulp_io_node *next;
 };
 
@@ -275,10 +276,9 @@ int ulp_fs_backing_open(ulp_fs *fs, int fd)
 void ulp_fs_backing_close(ulp_fs *fs, int id)
 {
 	uint32_t u = (uint32_t)id;
+	int rc = ioctl(fuse_session_fd(fs->se), FUSE_DEV_IOC_BACKING_CLOSE, &u);
 	/* After the unmount the kernel has dropped them all. */
-	if (ioctl(fuse_session_fd(fs->se), FUSE_DEV_IOC_BACKING_CLOSE, &u) <
-	            0 &&
-	    fs->mounted)
+	if (rc < 0 && fs->mounted)
 		fprintf(stderr, "ulpfs: closing backing file %d: %s\n", id,
 		        strerror(errno));
 }
@@ -303,7 +303,7 @@ static struct ulp_io_node *node_get(ulp_fs *fs, uint64_t ino, int make)
 /* Drop n when nothing is counted on it any more (io_mu held). */
 static void node_put(ulp_fs *fs, struct ulp_io_node *n)
 {
-	if (n->npt || n->ncached)
+	if (n->npt || n->nother)
 		return;
 	struct ulp_io_node **p = &fs->io_nodes[n->ino % ULP_IO_BUCKETS];
 	while (*p != n)
@@ -362,7 +362,7 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 		}
 		mode = ULP_IO_PT;
 	} else if (fs->io_mode == ULP_FS_WRITE_PASSTHROUGH && wr &&
-	           !(n && n->ncached)) {
+	           !(n && n->nother)) {
 		if (!n)
 			n = node_get(fs, ino, 1);
 		rc = n ? backing_new(fs, n, f) : -ENOMEM;
@@ -390,20 +390,21 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 		tls_pt_unique = tls_unique;
 		tls_pt_id = n->backing;
 		fi->keep_cache = 0;
-	} else if (mode == ULP_IO_DIRECT) {
-		fi->direct_io = 1;
-		fi->keep_cache = 0;
 	} else {
+		if (mode == ULP_IO_DIRECT) {
+			fi->direct_io = 1;
+			fi->keep_cache = 0;
+		}
 		if (!n)
 			n = node_get(fs, ino, 1);
 		if (!n) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		n->ncached++;
+		n->nother++;
 	}
 out:
-	if (n && rc < 0)
+	if (n) /* freed if nothing is counted on it (a refused passthrough) */
 		node_put(fs, n);
 	pthread_mutex_unlock(&fs->io_mu);
 	/* Outside io_mu: it may wait for the staging limit. */
@@ -414,16 +415,14 @@ out:
 
 void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, int mode)
 {
-	if (mode == ULP_IO_DIRECT)
-		return;
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
 	if (n && mode == ULP_IO_PT && n->npt > 0) {
 		/* The kernel let go of the backing file before RELEASE. */
 		if (--n->npt == 0)
 			ulp_fs_backing_close(fs, n->backing);
-	} else if (n && mode == ULP_IO_CACHED && n->ncached > 0) {
-		n->ncached--;
+	} else if (n && mode != ULP_IO_PT && n->nother > 0) {
+		n->nother--;
 	}
 	if (n)
 		node_put(fs, n);

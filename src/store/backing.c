@@ -1,11 +1,24 @@
 /*
- * backing.c - staging files written by the kernel (FUSE passthrough): the
- * descriptor handed to the kernel, and size and mtime taken back from the
- * file, since such writes never pass through ulp_file_write.
+ * backing.c - staging files that the kernel writes itself (FUSE
+ * passthrough): size and mtime taken back from the file, since such writes
+ * never pass through ulp_file_write, and a file to probe the kernel with.
  */
 #include "store/store_internal.h"
 
 #include <sys/stat.h>
+
+static int64_t mtime_ns(const struct stat *sb)
+{
+	return (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
+}
+
+void ulp_stage_mark_backing(ulp_inode *in)
+{
+	struct stat sb;
+
+	if (in->fd >= 0 && fstat(in->fd, &sb) == 0)
+		in->bk_mtime = mtime_ns(&sb);
+}
 
 void ulp_stage_sync_backing(ulp_store *st, ulp_inode *in)
 {
@@ -17,8 +30,7 @@ void ulp_stage_sync_backing(ulp_store *st, ulp_inode *in)
 		ulp_stage_set_size(st, in, (uint64_t)sb.st_size);
 	/* Only a change of the file's own mtime is a write: a utimens on
 	 * the inode since then stays. */
-	int64_t mt =
-		(int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+	int64_t mt = mtime_ns(&sb);
 	if (mt != in->bk_mtime) {
 		in->bk_mtime = mt;
 		in->mtime = in->ctime = mt;

@@ -220,15 +220,8 @@ void ulp_file_set_passthrough(ulp_file *f)
 		return;
 	pthread_mutex_lock(&st->mu);
 	ulp_stage_wait_space(st, 0);
-	/* What the file holds now is not a write: only later changes of its
-	 * mtime are. */
-	if (f->in->npt++ == 0) {
-		struct stat sb;
-		if (f->in->fd >= 0 && fstat(f->in->fd, &sb) == 0)
-			f->in->bk_mtime =
-				(int64_t)sb.st_mtim.tv_sec * 1000000000 +
-				sb.st_mtim.tv_nsec;
-	}
+	if (f->in->npt++ == 0)
+		ulp_stage_mark_backing(f->in);
 	f->pt = 1;
 	pthread_mutex_unlock(&st->mu);
 }

@@ -222,6 +222,9 @@ void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size);
 /* Take size and mtime from the staging file, which the kernel writes
  * directly for passthrough handles (mu held; backing.c). */
 void ulp_stage_sync_backing(ulp_store *st, ulp_inode *in);
+/* Before the first passthrough handle: what the staging file holds now is
+ * not a write, only later changes of its mtime are (mu held). */
+void ulp_stage_mark_backing(ulp_inode *in);
 /* Drop an inode's staging fd and file and its accounting (mu held). */
 void ulp_stage_drop(ulp_store *st, ulp_inode *in);
 
