@@ -829,7 +829,10 @@ ULP_INLINE void ctx_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
                            const uint8_t *ref, size_t n, unsigned W)
 {
 	uint8_t *restrict ctx = fs->ctx;
-	for (size_t i = 0; i < n; i++)
+	size_t i = 0;
+	if (W <= 32 && W >= 16 && f.ebits <= 8 && ulp_rans_simd())
+		i = ulp_ctx_avx2(ref, n, W, f.mbits, (1u << f.ebits) - 1, ctx);
+	for (; i < n; i++)
 		ctx[i] = (uint8_t)el_ctx(el_load(ref, i, W), f);
 }
 

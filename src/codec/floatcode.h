@@ -57,6 +57,11 @@ size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
                         const uint8_t *ref, size_t n, uint8_t *dst,
                         uint64_t *pos);
 
+/* The contexts (r >> mbits) & emask of a prefix of n 16- or 32-bit
+ * reference elements (exponents of at most 8 bits); returns how many. */
+size_t ulp_ctx_avx2(const uint8_t *ref, size_t n, unsigned width,
+                    unsigned mbits, unsigned emask, uint8_t *ctx);
+
 /* The encoder's delta pass over 16-bit elements with AVX2: symbols and
  * contexts (exponent (r >> mbits) & emask) of a prefix of the n elements,
  * their raw bits appended to bw and counted in *raw_bits; returns how

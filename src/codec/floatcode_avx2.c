@@ -420,3 +420,43 @@ ULP_AVX2 size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp,
 	*posp = pos;
 	return i;
 }
+
+ULP_AVX2 size_t ulp_ctx_avx2(const uint8_t *ref, size_t n, unsigned width,
+                             unsigned mbits, unsigned emask, uint8_t *ctx)
+{
+	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
+	size_t i = 0;
+	if (width == 16) {
+		const __m256i em = _mm256_set1_epi16((short)emask);
+		for (; i + 16 <= n; i += 16) {
+			__m256i v = _mm256_loadu_si256(
+				(const __m256i *)(const void *)(ref + 2 * i));
+			__m256i e =
+				_mm256_and_si256(_mm256_srl_epi16(v, cm), em);
+			e = _mm256_permute4x64_epi64(_mm256_packus_epi16(e, e),
+			                             0x08);
+			_mm_storeu_si128((__m128i *)(void *)(ctx + i),
+			                 _mm256_castsi256_si128(e));
+		}
+	} else if (width == 32) {
+		const __m256i em = _mm256_set1_epi32((int)emask);
+		const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1,
+		                                      -1, -1, -1, -1, -1, -1,
+		                                      -1, -1, -1, 0, 4, 8, 12,
+		                                      -1, -1, -1, -1, -1, -1,
+		                                      -1, -1, -1, -1, -1, -1);
+		const __m256i halves =
+			_mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);
+		for (; i + 8 <= n; i += 8) {
+			__m256i v = _mm256_loadu_si256(
+				(const __m256i *)(const void *)(ref + 4 * i));
+			__m256i e =
+				_mm256_and_si256(_mm256_srl_epi32(v, cm), em);
+			e = _mm256_permutevar8x32_epi32(
+				_mm256_shuffle_epi8(e, pick), halves);
+			_mm_storel_epi64((__m128i *)(void *)(ctx + i),
+			                 _mm256_castsi256_si128(e));
+		}
+	}
+	return i;
+}
