@@ -845,6 +845,9 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	const uint8_t *restrict b = fs->ctx;
 	ulp_bitr br;
 	size_t i = 0;
+	if (W == 16 && ulp_rans_simd())
+		i = ulp_sa16_avx2(a, b, rawp, rawlen, n, f.mbits, sa_topbits(f),
+		                  dst);
 	if (W <= 32) {
 		/* element i's raw bits start at bit i * nraw: independent
 		 * loads instead of a serial bit reader, while 8 bytes remain */

@@ -62,6 +62,13 @@ size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
 size_t ulp_ctx_avx2(const uint8_t *ref, size_t n, unsigned width,
                     unsigned mbits, unsigned emask, uint8_t *ctx);
 
+/* Standalone reconstruction of a prefix of n 16-bit elements from their
+ * exponents a, sign and topbits mantissa bits b and fixed-width raw bits;
+ * returns how many (a multiple of 8). */
+size_t ulp_sa16_avx2(const uint8_t *a, const uint8_t *b, const uint8_t *rawp,
+                     size_t rawlen, size_t n, unsigned mbits, unsigned topbits,
+                     uint8_t *dst);
+
 /* The encoder's delta pass over 16-bit elements with AVX2: symbols and
  * contexts (exponent (r >> mbits) & emask) of a prefix of the n elements,
  * their raw bits appended to bw and counted in *raw_bits; returns how
