@@ -363,6 +363,8 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (W == 16 && ulp_rans_simd())
 		i = ulp_sa16_pass_avx2(cur, n, f.mbits, (1u << f.ebits) - 1,
 		                       sa_topbits(f), a, b, &bw);
+	if (W == 32 && ulp_rans_simd())
+		i = ulp_sa32_pass_avx2(cur, n, a, b, &bw);
 	for (; i < n; i++) {
 		sa_parts sp = sa_split(el_load(cur, i, W), f, W);
 		a[i] = (uint8_t)sp.a;

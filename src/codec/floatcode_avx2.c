@@ -509,3 +509,45 @@ ULP_AVX2 size_t ulp_sa16_avx2(const uint8_t *a, const uint8_t *b,
 	}
 	return i;
 }
+
+ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
+                                   uint8_t *b, ulp_bitw *bw)
+{
+	/* fp32: 8 exponent bits, sign and 3 mantissa bits, 20 raw bits */
+	const __m256i m20 = _mm256_set1_epi32((1 << 20) - 1);
+	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
+	const __m256i pick = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1,
+	                                      -1, -1, -1, -1, -1, -1, -1, 0, 4,
+	                                      8, 12, -1, -1, -1, -1, -1, -1, -1,
+	                                      -1, -1, -1, -1, -1);
+	const __m256i halves = _mm256_setr_epi32(0, 4, 1, 1, 1, 1, 1, 1);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i c = _mm256_loadu_si256(
+			(const __m256i *)(const void *)(cur + 4 * i));
+		__m256i e = _mm256_and_si256(_mm256_srli_epi32(c, 23),
+		                             _mm256_set1_epi32(0xff));
+		__m256i sb = _mm256_or_si256(
+			_mm256_slli_epi32(_mm256_srli_epi32(c, 31), 3),
+			_mm256_and_si256(_mm256_srli_epi32(c, 20),
+		                         _mm256_set1_epi32(7)));
+		__m256i low = _mm256_and_si256(c, m20);
+		__m256i ap = _mm256_permutevar8x32_epi32(
+			_mm256_shuffle_epi8(e, pick), halves);
+		__m256i bp = _mm256_permutevar8x32_epi32(
+			_mm256_shuffle_epi8(sb, pick), halves);
+		_mm_storel_epi64((__m128i *)(void *)(a + i),
+		                 _mm256_castsi256_si128(ap));
+		_mm_storel_epi64((__m128i *)(void *)(b + i),
+		                 _mm256_castsi256_si128(bp));
+		/* pairs of 20-bit fields into four runs of 40 bits */
+		__m256i r1 = _mm256_or_si256(
+			_mm256_and_si256(low, lo32),
+			_mm256_slli_epi64(_mm256_srli_epi64(low, 32), 20));
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 0), 40);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 1), 40);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 2), 40);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 3), 40);
+	}
+	return i;
+}
