@@ -100,7 +100,7 @@ static try_res try_object(const uint8_t *o, size_t len, const fixture *fx,
 }
 
 /* Flip each byte of fx's object with each of masks[0..nmasks) and check
- * that open or decode reports it. */
+ * that open or decode reports it, with the SIMD kernels off and on. */
 static void check_every_byte(const fixture *fx, const uint8_t *masks,
                              size_t nmasks)
 {
@@ -110,39 +110,48 @@ static void check_every_byte(const fixture *fx, const uint8_t *masks,
 	ulp_dctx *d = ulp_dctx_new();
 	uint8_t *c = tu_xmalloc(len);
 	unsigned at_open = 0, at_decode = 0;
-	for (size_t pos = 0; pos < len; pos++)
-		for (size_t k = 0; k < nmasks; k++) {
-			memcpy(c, o, len);
-			c[pos] ^= masks[k];
-			try_res t = try_object(c, len, fx, d, 1);
-			int in_payload = pos >= ULP_OBJ_HEADER_SIZE &&
-			                 pos < idx;
-			if (!in_payload) {
-				/* header, index and trailer are verified by
+	for (int simd = 0; simd < 2; simd++) {
+		int old = ulp_rans_set_simd(simd);
+		for (size_t pos = 0; pos < len; pos++)
+			for (size_t k = 0; k < nmasks; k++) {
+				memcpy(c, o, len);
+				c[pos] ^= masks[k];
+				try_res t = try_object(c, len, fx, d, 1);
+				int in_payload = pos >= ULP_OBJ_HEADER_SIZE &&
+				                 pos < idx;
+				if (!in_payload) {
+					/* header, index and trailer are verified by
 				 * ulp_object_open */
-				TU_ASSERT(t.open_rc != ULP_OK,
-				          "byte %zu ^ %02x "
-				          "(header/index/trailer) "
-				          "not detected at open",
-				          pos, masks[k]);
-				int version_field = pos >= 7 && pos < 16;
-				TU_ASSERT(t.open_rc == ULP_ERR_CORRUPT ||
-				                  (version_field &&
-				                   t.open_rc ==
-				                           ULP_ERR_VERSION),
-				          "byte %zu ^ %02x: open rc %d (%s)",
-				          pos, masks[k], t.open_rc,
-				          ulp_strerror(t.open_rc));
-				at_open++;
-			} else {
-				/* payloads are verified when decoded */
-				TU_OK(t.open_rc, "payload byte %zu ^ %02x", pos,
-				      masks[k]);
-				TU_RC(t.read_rc, ULP_ERR_CORRUPT,
-				      "payload byte %zu ^ %02x", pos, masks[k]);
-				at_decode++;
+					TU_ASSERT(t.open_rc != ULP_OK,
+					          "byte %zu ^ %02x "
+					          "(header/index/trailer) "
+					          "not detected at open",
+					          pos, masks[k]);
+					int version_field = pos >= 7 &&
+					                    pos < 16;
+					TU_ASSERT(
+						t.open_rc == ULP_ERR_CORRUPT ||
+							(version_field &&
+					                 t.open_rc ==
+					                         ULP_ERR_VERSION),
+						"byte %zu ^ %02x: open rc %d "
+					        "(%s)",
+						pos, masks[k], t.open_rc,
+						ulp_strerror(t.open_rc));
+					at_open++;
+				} else {
+					/* payloads are verified when decoded */
+					TU_OK(t.open_rc,
+					      "payload byte %zu ^ %02x", pos,
+					      masks[k]);
+					TU_RC(t.read_rc, ULP_ERR_CORRUPT,
+					      "payload byte %zu ^ %02x", pos,
+					      masks[k]);
+					at_decode++;
+				}
 			}
-		}
+		ulp_rans_set_simd(old);
+	}
 	TU_ASSERT(at_open > 0 && at_decode > 0, "open %u decode %u", at_open,
 	          at_decode);
 	/* the dctx is still fine after all those failures */
@@ -160,11 +169,7 @@ Test(container, every_single_byte_corruption_is_detected)
 	TU_ASSERT(chunk_count(fx.obj.p, fx.obj.len) >= 3,
 	          "want a few chunks, got %" PRIu64,
 	          chunk_count(fx.obj.p, fx.obj.len));
-	for (int simd = 0; simd < 2; simd++) {
-		int old = ulp_rans_set_simd(simd);
-		check_every_byte(&fx, masks, sizeof(masks));
-		ulp_rans_set_simd(old);
-	}
+	check_every_byte(&fx, masks, sizeof(masks));
 	fixture_free(&fx);
 }
 
@@ -185,11 +190,7 @@ Test(container, every_single_byte_corruption_is_detected_wide)
 	tu_file_build(&fx.cur, s, 3, &fx.ref, &r, 5);
 	tu_encode_ok(&fx.cur, &fx.ref, 256u << 10, 1, &fx.obj, NULL);
 	tu_check_object(fx.obj.p, fx.obj.len, &fx.cur, &fx.ref);
-	for (int simd = 0; simd < 2; simd++) {
-		int old = ulp_rans_set_simd(simd);
-		check_every_byte(&fx, masks, sizeof(masks));
-		ulp_rans_set_simd(old);
-	}
+	check_every_byte(&fx, masks, sizeof(masks));
 	fixture_free(&fx);
 }
 

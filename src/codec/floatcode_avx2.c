@@ -19,11 +19,8 @@ ULP_AVX2 size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp,
 	size_t i = 0;
 	/* a step reads at most 8 x 14 raw bits past pos, 4 bytes a lane */
 	for (; i + 8 <= n && (pos >> 3) + 24 <= rawlen; i += 8) {
-		__m256i s = v8_u8(sym + i);
-		__m256i nraw = v8_sym_nraw(s);
-		__m256i inc = v8_prefix(nraw);
-		__m256i bp = _mm256_add_epi32(_mm256_set1_epi32((int)pos),
-		                              _mm256_sub_epi32(inc, nraw));
+		__m256i s = v8_u8(sym + i), nraw, inc;
+		__m256i bp = v8_bitpos(s, pos, &nraw, &inc);
 		__m256i word =
 			_mm256_i32gather_epi32((const int *)(const void *)rawp,
 		                               _mm256_srli_epi32(bp, 3), 1);
@@ -49,11 +46,8 @@ ULP_AVX2 size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp,
 	size_t i = 0;
 	/* a step reads at most 8 x 30 raw bits past pos, 8 bytes a lane */
 	for (; i + 8 <= n && (pos >> 3) + 48 <= rawlen; i += 8) {
-		__m256i s = v8_u8(sym + i);
-		__m256i nraw = v8_sym_nraw(s);
-		__m256i inc = v8_prefix(nraw);
-		__m256i bp = _mm256_add_epi32(_mm256_set1_epi32((int)pos),
-		                              _mm256_sub_epi32(inc, nraw));
+		__m256i s = v8_u8(sym + i), nraw, inc;
+		__m256i bp = v8_bitpos(s, pos, &nraw, &inc);
 		/* up to 7 + 30 bits a lane: 64-bit words, by scalar loads
 		 * (a vpgatherdd costs about 3 ns on the AMD EPYC measured) */
 		uint32_t o[8] __attribute__((aligned(32)));

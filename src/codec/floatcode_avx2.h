@@ -112,6 +112,18 @@ ULP_AVX2_INLINE __m256i v8_low_bits(__m256i v, __m256i n)
 	                                            one));
 }
 
+/* Decoder: the bit positions of the raw bits of eight elements with
+ * symbols s, the first at pos; *nraw receives their counts and *inc the
+ * running total (lane 7: all eight). */
+ULP_AVX2_INLINE __m256i v8_bitpos(__m256i s, uint64_t pos, __m256i *nraw,
+                                  __m256i *inc)
+{
+	*nraw = v8_sym_nraw(s);
+	*inc = v8_prefix(*nraw);
+	return _mm256_add_epi32(_mm256_set1_epi32((int)pos),
+	                        _mm256_sub_epi32(*inc, *nraw));
+}
+
 /* The signed residual of symbols s with nraw raw bits low. */
 ULP_AVX2_INLINE __m256i v8_residual(__m256i s, __m256i nraw, __m256i low)
 {
