@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # bench/run.sh - the codec benchmark on a real training trajectory.
 #
-#   bench/run.sh [--quick] [--traj DIR] [--threads N] [--reps R]
+#   bench/run.sh [--quick] [--traj DIR] [--threads N] [--reps R] [--cpu-time]
 #
 # Trains the small GPT of bench/make_trajectory.py (unless --traj points at
 # an existing trajectory: make_trajectory.py's step-N/ or examples/train.py's
 # checkpoint-N/ directories), then runs `ulpfs bench` over every file with
 # zstd -3, zstd -19 and the byte-grouped baseline measured in the same run,
 # and finally measures the peak anonymous memory of `ulpfs pack` on a 1 GiB
-# file (memory beyond the mmapped input).
+# file (memory beyond the mmapped input).  --cpu-time passes bench's
+# --cpu-time on: one-thread speeds from CPU time, for a shared machine.
 #
 # ULPFS=path/to/ulpfs selects the binary (default: _build/ulpfs, then ./ulpfs).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 top=$(cd "$here/.." && pwd)
-quick=0 traj="" threads=2 reps=3 mem=1
+quick=0 traj="" threads=2 reps=3 mem=1 cpu=()
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) quick=1 ;;
@@ -23,7 +24,8 @@ while [ $# -gt 0 ]; do
 	--threads) threads=$2; shift ;;
 	--reps) reps=$2; shift ;;
 	--no-memory) mem=0 ;;
-	*) echo "usage: $0 [--quick] [--traj DIR] [--threads N] [--reps R] [--no-memory]" >&2; exit 2 ;;
+	--cpu-time) cpu=(--cpu-time) ;;
+	*) echo "usage: $0 [--quick] [--traj DIR] [--threads N] [--reps R] [--no-memory] [--cpu-time]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -45,8 +47,8 @@ fi
 echo "== machine: $(bench_machine), $(date -u +%Y-%m-%d)"
 mapfile -t files < <(bench_traj_files "$traj")
 [ "${#files[@]}" -gt 0 ] || { echo "bench/run.sh: no files under $traj" >&2; exit 1; }
-echo "== ulpfs bench --threads $threads --reps $reps (${#files[@]} files)"
-"$ulpfs" bench --threads "$threads" --reps "$reps" "${files[@]}"
+echo "== ulpfs bench --threads $threads --reps $reps ${cpu[*]} (${#files[@]} files)"
+"$ulpfs" bench --threads "$threads" --reps "$reps" "${cpu[@]}" "${files[@]}"
 
 [ "$mem" = 1 ] || exit 0
 echo

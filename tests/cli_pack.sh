@@ -58,6 +58,16 @@ expect 0 "pack v3 against v2 again, 1 thread" pack --ref "$v2" --threads 1 "$v3"
 cmp -s "$O/v3.ulp" "$O/v3t1.ulp" && ok "1 and 2 threads write the same object" ||
 	bad "the object depends on the thread count"
 
+step "the portable kernels (ULPFS_SIMD=0) write and read the objects the AVX2 ones do"
+ULPFS_SIMD=0 expect 0 "pack v3 against v2, portable kernels" pack --ref "$v2" "$v3" -o "$O/v3p.ulp"
+cmp -s "$O/v3.ulp" "$O/v3p.ulp" && ok "bf16 delta: the same object" || bad "bf16 delta: the object depends on the kernels"
+ULPFS_SIMD=0 expect 0 "pack optimizer.pt keyframe, portable kernels" pack --level 3 "$opt1" -o "$O/opt1p.ulp"
+cmp -s "$O/opt1.ulp" "$O/opt1p.ulp" && ok "optimizer.pt keyframe: the same object" ||
+	bad "optimizer.pt keyframe: the object depends on the kernels"
+ULPFS_SIMD=0 expect 0 "unpack v3, portable kernels" unpack --ref "$v2" "$O/v3.ulp" -o "$O/v3p.out"
+cmp -s "$v3" "$O/v3p.out" && ok "the portable kernels decode the object exactly" ||
+	bad "the portable kernels decode different bytes"
+
 step "sizes: a delta against its reference is smaller than the keyframe and than zstd -19"
 expect 0 "pack v2 alone" pack "$v2" -o "$O/v2kf.ulp"
 delta=$(stat -c %s "$O/v2.ulp") kf=$(stat -c %s "$O/v2kf.ulp")
@@ -101,5 +111,8 @@ expect 0 "bench --reps 1 v1 v2 v3" bench --reps 1 "$v1" "$v2" "$v3"
 grep -qi "verified" "$OUT_F" && ok "bench reports its round trips verified" ||
 	{ bad "bench output does not mention verified round trips"; sed 's/^/    | /' "$OUT_F" | head -20 >&2; }
 grep -q "zstd" "$OUT_F" && ok "bench prints the zstd baselines" || bad "bench prints no zstd baseline"
+expect 0 "bench --cpu-time v1 v2" bench --reps 1 --cpu-time --no-zstd19 "$v1" "$v2"
+grep -qi "verified" "$OUT_F" && grep -q "zstd-3 dec" "$OUT_F" && ok "bench --cpu-time reports speeds and verified round trips" ||
+	bad "bench --cpu-time output lacks speeds or verification"
 
 fs_finish

@@ -14,6 +14,7 @@
 #include <xxhash.h>
 
 #include "codec_internal.h"
+#include "rans.h"
 #include "test_util.h"
 
 /* A small two-version file: F32 and BF16 tensors that walk (delta), an
@@ -98,59 +99,98 @@ static try_res try_object(const uint8_t *o, size_t len, const fixture *fx,
 	return res;
 }
 
-Test(container, every_single_byte_corruption_is_detected)
+/* Flip each byte of fx's object with each of masks[0..nmasks) and check
+ * that open or decode reports it, with the SIMD kernels off and on. */
+static void check_every_byte(const fixture *fx, const uint8_t *masks,
+                             size_t nmasks)
 {
-	fixture fx;
-	fixture_make(&fx, 0xc047a001ull);
-	const uint8_t *o = fx.obj.p;
-	const size_t len = fx.obj.len;
+	const uint8_t *o = fx->obj.p;
+	const size_t len = fx->obj.len;
 	const uint64_t idx = index_off(o, len);
-	TU_ASSERT(chunk_count(o, len) >= 3, "want a few chunks, got %" PRIu64,
-	          chunk_count(o, len));
 	ulp_dctx *d = ulp_dctx_new();
 	uint8_t *c = tu_xmalloc(len);
-	static const uint8_t masks[] = { 0x01, 0x80, 0xff };
 	unsigned at_open = 0, at_decode = 0;
-	for (size_t pos = 0; pos < len; pos++)
-		for (size_t k = 0; k < sizeof(masks); k++) {
-			memcpy(c, o, len);
-			c[pos] ^= masks[k];
-			try_res t = try_object(c, len, &fx, d, 1);
-			int in_payload = pos >= ULP_OBJ_HEADER_SIZE &&
-			                 pos < idx;
-			if (!in_payload) {
-				/* header, index and trailer are verified by
+	for (int simd = 0; simd < 2; simd++) {
+		int old = ulp_rans_set_simd(simd);
+		for (size_t pos = 0; pos < len; pos++)
+			for (size_t k = 0; k < nmasks; k++) {
+				memcpy(c, o, len);
+				c[pos] ^= masks[k];
+				try_res t = try_object(c, len, fx, d, 1);
+				int in_payload = pos >= ULP_OBJ_HEADER_SIZE &&
+				                 pos < idx;
+				if (!in_payload) {
+					/* header, index and trailer are verified by
 				 * ulp_object_open */
-				TU_ASSERT(t.open_rc != ULP_OK,
-				          "byte %zu ^ %02x "
-				          "(header/index/trailer) "
-				          "not detected at open",
-				          pos, masks[k]);
-				int version_field = pos >= 7 && pos < 16;
-				TU_ASSERT(t.open_rc == ULP_ERR_CORRUPT ||
-				                  (version_field &&
-				                   t.open_rc ==
-				                           ULP_ERR_VERSION),
-				          "byte %zu ^ %02x: open rc %d (%s)",
-				          pos, masks[k], t.open_rc,
-				          ulp_strerror(t.open_rc));
-				at_open++;
-			} else {
-				/* payloads are verified when decoded */
-				TU_OK(t.open_rc, "payload byte %zu ^ %02x", pos,
-				      masks[k]);
-				TU_RC(t.read_rc, ULP_ERR_CORRUPT,
-				      "payload byte %zu ^ %02x", pos, masks[k]);
-				at_decode++;
+					TU_ASSERT(t.open_rc != ULP_OK,
+					          "byte %zu ^ %02x "
+					          "(header/index/trailer) "
+					          "not detected at open",
+					          pos, masks[k]);
+					int version_field = pos >= 7 &&
+					                    pos < 16;
+					TU_ASSERT(
+						t.open_rc == ULP_ERR_CORRUPT ||
+							(version_field &&
+					                 t.open_rc ==
+					                         ULP_ERR_VERSION),
+						"byte %zu ^ %02x: open rc %d "
+					        "(%s)",
+						pos, masks[k], t.open_rc,
+						ulp_strerror(t.open_rc));
+					at_open++;
+				} else {
+					/* payloads are verified when decoded */
+					TU_OK(t.open_rc,
+					      "payload byte %zu ^ %02x", pos,
+					      masks[k]);
+					TU_RC(t.read_rc, ULP_ERR_CORRUPT,
+					      "payload byte %zu ^ %02x", pos,
+					      masks[k]);
+					at_decode++;
+				}
 			}
-		}
+		ulp_rans_set_simd(old);
+	}
 	TU_ASSERT(at_open > 0 && at_decode > 0, "open %u decode %u", at_open,
 	          at_decode);
 	/* the dctx is still fine after all those failures */
-	try_res t = try_object(o, len, &fx, d, 1);
+	try_res t = try_object(o, len, fx, d, 1);
 	TU_ASSERT(t.open_rc == ULP_OK && t.read_rc == ULP_OK, "control");
 	free(c);
 	ulp_dctx_free(d);
+}
+
+Test(container, every_single_byte_corruption_is_detected)
+{
+	static const uint8_t masks[] = { 0x01, 0x80, 0xff };
+	fixture fx;
+	fixture_make(&fx, 0xc047a001ull);
+	TU_ASSERT(chunk_count(fx.obj.p, fx.obj.len) >= 3,
+	          "want a few chunks, got %" PRIu64,
+	          chunk_count(fx.obj.p, fx.obj.len));
+	check_every_byte(&fx, masks, sizeof(masks));
+	fixture_free(&fx);
+}
+
+/* The same with streams long enough for 32-lane rANS blocks (bf16 and
+ * fp32 deltas, one fp16 keyframe tensor), through both kernels. */
+Test(container, every_single_byte_corruption_is_detected_wide)
+{
+	static const uint8_t masks[] = { 0x01 };
+	fixture fx;
+	tu_tspec s[3];
+	tu_rng r;
+	tu_rng_init(&r, 0xc047a00aull);
+	s[0] = (tu_tspec){ "w", ULP_DT_BF16, 2 * 20000, 0 };
+	s[1] = (tu_tspec){ "m", ULP_DT_F32, 4 * 17000, 8 };
+	s[2] = (tu_tspec){ "h.old", ULP_DT_F16, 2 * 17000, 0 };
+	tu_file_build(&fx.ref, s, 3, NULL, &r, 0);
+	s[2].name = "h.new";
+	tu_file_build(&fx.cur, s, 3, &fx.ref, &r, 5);
+	tu_encode_ok(&fx.cur, &fx.ref, 256u << 10, 1, &fx.obj, NULL);
+	tu_check_object(fx.obj.p, fx.obj.len, &fx.cur, &fx.ref);
+	check_every_byte(&fx, masks, sizeof(masks));
 	fixture_free(&fx);
 }
 

@@ -1584,3 +1584,82 @@ Test(floatcode, reject_truncated_all_codings)
 	}
 	ulp_float_scratch_free(fs);
 }
+
+/* Streams long enough for 32-lane blocks and the SIMD kernels: each
+ * truncation (sampled) fails and each corruption decodes or fails cleanly,
+ * through both kernels (the sanitizer build checks every read). */
+Test(floatcode, wide_streams_corrupted_never_crash)
+{
+	static const ulp_dtype dts[] = { ULP_DT_BF16, ULP_DT_F16, ULP_DT_F32,
+		                         ULP_DT_F64 };
+	tu_rng r;
+	tu_rng_init(&r, 0x464c4f41540aull);
+	ulp_float_scratch *fs = ulp_float_scratch_new();
+	for (size_t k = 0; k < sizeof(dts) / sizeof(dts[0]); k++) {
+		ulp_float_fmt f = ulp_dtype_fmt(dts[k]);
+		const size_t n = 20000, nb = n * (f.width / 8);
+		uint8_t *cur = tu_xmalloc(nb), *ref = tu_xmalloc(nb);
+		uint8_t *dst = tu_xmalloc(nb);
+		tu_fill_weights(&r, f, ref, n);
+		tu_walk_weights(&r, f, ref, cur, n);
+		for (int delta = 0; delta < 2; delta++) {
+			const uint8_t *rp = delta ? ref : NULL;
+			ulp_buf out = { 0 };
+			TU_OK(ulp_float_encode(fs, f, cur, rp, n, 0, &out,
+			                       NULL),
+			      "encode");
+			TU_ASSERT(out.p[0] == (delta ? ULP_SC_DELTA
+			                             : ULP_SC_STANDALONE),
+			          "%s: coding %d", ulp_dtype_name(dts[k]),
+			          out.p[0]);
+			const uint8_t *bp = out.p + 1;
+			uint64_t blen;
+			TU_OK(ulp_varint_get(&bp, out.p + out.len, &blen), "blo"
+			                                                   "ck "
+			                                                   "len"
+			                                                   "gt"
+			                                                   "h");
+			TU_ASSERT(ulp_rans_block_lanes(bp, blen) == 32,
+			          "%s: %u lanes", ulp_dtype_name(dts[k]),
+			          ulp_rans_block_lanes(bp, blen));
+			for (int simd = 0; simd < 2; simd++) {
+				int old = ulp_rans_set_simd(simd);
+				uint8_t *in = tu_dup(out.p, out.len);
+				TU_OK(ulp_float_decode(fs, f, in, out.len, rp,
+				                       n, dst),
+				      "control");
+				TU_MEMEQ(dst, cur, nb, "control");
+				free(in);
+				for (size_t len = 0; len < out.len;
+				     len += 1 + out.len / 97) {
+					in = tu_dup(out.p, len);
+					TU_RC(ulp_float_decode(fs, f, in, len,
+					                       rp, n, dst),
+					      ULP_ERR_CORRUPT,
+					      "%s simd %d: %zu of %zu bytes",
+					      ulp_dtype_name(dts[k]), simd, len,
+					      out.len);
+					free(in);
+				}
+				for (int t = 0; t < 150; t++) {
+					in = tu_dup(out.p, out.len);
+					size_t at = tu_below(&r, out.len);
+					in[at] ^= (uint8_t)(1 +
+					                    tu_below(&r, 255));
+					int rc = ulp_float_decode(
+						fs, f, in, out.len, rp, n, dst);
+					TU_ASSERT(rc == ULP_OK ||
+					                  rc == ULP_ERR_CORRUPT,
+					          "byte %zu: rc %d", at, rc);
+					free(in);
+				}
+				ulp_rans_set_simd(old);
+			}
+			ulp_buf_free(&out);
+		}
+		free(cur);
+		free(ref);
+		free(dst);
+	}
+	ulp_float_scratch_free(fs);
+}

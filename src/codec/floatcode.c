@@ -363,6 +363,8 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (W == 16 && ulp_rans_simd())
 		i = ulp_sa16_pass_avx2(cur, n, f.mbits, (1u << f.ebits) - 1,
 		                       sa_topbits(f), a, b, &bw);
+	if (W == 32 && ulp_rans_simd())
+		i = ulp_sa32_pass_avx2(cur, n, a, b, &bw);
 	for (; i < n; i++) {
 		sa_parts sp = sa_split(el_load(cur, i, W), f, W);
 		a[i] = (uint8_t)sp.a;
@@ -372,10 +374,13 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		else
 			ulp_bitw_put(&bw, sp.raw, nraw);
 	}
-	for (i = 0; i < n; i++) {
-		hs[a[i]]++;
+	/* the exponent histogram is the row sums of the pair histogram:
+	 * one counter per element, whose updates chain less often */
+	for (i = 0; i < n; i++)
 		hb[a[i] * nb + b[i]]++;
-	}
+	for (unsigned e = 0; e < (1u << sa_symbits(f)); e++)
+		for (unsigned k = 0; k < nb; k++)
+			hs[e] += hb[e * nb + k];
 	return (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
 }
 
@@ -829,7 +834,10 @@ ULP_INLINE void ctx_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
                            const uint8_t *ref, size_t n, unsigned W)
 {
 	uint8_t *restrict ctx = fs->ctx;
-	for (size_t i = 0; i < n; i++)
+	size_t i = 0;
+	if (W <= 32 && W >= 16 && f.ebits <= 8 && ulp_rans_simd())
+		i = ulp_ctx_avx2(ref, n, W, f.mbits, (1u << f.ebits) - 1, ctx);
+	for (; i < n; i++)
 		ctx[i] = (uint8_t)el_ctx(el_load(ref, i, W), f);
 }
 
@@ -842,6 +850,9 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	const uint8_t *restrict b = fs->ctx;
 	ulp_bitr br;
 	size_t i = 0;
+	if (W == 16 && ulp_rans_simd())
+		i = ulp_sa16_avx2(a, b, rawp, rawlen, n, f.mbits, sa_topbits(f),
+		                  dst);
 	if (W <= 32) {
 		/* element i's raw bits start at bit i * nraw: independent
 		 * loads instead of a serial bit reader, while 8 bytes remain */

@@ -44,6 +44,8 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
                      size_t len, const uint8_t *ref, size_t n, uint8_t *dst);
 
+struct ulp_bitw;
+
 /* AVX2 reconstruction of 16-bit delta elements from their symbols, the
  * raw bits (starting at bit *pos of rawp[0..rawlen)) and the reference:
  * does a prefix of the n elements, advances *pos past their raw bits and
@@ -57,11 +59,26 @@ size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
                         const uint8_t *ref, size_t n, uint8_t *dst,
                         uint64_t *pos);
 
+/* The contexts (r >> mbits) & emask of a prefix of n 16- or 32-bit
+ * reference elements (exponents of at most 8 bits); returns how many. */
+size_t ulp_ctx_avx2(const uint8_t *ref, size_t n, unsigned width,
+                    unsigned mbits, unsigned emask, uint8_t *ctx);
+
+/* Standalone reconstruction of a prefix of n 16-bit elements from their
+ * exponents a, sign and topbits mantissa bits b and fixed-width raw bits;
+ * returns how many (a multiple of 8). */
+size_t ulp_sa16_avx2(const uint8_t *a, const uint8_t *b, const uint8_t *rawp,
+                     size_t rawlen, size_t n, unsigned mbits, unsigned topbits,
+                     uint8_t *dst);
+
+/* The same for fp32 (8 exponent bits, 3 top mantissa bits). */
+size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a, uint8_t *b,
+                          struct ulp_bitw *bw);
+
 /* The encoder's delta pass over 16-bit elements with AVX2: symbols and
  * contexts (exponent (r >> mbits) & emask) of a prefix of the n elements,
  * their raw bits appended to bw and counted in *raw_bits; returns how
  * many elements it did. */
-struct ulp_bitw;
 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
                              unsigned mbits, unsigned emask, uint8_t *sym,
                              uint8_t *ctx, struct ulp_bitw *bw,

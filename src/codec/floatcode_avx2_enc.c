@@ -1,0 +1,185 @@
+/*
+ * floatcode_avx2_enc.c - AVX2 encoding passes of the float codec: the
+ * delta pass (16 and 32 bits) and the standalone pass (16 and 32 bits).
+ *
+ * Eight elements per step: symbols and contexts (or exponents and
+ * sign/top-mantissa symbols) stored as bytes, the raw bits merged
+ * pairwise in 64-bit lanes into a few runs for the bit writer.  The bytes
+ * are the portable passes', which finish what these leave.
+ */
+#include "floatcode_avx2.h"
+
+ULP_AVX2_INLINE __m256i bitlen32(__m256i mag)
+{
+	const __m256i zero = _mm256_setzero_si256();
+	const __m256i b126 = _mm256_set1_epi32(126);
+	__m256i hi = _mm256_srli_epi32(mag, 16);
+	__m256i lo = _mm256_and_si256(mag, _mm256_set1_epi32(0xffff));
+	__m256i kh = _mm256_sub_epi32(
+		_mm256_srli_epi32(_mm256_castps_si256(_mm256_cvtepi32_ps(hi)),
+	                          23),
+		_mm256_set1_epi32(110));
+	__m256i kl = _mm256_max_epi32(
+		_mm256_sub_epi32(
+			_mm256_srli_epi32(
+				_mm256_castps_si256(_mm256_cvtepi32_ps(lo)),
+				23),
+			b126),
+		zero);
+	return _mm256_blendv_epi8(kh, kl, _mm256_cmpeq_epi32(hi, zero));
+}
+
+ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
+                                      size_t n, unsigned mbits, unsigned emask,
+                                      uint8_t *sym, uint8_t *ctx, ulp_bitw *bw,
+                                      uint64_t *raw_bits)
+{
+	const __m256i m16 = _mm256_set1_epi32(0xffff);
+	const __m256i em = _mm256_set1_epi32((int)emask);
+	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
+	uint64_t bits = 0;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i r = v8_u16(ref + 2 * i);
+		__m256i diff = _mm256_and_si256(
+			_mm256_sub_epi32(v8_ord16(v8_u16(cur + 2 * i)),
+		                         v8_ord16(r)),
+			m16);
+		__m256i ng, nraw;
+		__m256i mag =
+			_mm256_and_si256(v8_magnitude(diff, 15, &ng), m16);
+		/* bit length from the exponent of the exact float of mag */
+		__m256i k = _mm256_max_epi32(
+			_mm256_sub_epi32(
+				_mm256_srli_epi32(
+					_mm256_castps_si256(
+						_mm256_cvtepi32_ps(mag)),
+					23),
+				_mm256_set1_epi32(126)),
+			_mm256_setzero_si256());
+		v8_store_u8(sym + i, v8_symbol(mag, k, ng, &nraw));
+		v8_store_u8(ctx + i,
+		            _mm256_and_si256(_mm256_srl_epi32(r, cm), em));
+		/* raw bits: pairs of lanes, then pairs of pairs, into two
+		 * runs of at most 56 bits */
+		__m256i c1,
+			r1 = v8_merge_pairs(v8_low_bits(mag, nraw), nraw, &c1);
+		__m256i r2 = _mm256_or_si256(
+			r1, _mm256_sllv_epi64(_mm256_srli_si256(r1, 8), c1));
+		__m256i c2 = _mm256_add_epi64(c1, _mm256_srli_si256(c1, 8));
+		unsigned n0 = (unsigned)_mm256_extract_epi64(c2, 0);
+		unsigned n1 = (unsigned)_mm256_extract_epi64(c2, 2);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 0), n0);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 2), n1);
+		bits += n0 + n1;
+	}
+	*raw_bits += bits;
+	return i;
+}
+
+ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
+                                      size_t n, uint8_t *sym, uint8_t *ctx,
+                                      ulp_bitw *bw, uint64_t *raw_bits)
+{
+	uint64_t bits = 0;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i c = _mm256_loadu_si256(
+			(const __m256i *)(const void *)(cur + 4 * i));
+		__m256i r = _mm256_loadu_si256(
+			(const __m256i *)(const void *)(ref + 4 * i));
+		__m256i ng, nraw;
+		__m256i mag = v8_magnitude(
+			_mm256_sub_epi32(v8_ord32(c), v8_ord32(r)), 31, &ng);
+		v8_store_u8(sym + i, v8_symbol(mag, bitlen32(mag), ng, &nraw));
+		v8_store_u8(ctx + i, _mm256_srli_epi32(r, 23));
+		/* raw bits: pairs of lanes into four runs of at most 60
+		 * bits, each written as two pieces of at most 32 */
+		__m256i c1,
+			r1 = v8_merge_pairs(v8_low_bits(mag, nraw), nraw, &c1);
+		uint64_t v[4] __attribute__((aligned(32)));
+		uint64_t cn[4] __attribute__((aligned(32)));
+		_mm256_store_si256((__m256i *)(void *)v, r1);
+		_mm256_store_si256((__m256i *)(void *)cn, c1);
+		for (int j = 0; j < 4; j++) {
+			unsigned nl = cn[j] < 32 ? (unsigned)cn[j] : 32;
+			ulp_bitw_put(bw, v[j] & 0xffffffffu, nl);
+			ulp_bitw_put(bw, v[j] >> 32, (unsigned)cn[j] - nl);
+			bits += cn[j];
+		}
+	}
+	*raw_bits += bits;
+	return i;
+}
+
+ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
+                                   unsigned emask, unsigned topbits, uint8_t *a,
+                                   uint8_t *b, ulp_bitw *bw)
+{
+	const unsigned lowm = mbits - topbits;
+	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
+	const __m128i cl = _mm_cvtsi32_si128((int)lowm);
+	const __m256i em = _mm256_set1_epi32((int)emask);
+	const __m256i mm = _mm256_set1_epi32((int)((1u << mbits) - 1));
+	const __m256i lm = _mm256_set1_epi32((int)((1u << lowm) - 1));
+	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
+	const __m256i nraw = _mm256_set1_epi32((int)lowm);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128(
+			(const __m128i *)(const void *)(cur + 2 * i)));
+		__m256i e = _mm256_and_si256(_mm256_srl_epi32(c, cm), em);
+		__m256i m = _mm256_and_si256(c, mm);
+		__m256i sb = _mm256_or_si256(
+			_mm256_slli_epi32(_mm256_srli_epi32(c, 15),
+		                          (int)topbits),
+			_mm256_srl_epi32(m, cl));
+		__m256i low = _mm256_and_si256(m, lm);
+		v8_store_u8(a + i, e);
+		v8_store_u8(b + i, sb);
+		/* eight fixed-width fields into two runs (8 x 13 bits at most
+		 * for the 16-bit formats) */
+		__m256i r1 = _mm256_or_si256(
+			_mm256_and_si256(low, lo32),
+			_mm256_sllv_epi64(_mm256_srli_epi64(low, 32),
+		                          _mm256_and_si256(nraw, lo32)));
+		__m256i r2 = _mm256_or_si256(
+			r1, _mm256_sll_epi64(_mm256_srli_si256(r1, 8),
+		                             _mm_cvtsi32_si128(2 * (int)lowm)));
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 0),
+		             4 * lowm);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 2),
+		             4 * lowm);
+	}
+	return i;
+}
+ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
+                                   uint8_t *b, ulp_bitw *bw)
+{
+	/* fp32: 8 exponent bits, sign and 3 mantissa bits, 20 raw bits */
+	const __m256i m20 = _mm256_set1_epi32((1 << 20) - 1);
+	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		__m256i c = _mm256_loadu_si256(
+			(const __m256i *)(const void *)(cur + 4 * i));
+		__m256i e = _mm256_and_si256(_mm256_srli_epi32(c, 23),
+		                             _mm256_set1_epi32(0xff));
+		__m256i sb = _mm256_or_si256(
+			_mm256_slli_epi32(_mm256_srli_epi32(c, 31), 3),
+			_mm256_and_si256(_mm256_srli_epi32(c, 20),
+		                         _mm256_set1_epi32(7)));
+		__m256i low = _mm256_and_si256(c, m20);
+		v8_store_u8(a + i, e);
+		v8_store_u8(b + i, sb);
+		/* pairs of 20-bit fields into four runs of 40 bits */
+		__m256i r1 = _mm256_or_si256(
+			_mm256_and_si256(low, lo32),
+			_mm256_slli_epi64(_mm256_srli_epi64(low, 32), 20));
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 0), 40);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 1), 40);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 2), 40);
+		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 3), 40);
+	}
+	return i;
+}
