@@ -17,7 +17,6 @@ fs_init
 command -v zstd >/dev/null || die "zstd (the command) is not installed"
 step "examples/quickstart.sh --quick"
 LOG=$WORK/quickstart.log
-touch "$LOG.start"
 mkdir "$WORK/start"
 if (cd "$WORK/start" && ULPFS=$ULPFS timeout -k 10 600 bash "$FS_SRCDIR/examples/quickstart.sh" --quick) >"$LOG" 2>&1; then
 	ok "quickstart exited 0"
@@ -29,6 +28,16 @@ for want in "sha256sum: all 30 files match" "torch.load + safetensors mmap: 30 f
 	"ulpfs stats --zstd19" "zstd -19 " "every checkpoint verified"; do
 	grep -qF -- "$want" "$LOG" && ok "output has: $want" || bad "output lacks: $want"
 done
+# train.py's progress: step/total, loss, time left; each save's time, and
+# each checkpoint's commit time (ulpfs sync run after the save)
+n=$(grep -cE '^\[train\] step [0-9]+/60 loss [0-9.]+ .*s/step, [0-9ms]+ left$' "$LOG")
+[ "$n" -ge 7 ] && ok "$n progress lines with the time left" || bad "$n progress lines (step N/60 ... left), expected 7 or more"
+for c in 10 20 30 40 50 60; do
+	grep -qE "^\[train\] step $c: saved .*/checkpoint-$c in [0-9.]+s$" "$LOG" &&
+		grep -qE "^\[train\] checkpoint-$c: committed [0-9.]+s after its save \(.* sync\)$" "$LOG" ||
+		bad "no save time or no commit time for checkpoint-$c"
+done
+ok "save and commit times of the 6 checkpoints: $(grep -o 'checkpoint-[0-9]*: committed [0-9.]*s' "$LOG" | sed 's/: committed / /' | tr '\n' ' ')"
 SVG=$WORK/start/ulpfs-savings.svg
 grep -qF "for a browser: $SVG" "$LOG" && ok "it names the chart: $SVG" || bad "no line naming $SVG"
 if out=$("$PY" - "$SVG" 2>&1 <<'PY'
@@ -51,6 +60,14 @@ else
 fi
 grep -q "NOT MET" "$LOG" && bad "a claim was not met: $(grep "NOT MET" "$LOG")" || ok "no claim reported NOT MET"
 grep -E "^model.safetensors: |against zstd -19 of every file" "$LOG" | sed 's/^/    /'
-leftover=$(find /tmp -maxdepth 1 -name 'ulpfs-quickstart.*' -newer "$LOG.start" 2>/dev/null | wc -l)
-[ "$leftover" = 0 ] && ok "the quickstart removed its temporary directory" || bad "$leftover ulpfs-quickstart.* directories left in /tmp"
+# its own temporary directory, named in its output (others' quickstarts
+# may run at the same time)
+qs_work=$(sed -n 's|^==> mounting a new store: \(.*\)/store on .*|\1|p' "$LOG")
+case $qs_work in
+/*/ulpfs-quickstart.*)
+	[ ! -e "$qs_work" ] && ok "the quickstart removed its temporary directory $qs_work" ||
+		bad "the quickstart left $qs_work"
+	;;
+*) bad "no temporary directory named in the output ('$qs_work')" ;;
+esac
 fs_finish
