@@ -1,5 +1,5 @@
 /*
- * rans.h - static, four-way interleaved rANS with per-context tables.
+ * rans.h - static, interleaved rANS (4 or 32 lanes) with per-context tables.
  *
  * Symbols are bytes from an alphabet of nsym <= 256 values; each symbol has
  * a context byte (0..255) that selects its frequency table.  Tables are
