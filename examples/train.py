@@ -282,6 +282,63 @@ def fsync_dir(path):
         os.close(fd)
 
 
+def fmt_secs(s):
+    return "%dm%02ds" % divmod(int(round(s)), 60) if s >= 60 else "%ds" % round(s)
+
+
+class Progress:
+    """The progress lines: one after the first step, each save and whenever
+    half of --log_seconds has passed since the last line; and, from a thread
+    of its own, one whenever a step or a save runs longer than
+    --log_seconds, so that a line comes at least that often however slow
+    the machine.  The time left assumes what is left costs what the steps
+    so far did, saves included."""
+
+    def __init__(self, first, last, every):
+        self.first, self.last, self.every = first, last, every
+        self.done = first - 1          # the last step finished
+        self.loss = None
+        self.t_start = self.t_shown = time.time()
+        self.lock = threading.Lock()
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._beat, daemon=True)
+        self.thread.start()
+
+    def _left(self, now):
+        if self.done < self.first:
+            return "time left not known yet"
+        per = (now - self.t_start) / (self.done - self.first + 1)
+        return "%.2fs/step, %s left" % (per, fmt_secs(per * (self.last - self.done)))
+
+    def step_done(self, step, loss, lr, force):
+        with self.lock:
+            now = time.time()
+            self.done, self.loss = step, loss
+            if step == self.first or force or now - self.t_shown >= self.every / 2:
+                log("step %d/%d loss %.6f lr %.3e  %s" % (step, self.last, loss, lr,
+                                                          self._left(now)))
+                self.t_shown = now
+
+    def shown(self):
+        """A line (a save's) was just printed."""
+        with self.lock:
+            self.t_shown = time.time()
+
+    def _beat(self):
+        while not self.stopping.wait(min(1.0, self.every / 4)):
+            with self.lock:
+                now = time.time()
+                if now - self.t_shown < self.every or self.done >= self.last:
+                    continue
+                log("step %d/%d running (%.0fs since the last line)  %s" %
+                    (self.done + 1, self.last, now - self.t_shown, self._left(now)))
+                self.t_shown = now
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join()
+
+
 class CommitWaiter:
     """Runs --commit_cmd OUTPUT_DIR after each save, one at a time on a
     thread of its own so that training goes on meanwhile, and logs how long
@@ -428,7 +485,7 @@ def main(argv=None):
     first = state["global_step"] + 1
     waiter = CommitWaiter(a.commit_cmd, a.output_dir)
     bf16 = a.precision == "bf16-mixed"
-    t_start = t_shown = time.time()
+    progress = Progress(first, last, a.log_seconds)
     model.train()
     for step in range(first, last + 1):
         ix = torch.randint(len(data) - a.ctx - 1, (a.batch,))   # global RNG: in rng_state
@@ -443,24 +500,17 @@ def main(argv=None):
         sched.step()
         state["global_step"] = step
         state["log_history"].append({"step": step, "loss": loss.item(), "learning_rate": lr})
-        now = time.time()
         saving = step % a.save_steps == 0 or step == a.max_steps
-        if step == first or saving or now - t_shown >= a.log_seconds / 2:
-            # saves included: what is left costs what the steps so far did
-            per = (now - t_start) / (step - first + 1)
-            log("step %d/%d loss %.6f lr %.3e  %.2fs/step, %s left" %
-                (step, last, loss.item(), lr, per, fmt_secs(per * (last - step))))
-            t_shown = now
+        progress.step_done(step, loss.item(), lr, saving)
         if saving:
             name = save_checkpoint(a, step, model, opt, sched, state, manifest)
             waiter.after_save(name, time.time())
-            t_shown = time.time()
+            progress.shown()
+    progress.stop()
     waiter.finish()
     log("done at step %d in %.1fs" % (state["global_step"], time.time() - t0))
 
 
-def fmt_secs(s):
-    return "%dm%02ds" % divmod(int(round(s)), 60) if s >= 60 else "%ds" % round(s)
 
 
 if __name__ == "__main__":

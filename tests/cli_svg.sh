@@ -12,8 +12,9 @@
 #     not UTF-8, a control character) shown as U+FFFD;
 #   - it opens in a browser: chromium --headless --screenshot of it is not
 #     blank and shows the stored and zstd -19 colours;
-#   - on an unmounted store too; a directory that does not exist, an
-#     empty name, --svg on another command: an error, no file left.
+#   - on an unmounted store too, and on an empty one (no bars, a note); a
+#     directory that does not exist, an empty name, --svg on another
+#     command: an error, no file left.
 # chromium missing is a FAILURE unless ULPFS_ALLOW_SKIP=1 (then exit 77).
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
@@ -131,6 +132,18 @@ fs_umount "$MNT"
 chart unmounted --zstd19 --store "$STORE"
 cmp -s "$WORK/unmounted.svg" "$WORK/z19.svg" && ok "the same chart as on the mount" ||
 	bad "unmounted.svg differs from z19.svg"
+
+step "an empty store: a chart that says so"
+fs_mount "$WORK/empty" "$MNT"
+fs_umount "$MNT"
+expect 0 "stats --svg of an empty store" stats --store "$WORK/empty" --svg "$WORK/empty.svg"
+"$PY" - "$WORK/empty.svg" <<'PY' && ok "empty.svg: well-formed, no bars, 'no versions in the store'" || bad "empty.svg is not the empty chart"
+import sys, xml.etree.ElementTree as ET
+ns = "{http://www.w3.org/2000/svg}"
+root = ET.parse(sys.argv[1]).getroot()
+assert not [r for r in root.iter(ns + "rect") if r.find(ns + "title") is not None]
+assert "no versions in the store" in ["".join(t.itertext()) for t in root.iter(ns + "text")]
+PY
 
 step "bad arguments"
 expect_err 1 "No such file" "--svg into a directory that does not exist" \

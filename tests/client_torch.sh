@@ -124,7 +124,7 @@ grep -q "resumed from $MNT/resume/checkpoint-30 at step 30" "$WORK/mnt-resume.lo
 	{ bad "the run did not resume from checkpoint-30 in the mount"; sed 's/^/    | /' "$WORK/mnt-resume.log" >&2; }
 want=$("$PY" -c 'import json,sys; h=json.load(open(sys.argv[1]))["log_history"]; print(repr([e["loss"] for e in h if e["step"]==31][0]))' "$REF/full/checkpoint-60/trainer_state.json")
 got=$("$PY" -c 'import json,sys; h=json.load(open(sys.argv[1]))["log_history"]; print(repr([e["loss"] for e in h if e["step"]==31][0]))' "$MNT/resume/checkpoint-60/trainer_state.json")
-got_log=$(sed -n 's/.*step 31 loss \([0-9.]*\).*/\1/p' "$WORK/mnt-resume.log")
+got_log=$(sed -n 's/.*step 31\/[0-9]* loss \([0-9.]*\).*/\1/p' "$WORK/mnt-resume.log")
 if [ -n "$want" ] && [ "$want" = "$got" ]; then
 	ok "loss at step 31 after resume = uninterrupted run's: $got (log: $got_log)"
 else
