@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1123,7 +1124,7 @@ Test(store, reopen_keeps_everything)
 	                                -1, &s, NULL),
 	             SQLITE_OK);
 	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(s, 0), 3);
+	cr_assert_eq(sqlite3_column_int(s, 0), 4);
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	free(v.p);
@@ -1677,7 +1678,8 @@ Test(store, snapshot_pins_survive_unlink_gc_and_prune)
 			                     &found) == 0)
 				cr_log_error("version %" PRIu64 ": id %" PRIu64
 				             " state %d ref %" PRIu64,
-				             q, found.id, found.state, found.ref);
+				             q, found.id, found.state,
+				             found.ref);
 		cr_log_error("current id %" PRIu64 ", queued %" PRIu64
 		             ", staged %" PRIu64 " bytes, discards %" PRIu64,
 		             now.id, ss.queued, ss.staged_bytes, ss.discards);
@@ -1826,7 +1828,12 @@ Test(store, migrates_a_v2_catalog)
 	uint64_t id = current(st, ino).id;
 	ulp_store_close(st);
 
-	/* What a version-2 ulpfs left: no baselines table. */
+	/* What a version-2 ulpfs left: no baselines table, none of
+	 * version 4's rdev column, xattrs and trigger; a name per inode. */
+	cat_sql("DROP TRIGGER inodes_drop_xattrs");
+	cat_sql("DROP TABLE xattrs");
+	cat_sql("ALTER TABLE inodes DROP COLUMN rdev");
+	cat_sql("DROP INDEX dirents_ino");
 	cat_sql("DROP TABLE baselines");
 	cat_sql("UPDATE meta SET value = 2 WHERE key = 'schema_version'");
 	cr_assert_eq(cat_sql("SELECT count(*) FROM sqlite_master WHERE name"
@@ -1840,18 +1847,53 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
+	             4);
+	cr_assert_eq(cat_sql("SELECT count(*) FROM sqlite_master WHERE name"
+	                     " IN ('xattrs', 'inodes_drop_xattrs',"
+	                     " 'dirents_ino')"),
 	             3);
 
 	st = open_default();
+	expect_content(st, ino, v.p, v.len);
 	cr_assert_eq(ulp_version_baseline_get(st, id, "zstd-19", &b), 0);
 	cr_assert_eq(b, 4321, "the figure survives a reopen");
 	ulp_store_close(st);
 
 	/* A catalog from a newer ulpfs is refused, untouched. */
-	cat_sql("UPDATE meta SET value = 4 WHERE key = 'schema_version'");
+	cat_sql("UPDATE meta SET value = 5 WHERE key = 'schema_version'");
 	cr_assert_eq(ulp_store_open(store_dir(), NULL, &st), -EPROTO);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             4);
+	             5);
 	free(v.p);
+}
+
+Test(store, special_files)
+{
+	ulp_store *st = open_default();
+	ulp_attr a, b;
+
+	cr_assert_eq(ulp_ns_mknod(st, ULP_ROOT_INO, "fifo", S_IFIFO | 0640, 99,
+	                          0, 0, &a),
+	             0);
+	cr_assert(S_ISFIFO(a.mode));
+	cr_assert_eq(a.rdev, 0, "a FIFO has no device number");
+	cr_assert_eq(ulp_ns_mknod(st, ULP_ROOT_INO, "null", S_IFCHR | 0666,
+	                          makedev(1, 3), 0, 0, &b),
+	             0);
+	cr_assert_eq(ulp_ns_mknod(st, ULP_ROOT_INO, "null", S_IFBLK | 0666, 1,
+	                          0, 0, &a),
+	             -EEXIST);
+	cr_assert_eq(ulp_ns_mknod(st, ULP_ROOT_INO, "dir", S_IFDIR | 0755, 0, 0,
+	                          0, &a),
+	             -EINVAL, "mknod makes no directory");
+	ulp_store_close(st);
+	st = open_default();
+	cr_assert_eq(ulp_ns_lookup(st, ULP_ROOT_INO, "null", &a), 0);
+	cr_assert_eq(a.ino, b.ino);
+	cr_assert_eq(a.mode, S_IFCHR | 0666);
+	cr_assert_eq(a.rdev, makedev(1, 3), "the device number is kept");
+	cr_assert_eq(ulp_ns_unlink(st, ULP_ROOT_INO, "null"), 0);
+	cr_assert_eq(ulp_ns_lookup(st, ULP_ROOT_INO, "null", &a), -ENOENT);
+	ulp_store_close(st);
 }

@@ -37,6 +37,7 @@ void ulp_fs_attr_to_stat(const ulp_attr *a, struct stat *st)
 	st->st_atim = a->atime;
 	st->st_mtim = a->mtime;
 	st->st_ctim = a->ctime;
+	st->st_rdev = (dev_t)a->rdev;
 }
 
 static void fill_entry(const ulp_fs *fs, const ulp_attr *a,
@@ -277,22 +278,17 @@ void ulp_fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ulp_attr a;
 	uid_t uid;
 	gid_t gid;
-	(void)rdev;
 	int err = check_new(parent, name);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
 	}
-	/* Only regular files: devices, FIFOs and sockets have no place in a
-	 * checkpoint store (POSIX: EPERM for an unsupported node type). */
-	if (!S_ISREG(mode)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
+	/* FIFOs, sockets and device nodes are metadata only: the kernel
+	 * serves their opens itself. */
 	int rc = new_owner(req, parent, &mode, &uid, &gid);
 	if (rc == 0)
-		rc = ulp_ns_create(ulp_fs_of(req)->st, parent, name, mode, uid,
-		                   gid, &a);
+		rc = ulp_ns_mknod(ulp_fs_of(req)->st, parent, name, mode,
+		                  (uint64_t)rdev, uid, gid, &a);
 	reply_entry_or_err(req, rc, &a);
 }
 

@@ -163,11 +163,44 @@ static const char SCHEMA_V3[] = "CREATE TABLE baselines("
 				" bytes INTEGER NOT NULL,"
 				" PRIMARY KEY(version, name)) WITHOUT ROWID;";
 
+/* Version 4, "local filesystem" (issue 13): what a local POSIX filesystem
+ * keeps beside names and contents.
+ * - inodes.rdev: the device number of a character or block special file
+ *   (FIFOs and sockets keep 0); kind 4 is a special file.
+ * - xattrs: extended attributes by inode and full name ("user.x",
+ *   "system.posix_acl_access"), removed with their inode by a trigger, so
+ *   that every path that deletes an inode row drops them in its own
+ *   transaction.
+ * - dirents.ino is no longer UNIQUE: hard links give an inode several
+ *   entries.  SQLite cannot drop a constraint, so the table is rebuilt
+ *   (ids kept: they are readdir offsets). */
+static const char SCHEMA_V4_LOCALFS[] =
+	"ALTER TABLE inodes ADD COLUMN rdev INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE xattrs("
+	" ino INTEGER NOT NULL,"
+	" name TEXT NOT NULL,"
+	" value BLOB NOT NULL,"
+	" PRIMARY KEY(ino, name)) WITHOUT ROWID;"
+	"CREATE TRIGGER inodes_drop_xattrs AFTER DELETE ON inodes"
+	" BEGIN DELETE FROM xattrs WHERE ino = old.ino; END;"
+	"CREATE TABLE dirents_v4("
+	" id INTEGER PRIMARY KEY,"
+	" parent INTEGER NOT NULL,"
+	" name TEXT NOT NULL,"
+	" ino INTEGER NOT NULL,"
+	" UNIQUE(parent, name));"
+	"INSERT INTO dirents_v4(id, parent, name, ino)"
+	" SELECT id, parent, name, ino FROM dirents;"
+	"DROP TABLE dirents;"
+	"ALTER TABLE dirents_v4 RENAME TO dirents;"
+	"CREATE INDEX dirents_ino ON dirents(ino, id);";
+
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
 	{ SCHEMA_V1, v1_root },
 	{ SCHEMA_V2, NULL },
 	{ SCHEMA_V3, NULL },
+	{ SCHEMA_V4_LOCALFS, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)

@@ -81,6 +81,7 @@ typedef struct ulp_attr {
 	gid_t gid;
 	uint64_t size;
 	struct timespec atime, mtime, ctime;
+	uint64_t rdev; /* device number of a character or block device */
 } ulp_attr;
 
 int ulp_ns_lookup(ulp_store *st, uint64_t parent, const char *name,
@@ -97,6 +98,12 @@ int ulp_ns_mkdir(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
                  uid_t uid, gid_t gid, ulp_attr *out);
 int ulp_ns_symlink(ulp_store *st, uint64_t parent, const char *name,
                    const char *target, uid_t uid, gid_t gid, ulp_attr *out);
+/* A special file: mode's type is S_IFIFO, S_IFSOCK, S_IFCHR or S_IFBLK
+ * (S_IFREG makes an empty regular file, as ulp_ns_create); rdev is kept
+ * for devices.  Metadata only: the kernel serves their opens itself.
+ * Other types: -EINVAL. */
+int ulp_ns_mknod(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
+                 uint64_t rdev, uid_t uid, gid_t gid, ulp_attr *out);
 /* The target, NUL-terminated, truncated to size - 1 bytes: 0 or -errno
  * (-EINVAL: not a symlink). */
 int ulp_ns_readlink(ulp_store *st, uint64_t ino, char *buf, size_t size);
