@@ -41,7 +41,7 @@ apt_packages=(
 	libjansson-dev
 	libcriterion-dev
 	python3 python3-torch python3-numpy
-	fio rsync
+	fio rsync attr acl
 )
 
 passed=0

@@ -1897,3 +1897,74 @@ Test(store, special_files)
 	cr_assert_eq(ulp_ns_lookup(st, ULP_ROOT_INO, "null", &a), -ENOENT);
 	ulp_store_close(st);
 }
+
+Test(store, xattrs)
+{
+	ulp_store *st = open_default();
+	ulp_attr a, d;
+	char buf[128];
+	static char big[ULP_XATTR_SIZE_MAX + 1];
+
+	cr_assert_eq(ulp_ns_create(st, ULP_ROOT_INO, "f", 0644, 0, 0, &a), 0);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "user.a", "1", 1, 0), 0);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "user.a", "22", 2,
+	                           ULP_XATTR_CREATE),
+	             -EEXIST);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "user.b", "2", 1,
+	                           ULP_XATTR_REPLACE),
+	             -ENODATA);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "security.b", "xyz", 3, 0), 0);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "other.b", "2", 1, 0),
+	             -EOPNOTSUPP);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "user.big", big, sizeof big, 0),
+	             -E2BIG);
+	cr_assert_eq(ulp_xattr_get(st, a.ino, "user.a", NULL, 0), 1);
+	cr_assert_eq(ulp_xattr_get(st, a.ino, "security.b", buf, 2), -ERANGE);
+	cr_assert_eq(ulp_xattr_get(st, a.ino, "user.none", buf, 8), -ENODATA);
+	cr_assert_eq(ulp_xattr_list(st, a.ino, NULL, 0), 18);
+	cr_assert_eq(ulp_xattr_list(st, a.ino, buf, 4), -ERANGE);
+	ulp_store_close(st);
+
+	st = open_default();
+	cr_assert_eq(ulp_xattr_list(st, a.ino, buf, sizeof buf), 18);
+	cr_assert_eq(memcmp(buf, "security.b\0user.a\0", 18), 0,
+	             "sorted names survive a reopen");
+	cr_assert_eq(ulp_xattr_get(st, a.ino, "security.b", buf, sizeof buf),
+	             3);
+	cr_assert_eq(memcmp(buf, "xyz", 3), 0);
+	cr_assert_eq(ulp_xattr_remove(st, a.ino, "user.a"), 0);
+	cr_assert_eq(ulp_xattr_remove(st, a.ino, "user.a"), -ENODATA);
+
+	/* An inherited default ACL (user::rwx user:99:rwx group::r-x
+	 * mask::rwx other::r-x) masks a new file's mode, which masks it. */
+	static const unsigned char acl[] = {
+		2,    0,    0,    0, 1,    0,    7,    0,    0xff,
+		0xff, 0xff, 0xff, 2, 0,    7,    0,    99,   0,
+		0,    0,    4,    0, 5,    0,    0xff, 0xff, 0xff,
+		0xff, 0x10, 0,    7, 0,    0xff, 0xff, 0xff, 0xff,
+		0x20, 0,    5,    0, 0xff, 0xff, 0xff, 0xff,
+	};
+	cr_assert_eq(ulp_ns_mkdir(st, ULP_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	cr_assert_eq(ulp_xattr_set(st, d.ino, ULP_ACL_DEFAULT, acl, sizeof acl,
+	                           0),
+	             0);
+	cr_assert_eq(ulp_ns_create(st, d.ino, "g", 0640, 0, 0, &a), 0);
+	cr_assert_eq(a.mode, S_IFREG | 0640, "the mode is masked by the ACL");
+	unsigned char got[sizeof acl];
+	cr_assert_eq(ulp_xattr_get(st, a.ino, ULP_ACL_ACCESS, got, sizeof got),
+	             (ssize_t)sizeof acl);
+	cr_assert_eq(got[30], 4, "the mask became r-- (the mode's group bits)");
+	cr_assert_eq(ulp_xattr_get(st, a.ino, ULP_ACL_DEFAULT, NULL, 0),
+	             -ENODATA, "a file has no default ACL");
+	cr_assert_eq(ulp_ns_mkdir(st, d.ino, "sub", 0777, 0, 0, &a), 0);
+	cr_assert_eq(ulp_xattr_get(st, a.ino, ULP_ACL_DEFAULT, NULL, 0),
+	             (ssize_t)sizeof acl, "a directory inherits it as default");
+	cr_assert_eq(ulp_acl_default_of(st, d.ino), 1);
+	cr_assert_eq(ulp_acl_default_of(st, ULP_ROOT_INO), 0);
+
+	/* Attributes go with their inode. */
+	cr_assert_eq(ulp_ns_unlink(st, d.ino, "g"), 0);
+	cr_assert_eq(ulp_ns_rmdir(st, d.ino, "sub"), 0);
+	cr_assert_eq(cat_sql("SELECT count(*) FROM xattrs"), 2);
+	ulp_store_close(st);
+}

@@ -88,10 +88,9 @@ static int check_change(fuse_ino_t parent, const char *name)
 	return 0;
 }
 
-/* Owner of a new node in parent: the caller's uid; the caller's gid, or
- * the directory's when it has the set-group-ID bit (which new directories
- * then inherit), as on Linux's local filesystems. */
-static int new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
+/* The directory's set-group-ID bit gives new nodes its group (and new
+ * directories the bit), as on Linux's local filesystems. */
+int ulp_fs_new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
                      uid_t *uid, gid_t *gid)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -103,6 +102,13 @@ static int new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
 		return -ENOTDIR;
 	*uid = ctx->uid;
 	*gid = ctx->gid;
+	if (ulp_fs_of(req)->posix_acl && !S_ISLNK(*mode)) {
+		rc = ulp_acl_default_of(ulp_fs_of(req)->st, parent);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			*mode &= ~(ctx->umask & 0777);
+	}
 	if (pa.mode & S_ISGID) {
 		*gid = pa.gid;
 		if (S_ISDIR(*mode))
@@ -285,7 +291,7 @@ void ulp_fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	}
 	/* FIFOs, sockets and device nodes are metadata only: the kernel
 	 * serves their opens itself. */
-	int rc = new_owner(req, parent, &mode, &uid, &gid);
+	int rc = ulp_fs_new_owner(req, parent, &mode, &uid, &gid);
 	if (rc == 0)
 		rc = ulp_ns_mknod(ulp_fs_of(req)->st, parent, name, mode,
 		                  (uint64_t)rdev, uid, gid, &a);
@@ -304,7 +310,7 @@ void ulp_fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 		return;
 	}
 	mode = (mode & 07777) | S_IFDIR;
-	int rc = new_owner(req, parent, &mode, &uid, &gid);
+	int rc = ulp_fs_new_owner(req, parent, &mode, &uid, &gid);
 	if (rc == 0)
 		rc = ulp_ns_mkdir(ulp_fs_of(req)->st, parent, name, mode, uid,
 		                  gid, &a);
@@ -327,7 +333,7 @@ void ulp_fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	int rc = new_owner(req, parent, &mode, &uid, &gid);
+	int rc = ulp_fs_new_owner(req, parent, &mode, &uid, &gid);
 	if (rc == 0)
 		rc = ulp_ns_symlink(ulp_fs_of(req)->st, parent, name, link, uid,
 		                    gid, &a);

@@ -129,6 +129,8 @@ static int make_node(ulp_store *st, uint64_t parent, const char *name,
 		return rc;
 	rc = ulp_cat_inode_insert(st->cat, row, target);
 	if (rc == 0)
+		rc = ulp_acl_inherit(st, parent, row);
+	if (rc == 0)
 		rc = ulp_cat_link(st->cat, parent, name, row->ino);
 	if (rc == 0)
 		rc = ulp_cat_touch_dir(st->cat, parent, row->ctime,

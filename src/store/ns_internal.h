@@ -27,4 +27,17 @@ void ulp_ns_unlinked_done(ulp_store *st, ulp_inode *in);
  * it (rc is -ENOSPC, not retried yet, and the reserve was given back). */
 int ulp_ns_retry_nospc(ulp_store *st, int rc, int *tried);
 
+/* Inside a new inode's transaction, after its row is inserted: inherit
+ * parent's default ACL (acl.c); row->mode is updated, in the row too. */
+int ulp_acl_inherit(ulp_store *st, uint64_t parent, ulp_cat_inode *row);
+/* An access ACL is being set on row (in the caller's transaction): the
+ * mode's permission bits become the ACL's (row->mode and the catalog);
+ * *store_it is 0 when the mode says all the ACL does.  -EINVAL for a
+ * malformed ACL. */
+int ulp_acl_access_set(ulp_store *st, ulp_cat_inode *row, const void *acl,
+                       size_t len, int *store_it);
+/* chmod of ino to mode (in the caller's transaction): its access ACL, if
+ * any, follows. */
+int ulp_acl_chmod(ulp_store *st, uint64_t ino, uint32_t mode);
+
 #endif /* ULP_STORE_NS_INTERNAL_H */

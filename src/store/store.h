@@ -148,6 +148,38 @@ int ulp_ns_readdir(ulp_store *st, uint64_t ino, uint64_t off, ulp_dirent_fn fn,
 /* Space of the backing filesystem, for statfs. */
 int ulp_store_statfs(ulp_store *st, struct statvfs *out);
 
+/* ------------------------------------------------------------ xattrs
+ * (xattr.c, acl.c)
+ *
+ * Extended attributes of an inode, in the catalog: names "user.*",
+ * "trusted.*", "security.*" and the POSIX ACLs ULP_ACL_ACCESS and
+ * ULP_ACL_DEFAULT (in the kernel's xattr form); other names -EOPNOTSUPP,
+ * names over 255 bytes -ERANGE, values over 64 KiB -E2BIG, more than
+ * ULP_XATTR_INODE_MAX bytes on one inode -ENOSPC.  A change sets ctime in
+ * the same transaction; an inode's attributes go with its row.  A new
+ * inode inherits its directory's default ACL (ulp_ns_create, mkdir,
+ * mknod), which masks its mode as on Linux. */
+#define ULP_ACL_ACCESS "system.posix_acl_access"
+#define ULP_ACL_DEFAULT "system.posix_acl_default"
+#define ULP_XATTR_NAME_MAX 255
+#define ULP_XATTR_SIZE_MAX 65536
+#define ULP_XATTR_INODE_MAX 65536
+#define ULP_XATTR_CREATE 1u  /* -EEXIST if it exists */
+#define ULP_XATTR_REPLACE 2u /* -ENODATA if it does not */
+int ulp_xattr_set(ulp_store *st, uint64_t ino, const char *name,
+                  const void *value, size_t size, unsigned flags);
+/* The value's length; with size 0 only that, else -ERANGE when it does
+ * not fit; -ENODATA when there is none. */
+ssize_t ulp_xattr_get(ulp_store *st, uint64_t ino, const char *name, void *buf,
+                      size_t size);
+/* The names, each NUL-terminated, sorted; size 0 and -ERANGE as get. */
+ssize_t ulp_xattr_list(ulp_store *st, uint64_t ino, char *buf, size_t size);
+/* -ENODATA when there is none. */
+int ulp_xattr_remove(ulp_store *st, uint64_t ino, const char *name);
+/* 1 when directory dir has a default ACL (new inodes in it take their
+ * permissions from it, not from the umask), 0, -errno. */
+int ulp_acl_default_of(ulp_store *st, uint64_t dir);
+
 /* ------------------------------------------------------------ file data */
 
 typedef struct ulp_file ulp_file;
