@@ -6,7 +6,9 @@
 #   setfattr/getfattr, setfacl/getfacl, cp -a and rsync -aX, across a
 #   remount, with their errors (ENODATA, EEXIST, ERANGE, E2BIG) and ACLs
 #   enforced for an unprivileged user (setpriv to nobody);
-#   hard links (tests/fs_links.py).
+#   hard links (tests/fs_links.py): versions through either name, names
+#   removed in every order, gc and verify; cp -al of a checkpoint run, then
+#   further training into the original, against a plain directory.
 # Mounted with default_permissions,allow_other (so that nobody may enter).
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -171,6 +173,19 @@ mkdir -p "$WORK/back"
 check "rsync -aXA out of the mount" rsync -aXA "$MNT/rsx/" "$WORK/back/"
 check "what came out has the same xattrs and ACLs" test "$(dumpx "$PLAIN/src")" = "$(dumpx "$WORK/back")"
 check "an xattr goes with its file" sh -c "rm '$MNT/cpa/a' && echo n >'$MNT/cpa/a' && ! getfattr -n user.k '$MNT/cpa/a' 2>/dev/null"
+
+step "hard links: versions through either name, names removed in every order, gc, verify"
+check "fs_links.py versions" "$PY" "$FS_SRCDIR/tests/fs_links.py" versions "$MNT" "$ULPFS"
+
+step "cp -al of a checkpoint run, then further training into the original"
+mkdir -p "$WORK/plainrun" "$MNT/mrun"
+"$PY" "$FS_SRCDIR/tests/fs_links.py" run "$WORK/plainrun" >"$WORK/plain.manifest" || bad "the run on a plain directory failed"
+"$PY" "$FS_SRCDIR/tests/fs_links.py" run "$MNT/mrun" >"$WORK/mnt.manifest" || bad "the run in the mount failed"
+check "the linked copy kept the old content (as on a local filesystem)" grep -q "^linked/checkpoint-100/optimizer.pt 1 " "$WORK/mnt.manifest"
+check "every path, link count and hash as on a plain directory" diff "$WORK/plain.manifest" "$WORK/mnt.manifest"
+fs_remount "$STORE" "$MNT"
+check "link counts survive a remount" test "$(stat -c %h "$MNT/mrun/linked/checkpoint-100/model.safetensors")" = 1
+check "and the content" test "$(sha256sum <"$MNT/mrun/linked/checkpoint-100/model.safetensors")" = "$(sha256sum <"$WORK/plainrun/linked/checkpoint-100/model.safetensors")"
 
 fs_umount "$MNT"
 fs_finish

@@ -1968,3 +1968,38 @@ Test(store, xattrs)
 	cr_assert_eq(cat_sql("SELECT count(*) FROM xattrs"), 2);
 	ulp_store_close(st);
 }
+
+Test(store, hard_links)
+{
+	ulp_store *st = open_default();
+	ulp_attr a, b, d;
+	ulp_version_info v;
+	sfile c = st_make(16 * 1024, 64, 65);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "a", c.p, c.len);
+
+	sync_ok(st);
+	cr_assert_eq(ulp_ns_mkdir(st, ULP_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	cr_assert_eq(ulp_ns_link(st, ino, d.ino, "b", &b), 0);
+	cr_assert_eq(b.ino, ino);
+	cr_assert_eq(b.nlink, 2);
+	cr_assert_eq(ulp_ns_link(st, ino, d.ino, "b", &b), -EEXIST);
+	cr_assert_eq(ulp_ns_link(st, d.ino, ULP_ROOT_INO, "dl", &b), -EPERM,
+	             "no hard links to directories");
+	cr_assert_eq(ulp_version_find(st, "d/b", 0, &v), 0,
+	             "the history is found through the other name");
+	cr_assert_eq(v.ino, ino);
+	cr_assert_eq(ulp_ns_unlink(st, ULP_ROOT_INO, "a"), 0);
+	cr_assert_eq(ulp_ns_getattr(st, ino, &a), 0, "the data stays");
+	cr_assert_eq(a.nlink, 1);
+	expect_content(st, ino, c.p, c.len);
+	cr_assert_eq(ulp_version_find(st, "d/b", 1, &v), 0,
+	             "the versions followed the inode to its other name");
+	ulp_store_close(st);
+	st = open_default();
+	expect_content(st, ino, c.p, c.len);
+	cr_assert_eq(ulp_ns_unlink(st, d.ino, "b"), 0);
+	cr_assert_eq(ulp_ns_getattr(st, ino, &a), -ENOENT);
+	cr_assert_eq(ulp_version_find(st, "d/b", 0, &v), -ENOENT);
+	ulp_store_close(st);
+	free(c.p);
+}

@@ -394,13 +394,20 @@ void ulp_fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void ulp_fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                     const char *newname)
 {
-	(void)ino;
-	(void)newparent;
-	(void)newname;
-	/* Hard links are not supported: every path has its own version
-	 * history.  EPERM is what link(2) returns on filesystems without
-	 * them (documented in ulpfs(1)). */
-	fuse_reply_err(req, EPERM);
+	ulp_attr a;
+	int err = check_name(newname);
+	/* The control directory is another filesystem, as far as names
+	 * go: nothing links into or out of it. */
+	if (!err && (ulp_ctl_is(ino) || ulp_ctl_is(newparent)))
+		err = EXDEV;
+	if (!err && ulp_ctl_is_name(newparent, newname))
+		err = EEXIST;
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	int rc = ulp_ns_link(ulp_fs_of(req)->st, ino, newparent, newname, &a);
+	reply_entry_or_err(req, rc, &a);
 }
 
 void ulp_fs_op_statfs(fuse_req_t req, fuse_ino_t ino)

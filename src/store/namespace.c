@@ -347,11 +347,11 @@ static int unlink_txn(ulp_store *st, uint64_t parent, const char *name,
 		rc = ulp_cat_unlink(st->cat, parent, name);
 	if (rc == 0)
 		rc = ulp_cat_touch_dir(st->cat, parent, ulp_now_ns(), 0);
-	if (rc == 0 && row->kind == ULP_KIND_FILE)
-		rc = ulp_ns_drop_file(st, row->ino, dead, held);
-	else if (rc == 0)
-		rc = ulp_cat_inode_delete(st->cat, row->ino);
 	if (rc == 0)
+		rc = ulp_ns_drop_name(st, row, path, dead, held);
+	/* The history of the path goes with the last name (with others
+	 * left, it followed the inode to the next one). */
+	if (rc == 0 && row->nlink <= 1)
 		rc = ulp_versions_release_path(st, path, 0, dead);
 	if (rc == 0)
 		rc = ulp_cat_commit(st->cat);

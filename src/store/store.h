@@ -108,6 +108,13 @@ int ulp_ns_mknod(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
  * (-EINVAL: not a symlink). */
 int ulp_ns_readlink(ulp_store *st, uint64_t ino, char *buf, size_t size);
 
+/* A hard link: a new name newparent/newname for ino (not a directory:
+ * -EPERM), nlink and ctime of ino and the directory's times updated.  The
+ * versions of a file belong to the inode, whichever name writes it; they
+ * are recorded under its oldest name's path (ulp_ns_path), which moves to
+ * the next name when that one goes. */
+int ulp_ns_link(ulp_store *st, uint64_t ino, uint64_t newparent,
+                const char *newname, ulp_attr *out);
 /* An unlinked file that is open stays readable and writable through its
  * handles (getattr gives nlink 0) until the last one is released. */
 int ulp_ns_unlink(ulp_store *st, uint64_t parent, const char *name);
