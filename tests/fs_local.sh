@@ -6,6 +6,7 @@
 #   setfattr/getfattr, setfacl/getfacl, cp -a and rsync -aX, across a
 #   remount, with their errors (ENODATA, EEXIST, ERANGE, E2BIG) and ACLs
 #   enforced for an unprivileged user (setpriv to nobody);
+#   POSIX's errors and times (tests/fs_errors.py) as root and as nobody;
 #   hard links (tests/fs_links.py): versions through either name, names
 #   removed in every order, gc and verify; cp -al of a checkpoint run, then
 #   further training into the original, against a plain directory.
@@ -173,6 +174,16 @@ mkdir -p "$WORK/back"
 check "rsync -aXA out of the mount" rsync -aXA "$MNT/rsx/" "$WORK/back/"
 check "what came out has the same xattrs and ACLs" test "$(dumpx "$PLAIN/src")" = "$(dumpx "$WORK/back")"
 check "an xattr goes with its file" sh -c "rm '$MNT/cpa/a' && echo n >'$MNT/cpa/a' && ! getfattr -n user.k '$MNT/cpa/a' 2>/dev/null"
+
+step "POSIX errors and times, as root and as nobody"
+mkdir -p "$MNT/err-root" "$MNT/err-nobody" "$MNT/sticky"
+chown nobody:nogroup "$MNT/err-nobody"
+chmod 1777 "$MNT/sticky"
+echo x >"$MNT/sticky/theirs"
+check "as root" "$PY" "$FS_SRCDIR/tests/fs_errors.py" "$MNT/err-root" "$MNT" "$MNT/sticky"
+echo x >"$MNT/sticky/theirs"
+check "as nobody" setpriv --reuid=nobody --regid=nogroup --clear-groups \
+	"$PY" "$FS_SRCDIR/tests/fs_errors.py" "$MNT/err-nobody" "$MNT" "$MNT/sticky"
 
 step "hard links: versions through either name, names removed in every order, gc, verify"
 check "fs_links.py versions" "$PY" "$FS_SRCDIR/tests/fs_links.py" versions "$MNT" "$ULPFS"

@@ -367,9 +367,15 @@ void ulp_fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       unsigned int flags)
 {
 	unsigned uf = 0;
+	int sctl = ulp_ctl_is(parent) || ulp_ctl_is_name(parent, name);
+	int dctl = ulp_ctl_is(newparent) || ulp_ctl_is_name(newparent, newname);
 	int err = check_change(parent, name);
 	if (!err)
 		err = check_change(newparent, newname);
+	/* Between the control directory and the live tree, as between two
+	 * filesystems: EXDEV (mv(1) then copies, and fails on EROFS). */
+	if (err == EROFS && sctl != dctl)
+		err = EXDEV;
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
