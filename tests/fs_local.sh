@@ -95,20 +95,16 @@ expect("an unknown namespace", errno.errorcode[errno.EOPNOTSUPP], os.setxattr, p
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 buf = ctypes.create_string_buffer(1)
-n = libc.getxattr(p.encode(), b"user.note", buf, ctypes.c_size_t(1))
-e = ctypes.get_errno()
-if n == -1 and e == errno.ERANGE:
-    print("  ok: getxattr into a small buffer: ERANGE")
-else:
-    fails += 1
-    print("  FAIL: getxattr into a small buffer: %d errno %d" % (n, e))
-n = libc.listxattr(p.encode(), buf, ctypes.c_size_t(1))
-e = ctypes.get_errno()
-if n == -1 and e == errno.ERANGE:
-    print("  ok: listxattr into a small buffer: ERANGE")
-else:
-    fails += 1
-    print("  FAIL: listxattr into a small buffer: %d errno %d" % (n, e))
+def erange(what, n):
+    global fails
+    e = ctypes.get_errno()
+    if n == -1 and e == errno.ERANGE:
+        print("  ok: %s into a small buffer: ERANGE" % what)
+    else:
+        fails += 1
+        print("  FAIL: %s into a small buffer: %d errno %d" % (what, n, e))
+erange("getxattr", libc.getxattr(p.encode(), b"user.note", buf, ctypes.c_size_t(1)))
+erange("listxattr", libc.listxattr(p.encode(), buf, ctypes.c_size_t(1)))
 c0 = os.stat(p).st_ctime_ns
 os.setxattr(p, "user.c", b"1")
 c1 = os.stat(p).st_ctime_ns

@@ -157,15 +157,10 @@ void ulp_fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 	struct fuse_entry_param e;
 	ulp_attr a;
 	ulp_file *f = NULL;
-	int keep = 0, rc;
-	size_t n = strnlen(name, ULP_FS_NAME_MAX + 1);
+	int keep = 0, rc = ulp_fs_check_new(parent, name);
 
-	if (n > ULP_FS_NAME_MAX || n == 0) {
-		fuse_reply_err(req, n ? ENAMETOOLONG : EINVAL);
-		return;
-	}
-	if (ulp_ctl_is(parent) || ulp_ctl_is_name(parent, name)) {
-		fuse_reply_err(req, ulp_ctl_is(parent) ? EROFS : EEXIST);
+	if (rc) {
+		fuse_reply_err(req, rc);
 		return;
 	}
 	if (!S_ISREG(mode) && (mode & S_IFMT) != 0) {

@@ -193,6 +193,10 @@ void ulp_fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                         size_t size);
 void ulp_fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void ulp_fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/* Whether name may be made in parent (create, mknod, mkdir, symlink;
+ * fs_ops.c): 0, ENAMETOOLONG or EINVAL for a name no directory may hold,
+ * EROFS in the control directory, EEXIST for its name at the root. */
+int ulp_fs_check_new(fuse_ino_t parent, const char *name);
 /* Owner and mode of a new node in parent (fs_ops.c): the caller's uid,
  * the caller's gid or the directory's (set-group-ID), the umask unless a
  * default ACL replaces it.  0 or -errno (-ENOTDIR). */

@@ -62,9 +62,7 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* check_name, and the control directory: nothing can be made in it, and
- * its name at the root is taken. */
-static int check_new(fuse_ino_t parent, const char *name)
+int ulp_fs_check_new(fuse_ino_t parent, const char *name)
 {
 	int err = check_name(name);
 	if (err)
@@ -284,7 +282,7 @@ void ulp_fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ulp_attr a;
 	uid_t uid;
 	gid_t gid;
-	int err = check_new(parent, name);
+	int err = ulp_fs_check_new(parent, name);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
@@ -304,7 +302,7 @@ void ulp_fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ulp_attr a;
 	uid_t uid;
 	gid_t gid;
-	int err = check_new(parent, name);
+	int err = ulp_fs_check_new(parent, name);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
@@ -324,7 +322,7 @@ void ulp_fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	uid_t uid;
 	gid_t gid;
 	mode_t mode = S_IFLNK | 0777;
-	int err = check_new(parent, name);
+	int err = ulp_fs_check_new(parent, name);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
