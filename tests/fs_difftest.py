@@ -4,7 +4,8 @@
 A long, seeded, random sequence of filesystem operations runs on an ulpfs
 mount (--mnt) and on a plain directory (--plain) side by side.  After every
 operation the two must agree: the return value or errno of the operation,
-the metadata and bytes of every file and the listing of every directory it
+the metadata (link counts and user.* attributes too) and bytes of every
+file and the listing of every directory it
 touched, the size (and, for readable descriptors, the bytes) seen through
 the descriptors it used; every --check-every operations, after every
 remount and at the end, the whole trees.
@@ -17,7 +18,9 @@ path), close, whole-file rewrites, reopening an existing (committed) file
 without O_TRUNC and patching it, rename (files, directories, over existing
 targets, into a directory's own subdirectory), renameat2 RENAME_NOREPLACE
 and RENAME_EXCHANGE (when the plain directory's filesystem has them),
-unlink, mkdir, rmdir, "ulpfs sync", and remounts (every --remount-every
+unlink, mkdir, rmdir, mknod (sockets), hard links, user.* extended
+attributes (set with XATTR_CREATE/REPLACE, get, list, remove), "ulpfs
+sync", and remounts (every --remount-every
 operations, all descriptors closed first on both sides).  The names come
 from a small fixed set (directories d0 d1 d2 and d0/n d1/n d2/n, files
 f0..f5 in each and in the root) so that operations collide.
@@ -168,6 +171,7 @@ class Tester:
             (3, self.op_mmap), (10, self.op_close), (3, self.op_truncate), (5, self.op_patch),
             (4, self.op_rewrite), (2, self.op_readpath), (6, self.op_rename), (4, self.op_unlink),
             (3, self.op_mkdir), (3, self.op_rmdir), (1, self.op_stat),
+            (2, self.op_mknod), (3, self.op_link), (3, self.op_xattr),
         ]
         if self.rename2:
             self.ops.append((2, self.op_rename2))
@@ -309,7 +313,7 @@ class Tester:
                 ls = sorted(os.listdir(path))
             except OSError as e:
                 ls = ("err", ename(e.errno))
-            return ("dir", oct(mode), ls)
+            return ("dir", oct(mode), st.st_nlink, ls, self.xattrs(path))
         if stat.S_ISREG(st.st_mode):
             data = b""
             if content:
@@ -318,8 +322,16 @@ class Tester:
                         data = f.readall()
                 except OSError as e:
                     data = ("err", ename(e.errno))
-            return ("file", oct(mode), st.st_size, data)
-        return ("other", oct(st.st_mode))
+            return ("file", oct(mode), st.st_size, st.st_nlink, data, self.xattrs(path))
+        return ("other", oct(st.st_mode), st.st_nlink, st.st_rdev, self.xattrs(path))
+
+    def xattrs(self, path):
+        """The user.* attributes of a path (not followed), sorted."""
+        try:
+            return sorted((n, os.getxattr(path, n, follow_symlinks=False))
+                          for n in os.listxattr(path, follow_symlinks=False) if n.startswith("user."))
+        except OSError as e:
+            return ("err", ename(e.errno))
 
     def check_paths(self, rels):
         seen = set()
@@ -357,8 +369,8 @@ class Tester:
         def walk(rel):
             i = self.info(side, rel)
             out[rel or "/"] = i
-            if i[0] == "dir" and isinstance(i[2], list):
-                for n in i[2]:
+            if i[0] == "dir" and isinstance(i[3], list):
+                for n in i[3]:
                     walk(os.path.join(rel, n) if rel else n)
 
         walk("")
@@ -604,8 +616,8 @@ class Tester:
     def subtree(self, rel):
         out = [rel]
         i = self.info(1, rel, content=False)
-        if i[0] == "dir" and isinstance(i[2], list):
-            for n in i[2]:
+        if i[0] == "dir" and isinstance(i[3], list):
+            for n in i[3]:
                 out += self.subtree(rel + "/" + n)
         return out
 
@@ -666,6 +678,40 @@ class Tester:
     def op_rmdir(self):
         rel = self.rng.choice(DIRS) if self.rng.random() < 0.9 else self.pick_file()
         self.run("rmdir", rel, lambda side: os.rmdir(self.p(side, rel)), paths=[rel])
+
+    def op_mknod(self):
+        # Sockets: FIFOs would block the opens of other operations, and
+        # device nodes open on the plain side but not in the (nodev) mount.
+        rel = self.pick_file(0.2)
+        self.run("mknod", rel, lambda side: os.mknod(self.p(side, rel), stat.S_IFSOCK | 0o640), paths=[rel])
+
+    def op_link(self):
+        src = self.pick_file(0.9) if self.rng.random() < 0.95 else self.pick_any()
+        dst = self.pick_file(0.3)
+        self.run("link", "%s -> %s" % (src, dst),
+                 lambda side: os.link(self.p(side, src), self.p(side, dst)), paths=[src, dst])
+
+    def op_xattr(self):
+        rel = self.pick_any()
+        name = "user.a%d" % self.rng.randint(0, 3)
+        r = self.rng.random()
+        if r < 0.5:
+            # ext4 keeps one block of attributes per inode (ENOSPC past it;
+            # ulpfs keeps 64 KiB): stay below 4 x 700 bytes.
+            val = self.rng.randbytes(self.rng.choice([0, 1, 10, 200, 700]))
+            flags = self.rng.choice([0, 0, os.XATTR_CREATE, os.XATTR_REPLACE])
+            desc = "set %s %s (%d bytes, flags %d)" % (rel, name, len(val), flags)
+            fn = lambda side: os.setxattr(self.p(side, rel), name, val, flags)
+        elif r < 0.7:
+            desc = "get %s %s" % (rel, name)
+            fn = lambda side: os.getxattr(self.p(side, rel), name)
+        elif r < 0.85:
+            desc = "list %s" % rel
+            fn = lambda side: sorted(os.listxattr(self.p(side, rel)))
+        else:
+            desc = "remove %s %s" % (rel, name)
+            fn = lambda side: os.removexattr(self.p(side, rel), name)
+        self.run("xattr", desc, fn, paths=[rel])
 
     def op_stat(self):
         rel = self.pick_any()

@@ -46,7 +46,7 @@ apt_packages=(
 	libopenblas0-pthread
 	# tests/cli_svg.sh opens the stats --svg chart in it (--headless)
 	chromium
-	fio rsync
+	fio rsync attr acl
 )
 
 passed=0

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -790,7 +791,7 @@ Test(store, reopen_keeps_everything)
 	                                -1, &s, NULL),
 	             SQLITE_OK);
 	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(s, 0), 4);
+	cr_assert_eq(sqlite3_column_int(s, 0), 5);
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	free(v.p);
@@ -1500,7 +1501,13 @@ Test(store, migrates_a_v2_catalog)
 	uint64_t id = current(st, ino).id;
 	ulp_store_close(st);
 
-	/* What a version-2 ulpfs left: no baselines table, no flips. */
+	/* What a version-2 ulpfs left: no baselines table, no flips (version
+	 * 4), none of version 5's rdev column, xattrs and trigger; a name per
+	 * inode. */
+	cat_sql("DROP TRIGGER inodes_drop_xattrs");
+	cat_sql("DROP TABLE xattrs");
+	cat_sql("ALTER TABLE inodes DROP COLUMN rdev");
+	cat_sql("DROP INDEX dirents_ino");
 	cat_sql("DROP TABLE baselines");
 	cat_sql("DROP INDEX versions_flip");
 	cat_sql("ALTER TABLE versions DROP COLUMN flip");
@@ -1516,18 +1523,159 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             4);
+	             5);
+	cr_assert_eq(cat_sql("SELECT count(*) FROM sqlite_master WHERE name"
+	                     " IN ('xattrs', 'inodes_drop_xattrs',"
+	                     " 'dirents_ino')"),
+	             3);
 
 	st = open_default();
+	expect_content(st, ino, v.p, v.len);
 	cr_assert_eq(ulp_version_baseline_get(st, id, "zstd-19", &b), 0);
 	cr_assert_eq(b, 4321, "the figure survives a reopen");
 	ulp_store_close(st);
 
 	/* A catalog from a newer ulpfs is refused, untouched. */
-	cat_sql("UPDATE meta SET value = 5 WHERE key = 'schema_version'");
+	cat_sql("UPDATE meta SET value = 6 WHERE key = 'schema_version'");
 	cr_assert_eq(ulp_store_open(store_dir(), NULL, &st), -EPROTO);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             5);
+	             6);
 	free(v.p);
+}
+
+Test(store, special_files)
+{
+	ulp_store *st = open_default();
+	ulp_attr a, b;
+
+	cr_assert_eq(ulp_ns_mknod(st, ULP_ROOT_INO, "fifo", S_IFIFO | 0640, 99,
+	                          0, 0, &a),
+	             0);
+	cr_assert(S_ISFIFO(a.mode));
+	cr_assert_eq(a.rdev, 0, "a FIFO has no device number");
+	cr_assert_eq(ulp_ns_mknod(st, ULP_ROOT_INO, "null", S_IFCHR | 0666,
+	                          makedev(1, 3), 0, 0, &b),
+	             0);
+	cr_assert_eq(ulp_ns_mknod(st, ULP_ROOT_INO, "null", S_IFBLK | 0666, 1,
+	                          0, 0, &a),
+	             -EEXIST);
+	cr_assert_eq(ulp_ns_mknod(st, ULP_ROOT_INO, "dir", S_IFDIR | 0755, 0, 0,
+	                          0, &a),
+	             -EINVAL, "mknod makes no directory");
+	ulp_store_close(st);
+	st = open_default();
+	cr_assert_eq(ulp_ns_lookup(st, ULP_ROOT_INO, "null", &a), 0);
+	cr_assert_eq(a.ino, b.ino);
+	cr_assert_eq(a.mode, S_IFCHR | 0666);
+	cr_assert_eq(a.rdev, makedev(1, 3), "the device number is kept");
+	cr_assert_eq(ulp_ns_unlink(st, ULP_ROOT_INO, "null"), 0);
+	cr_assert_eq(ulp_ns_lookup(st, ULP_ROOT_INO, "null", &a), -ENOENT);
+	ulp_store_close(st);
+}
+
+Test(store, xattrs)
+{
+	ulp_store *st = open_default();
+	ulp_attr a, d;
+	char buf[128];
+	static char big[ULP_XATTR_SIZE_MAX + 1];
+
+	cr_assert_eq(ulp_ns_create(st, ULP_ROOT_INO, "f", 0644, 0, 0, &a), 0);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "user.a", "1", 1, 0), 0);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "user.a", "22", 2,
+	                           ULP_XATTR_CREATE),
+	             -EEXIST);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "user.b", "2", 1,
+	                           ULP_XATTR_REPLACE),
+	             -ENODATA);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "security.b", "xyz", 3, 0), 0);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "other.b", "2", 1, 0),
+	             -EOPNOTSUPP);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "user.big", big, sizeof big, 0),
+	             -E2BIG);
+	cr_assert_eq(ulp_xattr_get(st, a.ino, "user.a", NULL, 0), 1);
+	cr_assert_eq(ulp_xattr_get(st, a.ino, "security.b", buf, 2), -ERANGE);
+	cr_assert_eq(ulp_xattr_get(st, a.ino, "user.none", buf, 8), -ENODATA);
+	cr_assert_eq(ulp_xattr_list(st, a.ino, NULL, 0), 18);
+	cr_assert_eq(ulp_xattr_list(st, a.ino, buf, 4), -ERANGE);
+	ulp_store_close(st);
+
+	st = open_default();
+	cr_assert_eq(ulp_xattr_list(st, a.ino, buf, sizeof buf), 18);
+	cr_assert_eq(memcmp(buf, "security.b\0user.a\0", 18), 0,
+	             "sorted names survive a reopen");
+	cr_assert_eq(ulp_xattr_get(st, a.ino, "security.b", buf, sizeof buf),
+	             3);
+	cr_assert_eq(memcmp(buf, "xyz", 3), 0);
+	cr_assert_eq(ulp_xattr_remove(st, a.ino, "user.a"), 0);
+	cr_assert_eq(ulp_xattr_remove(st, a.ino, "user.a"), -ENODATA);
+
+	/* An inherited default ACL (user::rwx user:99:rwx group::r-x
+	 * mask::rwx other::r-x) masks a new file's mode, which masks it. */
+	static const unsigned char acl[] = {
+		2,    0,    0,    0, 1,    0,    7,    0,    0xff,
+		0xff, 0xff, 0xff, 2, 0,    7,    0,    99,   0,
+		0,    0,    4,    0, 5,    0,    0xff, 0xff, 0xff,
+		0xff, 0x10, 0,    7, 0,    0xff, 0xff, 0xff, 0xff,
+		0x20, 0,    5,    0, 0xff, 0xff, 0xff, 0xff,
+	};
+	cr_assert_eq(ulp_ns_mkdir(st, ULP_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	cr_assert_eq(ulp_xattr_set(st, d.ino, ULP_ACL_DEFAULT, acl, sizeof acl,
+	                           0),
+	             0);
+	cr_assert_eq(ulp_ns_create(st, d.ino, "g", 0640, 0, 0, &a), 0);
+	cr_assert_eq(a.mode, S_IFREG | 0640, "the mode is masked by the ACL");
+	unsigned char got[sizeof acl];
+	cr_assert_eq(ulp_xattr_get(st, a.ino, ULP_ACL_ACCESS, got, sizeof got),
+	             (ssize_t)sizeof acl);
+	cr_assert_eq(got[30], 4, "the mask became r-- (the mode's group bits)");
+	cr_assert_eq(ulp_xattr_get(st, a.ino, ULP_ACL_DEFAULT, NULL, 0),
+	             -ENODATA, "a file has no default ACL");
+	cr_assert_eq(ulp_ns_mkdir(st, d.ino, "sub", 0777, 0, 0, &a), 0);
+	cr_assert_eq(ulp_xattr_get(st, a.ino, ULP_ACL_DEFAULT, NULL, 0),
+	             (ssize_t)sizeof acl, "a directory inherits it as default");
+	cr_assert_eq(ulp_acl_default_of(st, d.ino), 1);
+	cr_assert_eq(ulp_acl_default_of(st, ULP_ROOT_INO), 0);
+
+	/* Attributes go with their inode. */
+	cr_assert_eq(ulp_ns_unlink(st, d.ino, "g"), 0);
+	cr_assert_eq(ulp_ns_rmdir(st, d.ino, "sub"), 0);
+	cr_assert_eq(cat_sql("SELECT count(*) FROM xattrs"), 2);
+	ulp_store_close(st);
+}
+
+Test(store, hard_links)
+{
+	ulp_store *st = open_default();
+	ulp_attr a, b, d;
+	ulp_version_info v;
+	sfile c = st_make(16 * 1024, 64, 65);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "a", c.p, c.len);
+
+	sync_ok(st);
+	cr_assert_eq(ulp_ns_mkdir(st, ULP_ROOT_INO, "d", 0755, 0, 0, &d), 0);
+	cr_assert_eq(ulp_ns_link(st, ino, d.ino, "b", &b), 0);
+	cr_assert_eq(b.ino, ino);
+	cr_assert_eq(b.nlink, 2);
+	cr_assert_eq(ulp_ns_link(st, ino, d.ino, "b", &b), -EEXIST);
+	cr_assert_eq(ulp_ns_link(st, d.ino, ULP_ROOT_INO, "dl", &b), -EPERM,
+	             "no hard links to directories");
+	cr_assert_eq(ulp_version_find(st, "d/b", 0, &v), 0,
+	             "the history is found through the other name");
+	cr_assert_eq(v.ino, ino);
+	cr_assert_eq(ulp_ns_unlink(st, ULP_ROOT_INO, "a"), 0);
+	cr_assert_eq(ulp_ns_getattr(st, ino, &a), 0, "the data stays");
+	cr_assert_eq(a.nlink, 1);
+	expect_content(st, ino, c.p, c.len);
+	cr_assert_eq(ulp_version_find(st, "d/b", 1, &v), 0,
+	             "the versions followed the inode to its other name");
+	ulp_store_close(st);
+	st = open_default();
+	expect_content(st, ino, c.p, c.len);
+	cr_assert_eq(ulp_ns_unlink(st, d.ino, "b"), 0);
+	cr_assert_eq(ulp_ns_getattr(st, ino, &a), -ENOENT);
+	cr_assert_eq(ulp_version_find(st, "d/b", 0, &v), -ENOENT);
+	ulp_store_close(st);
+	free(c.p);
 }

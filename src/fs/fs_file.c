@@ -154,30 +154,23 @@ void ulp_fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
                       mode_t mode, struct fuse_file_info *fi)
 {
 	ulp_fs *fs = ulp_fs_of(req);
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct fuse_entry_param e;
-	ulp_attr a, pa;
+	ulp_attr a;
 	ulp_file *f = NULL;
-	int keep = 0, rc;
-	size_t n = strnlen(name, ULP_FS_NAME_MAX + 1);
+	int keep = 0, rc = ulp_fs_check_new(parent, name);
 
-	if (n > ULP_FS_NAME_MAX || n == 0) {
-		fuse_reply_err(req, n ? ENAMETOOLONG : EINVAL);
-		return;
-	}
-	if (ulp_ctl_is(parent) || ulp_ctl_is_name(parent, name)) {
-		fuse_reply_err(req, ulp_ctl_is(parent) ? EROFS : EEXIST);
+	if (rc) {
+		fuse_reply_err(req, rc);
 		return;
 	}
 	if (!S_ISREG(mode) && (mode & S_IFMT) != 0) {
 		fuse_reply_err(req, EPERM);
 		return;
 	}
-	uid_t uid = ctx->uid;
-	gid_t gid = ctx->gid;
-	rc = ulp_ns_getattr(fs->st, parent, &pa);
-	if (rc == 0 && (pa.mode & S_ISGID))
-		gid = pa.gid;
+	uid_t uid;
+	gid_t gid;
+	mode = (mode & 07777) | S_IFREG;
+	rc = ulp_fs_new_owner(req, parent, &mode, &uid, &gid);
 	if (rc == 0)
 		rc = ulp_ns_create(fs->st, parent, name,
 		                   (mode & 07777) | S_IFREG, uid, gid, &a);

@@ -89,6 +89,9 @@ struct ulp_fs {
 	double attr_timeout, entry_timeout;
 	unsigned max_threads;
 	unsigned max_read; /* -o max_read=N (libfuse wants it again in init) */
+	/* default_permissions: init asks for POSIX ACLs (posix_acl when the
+	 * kernel agreed; the daemon then applies the umask, fs_xattr.c). */
+	int want_acl, posix_acl;
 	int mounted;
 	char *mountpoint;
 
@@ -182,6 +185,23 @@ void ulp_fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
                      struct fuse_file_info *fi);
 void ulp_fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
                          off_t length, struct fuse_file_info *fi);
+
+/* Extended attributes (fs_xattr.c). */
+void ulp_fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                        const char *value, size_t size, int flags);
+void ulp_fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                        size_t size);
+void ulp_fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
+void ulp_fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/* Whether name may be made in parent (create, mknod, mkdir, symlink;
+ * fs_ops.c): 0, ENAMETOOLONG or EINVAL for a name no directory may hold,
+ * EROFS in the control directory, EEXIST for its name at the root. */
+int ulp_fs_check_new(fuse_ino_t parent, const char *name);
+/* Owner and mode of a new node in parent (fs_ops.c): the caller's uid,
+ * the caller's gid or the directory's (set-group-ID), the umask unless a
+ * default ACL replaces it.  0 or -errno (-ENOTDIR). */
+int ulp_fs_new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
+                     uid_t *uid, gid_t *gid);
 
 /* Control directory (fs_ctl.c). */
 int ulp_ctl_is_name(fuse_ino_t parent, const char *name);

@@ -37,6 +37,7 @@ void ulp_fs_attr_to_stat(const ulp_attr *a, struct stat *st)
 	st->st_atim = a->atime;
 	st->st_mtim = a->mtime;
 	st->st_ctim = a->ctime;
+	st->st_rdev = (dev_t)a->rdev;
 }
 
 static void fill_entry(const ulp_fs *fs, const ulp_attr *a,
@@ -61,9 +62,7 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* check_name, and the control directory: nothing can be made in it, and
- * its name at the root is taken. */
-static int check_new(fuse_ino_t parent, const char *name)
+int ulp_fs_check_new(fuse_ino_t parent, const char *name)
 {
 	int err = check_name(name);
 	if (err)
@@ -87,10 +86,9 @@ static int check_change(fuse_ino_t parent, const char *name)
 	return 0;
 }
 
-/* Owner of a new node in parent: the caller's uid; the caller's gid, or
- * the directory's when it has the set-group-ID bit (which new directories
- * then inherit), as on Linux's local filesystems. */
-static int new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
+/* The directory's set-group-ID bit gives new nodes its group (and new
+ * directories the bit), as on Linux's local filesystems. */
+int ulp_fs_new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
                      uid_t *uid, gid_t *gid)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
@@ -102,6 +100,13 @@ static int new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
 		return -ENOTDIR;
 	*uid = ctx->uid;
 	*gid = ctx->gid;
+	if (ulp_fs_of(req)->posix_acl && !S_ISLNK(*mode)) {
+		rc = ulp_acl_default_of(ulp_fs_of(req)->st, parent);
+		if (rc < 0)
+			return rc;
+		if (rc == 0)
+			*mode &= ~(ctx->umask & 0777);
+	}
 	if (pa.mode & S_ISGID) {
 		*gid = pa.gid;
 		if (S_ISDIR(*mode))
@@ -277,22 +282,17 @@ void ulp_fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ulp_attr a;
 	uid_t uid;
 	gid_t gid;
-	(void)rdev;
-	int err = check_new(parent, name);
+	int err = ulp_fs_check_new(parent, name);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
 	}
-	/* Only regular files: devices, FIFOs and sockets have no place in a
-	 * checkpoint store (POSIX: EPERM for an unsupported node type). */
-	if (!S_ISREG(mode)) {
-		fuse_reply_err(req, EPERM);
-		return;
-	}
-	int rc = new_owner(req, parent, &mode, &uid, &gid);
+	/* FIFOs, sockets and device nodes are metadata only: the kernel
+	 * serves their opens itself. */
+	int rc = ulp_fs_new_owner(req, parent, &mode, &uid, &gid);
 	if (rc == 0)
-		rc = ulp_ns_create(ulp_fs_of(req)->st, parent, name, mode, uid,
-		                   gid, &a);
+		rc = ulp_ns_mknod(ulp_fs_of(req)->st, parent, name, mode,
+		                  (uint64_t)rdev, uid, gid, &a);
 	reply_entry_or_err(req, rc, &a);
 }
 
@@ -302,13 +302,13 @@ void ulp_fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	ulp_attr a;
 	uid_t uid;
 	gid_t gid;
-	int err = check_new(parent, name);
+	int err = ulp_fs_check_new(parent, name);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
 	}
 	mode = (mode & 07777) | S_IFDIR;
-	int rc = new_owner(req, parent, &mode, &uid, &gid);
+	int rc = ulp_fs_new_owner(req, parent, &mode, &uid, &gid);
 	if (rc == 0)
 		rc = ulp_ns_mkdir(ulp_fs_of(req)->st, parent, name, mode, uid,
 		                  gid, &a);
@@ -322,7 +322,7 @@ void ulp_fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	uid_t uid;
 	gid_t gid;
 	mode_t mode = S_IFLNK | 0777;
-	int err = check_new(parent, name);
+	int err = ulp_fs_check_new(parent, name);
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
@@ -331,7 +331,7 @@ void ulp_fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
 	}
-	int rc = new_owner(req, parent, &mode, &uid, &gid);
+	int rc = ulp_fs_new_owner(req, parent, &mode, &uid, &gid);
 	if (rc == 0)
 		rc = ulp_ns_symlink(ulp_fs_of(req)->st, parent, name, link, uid,
 		                    gid, &a);
@@ -365,9 +365,15 @@ void ulp_fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                       unsigned int flags)
 {
 	unsigned uf = 0;
+	int sctl = ulp_ctl_is(parent) || ulp_ctl_is_name(parent, name);
+	int dctl = ulp_ctl_is(newparent) || ulp_ctl_is_name(newparent, newname);
 	int err = check_change(parent, name);
 	if (!err)
 		err = check_change(newparent, newname);
+	/* Between the control directory and the live tree, as between two
+	 * filesystems: EXDEV (mv(1) then copies, and fails on EROFS). */
+	if (err == EROFS && sctl != dctl)
+		err = EXDEV;
 	if (err) {
 		fuse_reply_err(req, err);
 		return;
@@ -392,13 +398,20 @@ void ulp_fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 void ulp_fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
                     const char *newname)
 {
-	(void)ino;
-	(void)newparent;
-	(void)newname;
-	/* Hard links are not supported: every path has its own version
-	 * history.  EPERM is what link(2) returns on filesystems without
-	 * them (documented in ulpfs(1)). */
-	fuse_reply_err(req, EPERM);
+	ulp_attr a;
+	int err = check_name(newname);
+	/* The control directory is another filesystem, as far as names
+	 * go: nothing links into or out of it. */
+	if (!err && (ulp_ctl_is(ino) || ulp_ctl_is(newparent)))
+		err = EXDEV;
+	if (!err && ulp_ctl_is_name(newparent, newname))
+		err = EEXIST;
+	if (err) {
+		fuse_reply_err(req, err);
+		return;
+	}
+	int rc = ulp_ns_link(ulp_fs_of(req)->st, ino, newparent, newname, &a);
+	reply_entry_or_err(req, rc, &a);
 }
 
 void ulp_fs_op_statfs(fuse_req_t req, fuse_ino_t ino)

@@ -10,11 +10,11 @@
  * memory buffers, so splicing would only add a copy; the I/O hooks of the
  * write modes, fs_io.c, read and write memory buffers); no "handle killpriv"
  * (the kernel clears set-user-ID bits itself with a setattr).  Requests
- * carry up to 1 MiB (FUSE_MAX_PAGES).  Extended attributes, POSIX locks,
- * flock, lseek and copy_file_range are not implemented: libfuse answers
- * ENOSYS, after which the kernel stops asking (xattrs: EOPNOTSUPP to
- * applications; locks: local to this machine; lseek SEEK_DATA/SEEK_HOLE
- * and copy_file_range: generic fallbacks).
+ * carry up to 1 MiB (FUSE_MAX_PAGES).  POSIX ACLs with default_permissions
+ * (fs_xattr.c).  POSIX locks, flock, lseek and copy_file_range are not
+ * implemented: libfuse answers ENOSYS, after which the kernel stops asking
+ * (locks: local to this machine; lseek SEEK_DATA/SEEK_HOLE and
+ * copy_file_range: generic fallbacks).
  */
 #include "config.h"
 
@@ -95,6 +95,12 @@ static void fs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
 		conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+	/* The kernel enforces ACLs; it leaves the umask to the daemon, which
+	 * must not apply it where a default ACL is inherited. */
+	fs->posix_acl = fs->want_acl && (conn->capable & FUSE_CAP_POSIX_ACL) &&
+	                (conn->capable & FUSE_CAP_DONT_MASK);
+	if (fs->posix_acl)
+		conn->want |= FUSE_CAP_POSIX_ACL | FUSE_CAP_DONT_MASK;
 	/* libfuse lowers this to what its buffers and the kernel allow. */
 	conn->max_write = ULP_FS_MAX_WRITE;
 	if (fs->max_read)
@@ -141,6 +147,10 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.releasedir = ulp_fs_op_releasedir,
 	.fsyncdir = ulp_fs_op_fsyncdir,
 	.statfs = ulp_fs_op_statfs,
+	.setxattr = ulp_fs_op_setxattr,
+	.getxattr = ulp_fs_op_getxattr,
+	.listxattr = ulp_fs_op_listxattr,
+	.removexattr = ulp_fs_op_removexattr,
 };
 
 /* ------------------------------------------------------------- options */
@@ -336,6 +346,7 @@ int ulp_fs_mount(ulp_store *st, const ulp_fs_config *cfg, ulp_fs **out,
 	if ((cfg->default_permissions || cfg->allow_other) &&
 	    opt_append(&opts, "default_permissions"))
 		goto fail;
+	fs->want_acl = cfg->default_permissions || cfg->allow_other;
 	for (size_t i = 0; cfg->fuse_opts && cfg->fuse_opts[i]; i++) {
 		if (!ulp_fs_option_ok(cfg->fuse_opts[i], &why)) {
 			snprintf(err, errlen, "mount option '%s' %s",

@@ -11,7 +11,8 @@
 
 static const char Q_INODE_GET[] = "SELECT kind, mode, uid, gid, nlink, size, "
 				  "atime, mtime, ctime,"
-				  " version, staged FROM inodes WHERE ino = ?";
+				  " version, staged, rdev FROM inodes WHERE "
+				  "ino = ?";
 
 int ulp_cat_inode_get(ulp_catalog *c, uint64_t ino, ulp_cat_inode *out)
 {
@@ -32,23 +33,24 @@ int ulp_cat_inode_get(ulp_catalog *c, uint64_t ino, ulp_cat_inode *out)
 	out->ctime = sqlite3_column_int64(s, 8);
 	out->version = (uint64_t)sqlite3_column_int64(s, 9);
 	out->staged = sqlite3_column_int(s, 10);
+	out->rdev = (uint64_t)sqlite3_column_int64(s, 11);
 	ulp_cat_done(s);
 	return 0;
 }
 
 static const char Q_INODE_INS[] = "INSERT INTO inodes(kind, mode, uid, gid, "
 				  "nlink, size, atime, mtime,"
-				  " ctime, target, version, staged)"
+				  " ctime, target, version, staged, rdev)"
 				  " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, "
-				  "?)";
+				  "?, ?)";
 
 int ulp_cat_inode_insert(ulp_catalog *c, ulp_cat_inode *in, const char *target)
 {
-	int rc = ulp_cat_exec(c, Q_INODE_INS, "diiiiuiiisd", in->kind,
+	int rc = ulp_cat_exec(c, Q_INODE_INS, "diiiiuiiisdu", in->kind,
 	                      (int64_t)in->mode, (int64_t)in->uid,
 	                      (int64_t)in->gid, (int64_t)in->nlink, in->size,
 	                      in->atime, in->mtime, in->ctime, target,
-	                      in->staged);
+	                      in->staged, in->rdev);
 	if (rc == 0)
 		in->ino = (uint64_t)ulp_cat_last_rowid(c);
 	return rc;
@@ -141,8 +143,10 @@ int ulp_cat_unlink(ulp_catalog *c, uint64_t parent, const char *name)
 int ulp_cat_entry_of(ulp_catalog *c, uint64_t ino, uint64_t *parent,
                      char **name)
 {
+	/* With hard links an inode has several entries: the oldest one
+	 * names it (its path, where its versions are recorded). */
 	static const char Q[] = "SELECT parent, name FROM dirents WHERE ino = "
-				"?";
+				"? ORDER BY id LIMIT 1";
 	sqlite3_stmt *s = ulp_cat_q(c, Q, "u", ino);
 	int rc = ulp_cat_step(c, s);
 

@@ -173,12 +173,45 @@ static const char SCHEMA_V4[] = "ALTER TABLE versions ADD COLUMN flip INTEGER;"
 				"CREATE INDEX versions_flip ON versions(id)"
 				" WHERE flip IS NOT NULL;";
 
+/* Version 5, "local filesystem" (issue 13): what a local POSIX filesystem
+ * keeps beside names and contents.
+ * - inodes.rdev: the device number of a character or block special file
+ *   (FIFOs and sockets keep 0); kind 4 is a special file.
+ * - xattrs: extended attributes by inode and full name ("user.x",
+ *   "system.posix_acl_access"), removed with their inode by a trigger, so
+ *   that every path that deletes an inode row drops them in its own
+ *   transaction.
+ * - dirents.ino is no longer UNIQUE: hard links give an inode several
+ *   entries.  SQLite cannot drop a constraint, so the table is rebuilt
+ *   (ids kept: they are readdir offsets). */
+static const char SCHEMA_V5_LOCALFS[] =
+	"ALTER TABLE inodes ADD COLUMN rdev INTEGER NOT NULL DEFAULT 0;"
+	"CREATE TABLE xattrs("
+	" ino INTEGER NOT NULL,"
+	" name TEXT NOT NULL,"
+	" value BLOB NOT NULL,"
+	" PRIMARY KEY(ino, name)) WITHOUT ROWID;"
+	"CREATE TRIGGER inodes_drop_xattrs AFTER DELETE ON inodes"
+	" BEGIN DELETE FROM xattrs WHERE ino = old.ino; END;"
+	"CREATE TABLE dirents_v5("
+	" id INTEGER PRIMARY KEY,"
+	" parent INTEGER NOT NULL,"
+	" name TEXT NOT NULL,"
+	" ino INTEGER NOT NULL,"
+	" UNIQUE(parent, name));"
+	"INSERT INTO dirents_v5(id, parent, name, ino)"
+	" SELECT id, parent, name, ino FROM dirents;"
+	"DROP TABLE dirents;"
+	"ALTER TABLE dirents_v5 RENAME TO dirents;"
+	"CREATE INDEX dirents_ino ON dirents(ino, id);";
+
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
 	{ SCHEMA_V1, v1_root },
 	{ SCHEMA_V2, NULL },
 	{ SCHEMA_V3, NULL },
 	{ SCHEMA_V4, NULL },
+	{ SCHEMA_V5_LOCALFS, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)

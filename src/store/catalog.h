@@ -25,10 +25,15 @@
 
 /* The schema this code writes; older catalogs are migrated on open, newer
  * ones refused (-EPROTO). */
-#define ULP_CAT_SCHEMA_VERSION 4
+#define ULP_CAT_SCHEMA_VERSION 5
 
 /* Inode kinds (inodes.kind). */
-enum { ULP_KIND_FILE = 1, ULP_KIND_DIR = 2, ULP_KIND_SYMLINK = 3 };
+enum {
+	ULP_KIND_FILE = 1,
+	ULP_KIND_DIR = 2,
+	ULP_KIND_SYMLINK = 3,
+	ULP_KIND_SPECIAL = 4, /* FIFO, socket, character or block device */
+};
 
 typedef struct ulp_catalog ulp_catalog;
 
@@ -75,6 +80,7 @@ typedef struct ulp_cat_inode {
 	int64_t atime, mtime, ctime;
 	uint64_t version; /* current committed version, 0: none */
 	int staged;       /* content lives in staging/<ino> */
+	uint64_t rdev;    /* device number of a special file */
 } ulp_cat_inode;
 
 int ulp_cat_inode_get(ulp_catalog *c, uint64_t ino, ulp_cat_inode *out);

@@ -63,7 +63,10 @@ static const char Q_NEWEST[] = "SELECT " ULP_VCOLS " FROM versions"
 int ulp_version_find(ulp_store *st, const char *path, uint64_t seq,
                      ulp_version_info *out)
 {
+	char *canon = NULL;
+
 	pthread_mutex_lock(&st->mu);
+	path = ulp_ns_history_path(st, path, &canon);
 	sqlite3_stmt *s = seq ? ulp_cat_q(st->cat, Q_FIND, "su", path, seq)
 	                      : ulp_cat_q(st->cat, Q_NEWEST, "s", path);
 	int rc = ulp_cat_step(st->cat, s);
@@ -75,6 +78,7 @@ int ulp_version_find(ulp_store *st, const char *path, uint64_t seq,
 		rc = -ENOENT;
 	}
 	pthread_mutex_unlock(&st->mu);
+	free(canon);
 	return rc;
 }
 

@@ -33,6 +33,7 @@ void ulp_ns_attr_of(ulp_store *st, const ulp_cat_inode *r, ulp_attr *a)
 	a->uid = (uid_t)r->uid;
 	a->gid = (gid_t)r->gid;
 	a->size = r->size;
+	a->rdev = r->rdev;
 	int64_t at = r->atime, mt = r->mtime, ct = r->ctime;
 	if (in) {
 		if (in->staged && in->npt)
@@ -128,6 +129,8 @@ static int make_node(ulp_store *st, uint64_t parent, const char *name,
 		return rc;
 	rc = ulp_cat_inode_insert(st->cat, row, target);
 	if (rc == 0)
+		rc = ulp_acl_inherit(st, parent, row);
+	if (rc == 0)
 		rc = ulp_cat_link(st->cat, parent, name, row->ino);
 	if (rc == 0)
 		rc = ulp_cat_touch_dir(st->cat, parent, row->ctime,
@@ -219,6 +222,36 @@ int ulp_ns_mkdir(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
 {
 	return make_plain(st, parent, name, ULP_KIND_DIR, S_IFDIR, mode, uid,
 	                  gid, out);
+}
+
+int ulp_ns_mknod(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
+                 uint64_t rdev, uid_t uid, gid_t gid, ulp_attr *out)
+{
+	ulp_cat_inode row;
+	int rc;
+
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return ulp_ns_create(st, parent, name, mode, uid, gid, out);
+	case S_IFIFO:
+	case S_IFSOCK:
+		rdev = 0;
+		break;
+	case S_IFCHR:
+	case S_IFBLK:
+		break;
+	default:
+		return -EINVAL;
+	}
+	rc = ulp_ns_check_name(name);
+	if (rc < 0)
+		return rc;
+	new_row(&row, ULP_KIND_SPECIAL, mode & (S_IFMT | 07777), uid, gid);
+	row.rdev = rdev;
+	pthread_mutex_lock(&st->mu);
+	rc = make_node(st, parent, name, &row, NULL, out);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
 }
 
 int ulp_ns_symlink(ulp_store *st, uint64_t parent, const char *name,
@@ -316,11 +349,11 @@ static int unlink_txn(ulp_store *st, uint64_t parent, const char *name,
 		rc = ulp_cat_unlink(st->cat, parent, name);
 	if (rc == 0)
 		rc = ulp_cat_touch_dir(st->cat, parent, ulp_now_ns(), 0);
-	if (rc == 0 && row->kind == ULP_KIND_FILE)
-		rc = ulp_ns_drop_file(st, row->ino, dead, held);
-	else if (rc == 0)
-		rc = ulp_cat_inode_delete(st->cat, row->ino);
 	if (rc == 0)
+		rc = ulp_ns_drop_name(st, row, path, dead, held);
+	/* The history of the path goes with the last name (with others
+	 * left, it followed the inode to the next one). */
+	if (rc == 0 && row->nlink <= 1)
 		rc = ulp_versions_release_path(st, path, 0, dead);
 	if (rc == 0)
 		rc = ulp_cat_commit(st->cat);
@@ -431,7 +464,7 @@ typedef struct dent {
 
 static const char Q_READDIR[] =
 	"SELECT d.id, d.name, i.ino, i.kind, i.mode, i.uid, i.gid, i.nlink,"
-	" i.size, i.atime, i.mtime, i.ctime, i.version, i.staged"
+	" i.size, i.atime, i.mtime, i.ctime, i.version, i.staged, i.rdev"
 	" FROM dirents AS d JOIN inodes AS i ON i.ino = d.ino"
 	" WHERE d.parent = ? AND d.id > ? ORDER BY d.id LIMIT ?";
 
@@ -460,6 +493,7 @@ static int fetch(ulp_store *st, uint64_t dir, uint64_t after, dent *v,
 		r.ctime = sqlite3_column_int64(s, 11);
 		r.version = (uint64_t)sqlite3_column_int64(s, 12);
 		r.staged = sqlite3_column_int(s, 13);
+		r.rdev = (uint64_t)sqlite3_column_int64(s, 14);
 		v[*n].name = strdup(name ? name : "");
 		if (!v[*n].name) {
 			ulp_cat_done(s);

@@ -9,6 +9,8 @@
 
 #define ULP_NAME_MAX 255
 #define ULP_PATH_MAX 4096
+/* Most names one inode may have (ext4 has 65000). */
+#define ULP_LINK_MAX 65000
 
 /* 0, -EINVAL (empty, ".", "..", a slash) or -ENAMETOOLONG. */
 int ulp_ns_check_name(const char *name);
@@ -26,5 +28,27 @@ void ulp_ns_unlinked_done(ulp_store *st, ulp_inode *in);
 /* After a transaction that frees space failed with rc: whether to retry
  * it (rc is -ENOSPC, not retried yet, and the reserve was given back). */
 int ulp_ns_retry_nospc(ulp_store *st, int rc, int *tried);
+
+/* An entry of row (whose path was old_path, NULL when not a file) is
+ * gone, inside the caller's transaction: with other names left, nlink
+ * drops and ctime changes (versions follow the inode to its next name);
+ * the last name drops the inode (ulp_ns_drop_file for a file, *held as
+ * there). */
+int ulp_ns_drop_name(ulp_store *st, const ulp_cat_inode *row,
+                     const char *old_path, ulp_obj_list *dead,
+                     ulp_inode **held);
+
+/* Inside a new inode's transaction, after its row is inserted: inherit
+ * parent's default ACL (acl.c); row->mode is updated, in the row too. */
+int ulp_acl_inherit(ulp_store *st, uint64_t parent, ulp_cat_inode *row);
+/* An access ACL is being set on row (in the caller's transaction): the
+ * mode's permission bits become the ACL's (row->mode and the catalog);
+ * *store_it is 0 when the mode says all the ACL does.  -EINVAL for a
+ * malformed ACL. */
+int ulp_acl_access_set(ulp_store *st, ulp_cat_inode *row, const void *acl,
+                       size_t len, int *store_it);
+/* chmod of ino to mode (in the caller's transaction): its access ACL, if
+ * any, follows. */
+int ulp_acl_chmod(ulp_store *st, uint64_t ino, uint32_t mode);
 
 #endif /* ULP_STORE_NS_INTERNAL_H */

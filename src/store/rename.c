@@ -122,6 +122,7 @@ typedef struct rn {
 	ulp_cat_inode s, d;
 	int have_dst;
 	const char *old_path;
+	const char *dst_path; /* of a replaced file */
 	int64_t now;
 } rn;
 
@@ -150,10 +151,7 @@ static int rename_txn(ulp_store *st, const rn *r, ulp_obj_list *dead,
 	/* The replaced target goes once the source holds its name (so its
 	 * current version is seen to keep a path). */
 	if (rc == 0 && r->have_dst) {
-		if (d->kind == ULP_KIND_FILE)
-			rc = ulp_ns_drop_file(st, d->ino, dead, held);
-		else
-			rc = ulp_cat_inode_delete(st->cat, d->ino);
+		rc = ulp_ns_drop_name(st, d, r->dst_path, dead, held);
 	}
 	if (rc == 0 && r->newparent != r->parent) {
 		rc = ulp_cat_touch_dir(st->cat, r->parent, r->now, -sdir);
@@ -165,15 +163,19 @@ static int rename_txn(ulp_store *st, const rn *r, ulp_obj_list *dead,
 	}
 	if (rc == 0)
 		rc = ulp_cat_exec(st->cat, Q_CTIME, "iu", r->now, s->ino);
+	/* A hard-linked file keeps its path when another of its names
+	 * moved: then neither its versions move nor its history goes. */
+	int moved = 0;
 	if (rc == 0) {
 		char *new_path = NULL;
 		rc = ulp_ns_path_alloc(st, s->ino, &new_path);
-		if (rc == 0)
+		moved = rc == 0 && strcmp(new_path, r->old_path) != 0;
+		if (moved)
 			rc = ulp_versions_repath(st, r->old_path, new_path,
 			                         sdir);
 		free(new_path);
 	}
-	if (rc == 0)
+	if (rc == 0 && moved)
 		rc = ulp_versions_release_path(st, r->old_path, sdir, dead);
 commit:
 	if (rc == 0)
@@ -211,7 +213,7 @@ int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
 {
 	ulp_obj_list dead = { 0 };
 	ulp_inode *held = NULL;
-	char *old_path = NULL;
+	char *old_path = NULL, *dst_path = NULL;
 	rn r = { .parent = parent,
 		 .newparent = newparent,
 		 .name = name,
@@ -235,9 +237,13 @@ int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
 		           &r.d, &r.have_dst);
 	if (rc == 0 && !(flags & ULP_RENAME_EXCHANGE))
 		rc = ulp_ns_path_alloc(st, r.s.ino, &old_path);
+	if (rc == 0 && r.have_dst && !(flags & ULP_RENAME_EXCHANGE) &&
+	    r.d.kind == ULP_KIND_FILE)
+		rc = ulp_ns_path_alloc(st, r.d.ino, &dst_path);
 	if (rc != 0)
 		goto out;
 	r.old_path = old_path;
+	r.dst_path = dst_path;
 	r.now = ulp_now_ns();
 	do {
 		rc = rename_txn(st, &r, &dead, &held);
@@ -258,5 +264,6 @@ int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
 out:
 	pthread_mutex_unlock(&st->mu);
 	free(old_path);
+	free(dst_path);
 	return rc < 0 ? rc : 0;
 }

@@ -110,6 +110,8 @@ int ulp_ns_setattr(ulp_store *st, uint64_t ino, const ulp_attr *attr,
 		rc = ulp_cat_begin(st->cat);
 		if (rc == 0)
 			rc = ulp_cat_inode_update(st->cat, &row);
+		if (rc == 0 && (mask & ULP_SET_MODE))
+			rc = ulp_acl_chmod(st, ino, row.mode);
 		if (rc == 0)
 			rc = ulp_cat_commit(st->cat);
 		else

@@ -86,6 +86,7 @@ typedef struct ulp_attr {
 	gid_t gid;
 	uint64_t size;
 	struct timespec atime, mtime, ctime;
+	uint64_t rdev; /* device number of a character or block device */
 } ulp_attr;
 
 int ulp_ns_lookup(ulp_store *st, uint64_t parent, const char *name,
@@ -102,10 +103,23 @@ int ulp_ns_mkdir(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
                  uid_t uid, gid_t gid, ulp_attr *out);
 int ulp_ns_symlink(ulp_store *st, uint64_t parent, const char *name,
                    const char *target, uid_t uid, gid_t gid, ulp_attr *out);
+/* A special file: mode's type is S_IFIFO, S_IFSOCK, S_IFCHR or S_IFBLK
+ * (S_IFREG makes an empty regular file, as ulp_ns_create); rdev is kept
+ * for devices.  Metadata only: the kernel serves their opens itself.
+ * Other types: -EINVAL. */
+int ulp_ns_mknod(ulp_store *st, uint64_t parent, const char *name, mode_t mode,
+                 uint64_t rdev, uid_t uid, gid_t gid, ulp_attr *out);
 /* The target, NUL-terminated, truncated to size - 1 bytes: 0 or -errno
  * (-EINVAL: not a symlink). */
 int ulp_ns_readlink(ulp_store *st, uint64_t ino, char *buf, size_t size);
 
+/* A hard link: a new name newparent/newname for ino (not a directory:
+ * -EPERM), nlink and ctime of ino and the directory's times updated.  The
+ * versions of a file belong to the inode, whichever name writes it; they
+ * are recorded under its oldest name's path (ulp_ns_path), which moves to
+ * the next name when that one goes. */
+int ulp_ns_link(ulp_store *st, uint64_t ino, uint64_t newparent,
+                const char *newname, ulp_attr *out);
 /* An unlinked file that is open stays readable and writable through its
  * handles (getattr gives nlink 0) until the last one is released. */
 int ulp_ns_unlink(ulp_store *st, uint64_t parent, const char *name);
@@ -145,6 +159,38 @@ int ulp_ns_readdir(ulp_store *st, uint64_t ino, uint64_t off, ulp_dirent_fn fn,
 
 /* Space of the backing filesystem, for statfs. */
 int ulp_store_statfs(ulp_store *st, struct statvfs *out);
+
+/* ------------------------------------------------------------ xattrs
+ * (xattr.c, acl.c)
+ *
+ * Extended attributes of an inode, in the catalog: names "user.*",
+ * "trusted.*", "security.*" and the POSIX ACLs ULP_ACL_ACCESS and
+ * ULP_ACL_DEFAULT (in the kernel's xattr form); other names -EOPNOTSUPP,
+ * names over 255 bytes -ERANGE, values over 64 KiB -E2BIG, more than
+ * ULP_XATTR_INODE_MAX bytes on one inode -ENOSPC.  A change sets ctime in
+ * the same transaction; an inode's attributes go with its row.  A new
+ * inode inherits its directory's default ACL (ulp_ns_create, mkdir,
+ * mknod), which masks its mode as on Linux. */
+#define ULP_ACL_ACCESS "system.posix_acl_access"
+#define ULP_ACL_DEFAULT "system.posix_acl_default"
+#define ULP_XATTR_NAME_MAX 255
+#define ULP_XATTR_SIZE_MAX 65536
+#define ULP_XATTR_INODE_MAX 65536
+#define ULP_XATTR_CREATE 1u  /* -EEXIST if it exists */
+#define ULP_XATTR_REPLACE 2u /* -ENODATA if it does not */
+int ulp_xattr_set(ulp_store *st, uint64_t ino, const char *name,
+                  const void *value, size_t size, unsigned flags);
+/* The value's length; with size 0 only that, else -ERANGE when it does
+ * not fit; -ENODATA when there is none. */
+ssize_t ulp_xattr_get(ulp_store *st, uint64_t ino, const char *name, void *buf,
+                      size_t size);
+/* The names, each NUL-terminated, sorted; size 0 and -ERANGE as get. */
+ssize_t ulp_xattr_list(ulp_store *st, uint64_t ino, char *buf, size_t size);
+/* -ENODATA when there is none. */
+int ulp_xattr_remove(ulp_store *st, uint64_t ino, const char *name);
+/* 1 when directory dir has a default ACL (new inodes in it take their
+ * permissions from it, not from the umask), 0, -errno. */
+int ulp_acl_default_of(ulp_store *st, uint64_t dir);
 
 /* ------------------------------------------------------------ file data */
 

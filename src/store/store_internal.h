@@ -395,6 +395,10 @@ void ulp_cache_counters(ulp_cache *c, ulp_cache_stats *out);
 
 /* The path of an inode ("" for the root, "a/b" otherwise) in a malloc()ed
  * string: 0 or -errno (-ENOENT when the inode has no entry). */
+/* The path the history of the live file at path is recorded under: path
+ * itself, or for a hard-linked file its oldest name's (malloc()ed into
+ * *buf, freed by the caller).  mu held (link.c). */
+const char *ulp_ns_history_path(ulp_store *st, const char *path, char **buf);
 int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out);
 /* The inode at path ("a/b", "" the root): 0, -ENOENT.  The one path
  * resolver of the store. */

@@ -107,10 +107,16 @@ int ulp_version_list(ulp_store *st, const char *path, ulp_version_fn fn,
 				     "path = ? ORDER BY "
 				     "seq";
 
+	char *canon = NULL;
+
 	pthread_mutex_lock(&st->mu);
+	if (path)
+		path = ulp_ns_history_path(st, path, &canon);
 	sqlite3_stmt *s = path ? ulp_cat_q(st->cat, Q_PATH, "s", path)
 	                       : ulp_cat_q(st->cat, Q_ALL, "");
-	return version_rows(st, s, fn, opaque);
+	int rc = version_rows(st, s, fn, opaque);
+	free(canon);
+	return rc;
 }
 
 int ulp_version_list_under(ulp_store *st, const char *dir, ulp_version_fn fn,
