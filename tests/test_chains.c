@@ -105,9 +105,17 @@ static void rewrites_keep_every_version(unsigned settle_ms)
 	for (int i = 0; i < l.n; i++)
 		expect_version(st, l.v[i].id, v[i].p, v[i].len);
 	cr_assert_eq(live_versions(st, "tmp.safetensors").n, 0);
+	/* With a settle delay of a millisecond the first content may commit
+	 * before the append reopens it; then the append is a second version
+	 * of its own, and nothing is lost either way.  With a longer delay
+	 * the append must continue the version. */
 	l = live_versions(st, "log.txt");
-	cr_assert_eq(l.n, 1, "append: %d versions", l.n);
-	expect_version(st, l.v[0].id, "one\ntwo\n", 8);
+	if (settle_ms < 100 && l.n == 2)
+		expect_version(st, l.v[0].id, "one\n", 4);
+	else
+		cr_assert_eq(l.n, 1, "settle %u, append: %d versions",
+		             settle_ms, l.n);
+	expect_version(st, l.v[l.n - 1].id, "one\ntwo\n", 8);
 	check_integrity(st);
 	ulp_store_close(st);
 	for (int i = 0; i < 2 * N; i++)
