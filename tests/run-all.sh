@@ -42,6 +42,9 @@ apt_packages=(
 	libcriterion-dev
 	python3 python3-torch python3-numpy
 	fio rsync
+	libcurl4-openssl-dev libssl-dev libexpat1-dev
+	swift-proxy swift-object swift-container swift-account memcached
+	curl awscli s3cmd
 )
 
 passed=0
