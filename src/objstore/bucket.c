@@ -128,9 +128,10 @@ static int by_age(const void *a, const void *b)
 }
 
 /* Keep objects/ under the object_cache bound: every object there is also
- * in the bucket (it commits only then), so the oldest go first; readers
+ * in the bucket (it commits only then), so the oldest go first, never the
+ * one just written (the newest version, the likeliest read); readers
  * holding one open keep their descriptor. */
-static void cache_trim(ulp_bucket *b, int dir_fd)
+static void cache_trim(ulp_bucket *b, int dir_fd, const char *keep)
 {
 	int fd = dup(dir_fd);
 	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -146,7 +147,7 @@ static void cache_trim(ulp_bucket *b, int dir_fd)
 	struct dirent *e;
 	while ((e = readdir(d))) {
 		struct stat sb;
-		if (strlen(e->d_name) != 32 ||
+		if (strlen(e->d_name) != 32 || !strcmp(e->d_name, keep) ||
 		    fstatat(dir_fd, e->d_name, &sb, 0) < 0)
 			continue;
 		if (n == cap) {
@@ -202,7 +203,7 @@ static int hook_put(void *ctx, int dir_fd, const char *name)
 	}
 	free(key);
 	if (!rc)
-		cache_trim(b, dir_fd);
+		cache_trim(b, dir_fd, name);
 	return upload_errno(rc);
 }
 
@@ -283,15 +284,38 @@ const ulp_remote *ulp_bucket_remote(ulp_bucket *b)
 
 /* ---------------------------------------------------------------- deletes */
 
-/* Delete what the catalog dropped, once a snapshot without it is out. */
-static void flush_dead(ulp_bucket *b)
+typedef struct deadlist {
+	char **v;
+	size_t n, cap;
+} deadlist;
+
+/* What the catalog has dropped so far: taken before a snapshot, deleted
+ * once that snapshot (which no longer names them) is published.  Drops
+ * after the snapshot wait for the next one. */
+static deadlist take_dead(ulp_bucket *b)
 {
 	pthread_mutex_lock(&b->mu);
-	char **dead = b->dead;
-	size_t n = b->ndead;
+	deadlist d = { b->dead, b->ndead, b->capdead };
 	b->dead = NULL;
 	b->ndead = b->capdead = 0;
 	pthread_mutex_unlock(&b->mu);
+	return d;
+}
+
+/* A publish failed: the names go back for the next one. */
+static void return_dead(ulp_bucket *b, deadlist d)
+{
+	for (size_t i = 0; i < d.n; i++) {
+		hook_removed(b, d.v[i]);
+		free(d.v[i]);
+	}
+	free(d.v);
+}
+
+static void flush_dead(ulp_bucket *b, deadlist d)
+{
+	char **dead = d.v;
+	size_t n = d.n;
 	for (size_t i = 0; i < n; i++) {
 		char *key = object_key(b, dead[i]);
 		ulp_s3_status st;
@@ -309,9 +333,12 @@ int ulp_bucket_publish(ulp_bucket *b)
 {
 	if (b->o.read_only)
 		return 0;
+	deadlist d = take_dead(b);
 	int rc = ulp_publish_now(b, 0);
 	if (!rc)
-		flush_dead(b);
+		flush_dead(b, d);
+	else
+		return_dead(b, d);
 	return rc;
 }
 
@@ -395,8 +422,11 @@ static void *bg_main(void *arg)
 				next_lease = now + 2;
 		}
 		if (now >= next_pub) {
-			if (ulp_publish_now(b, 1) == 0)
-				flush_dead(b);
+			deadlist d = take_dead(b);
+			if (ulp_publish_now(b, d.n == 0) == 0)
+				flush_dead(b, d);
+			else
+				return_dead(b, d);
 			next_pub = now + b->o.publish_s;
 		}
 		pthread_mutex_lock(&b->mu);

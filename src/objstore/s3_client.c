@@ -472,6 +472,15 @@ int ulp_s3_perform(ulp_s3 *s3, ulp_s3_req *r, ulp_s3_status *st)
 			set_status(st, r->http, e.code, e.message);
 			again = transient_http(r->http);
 			rc = http_errno(r->http, e.code);
+			/* A PUT cannot miss its key: a 404 other than
+			 * NoSuchBucket is a gateway that lost track of the
+			 * container (Swift under load); try again. */
+			if (r->http == 404 && strcmp(e.code, "NoSuchBucket") &&
+			    (!strcmp(r->method, "PUT") ||
+			     !strcmp(r->method, "POST"))) {
+				again = 1;
+				rc = -EAGAIN;
+			}
 		}
 		if (!again || attempt + 1 >= s3->cfg.max_attempts)
 			break;
