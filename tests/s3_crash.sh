@@ -24,8 +24,8 @@ URL=s3://$S3_BUCKET/crash
 MNT=$WORK/mnt
 DATA=$WORK/data
 mkdir -p "$DATA/a" "$DATA/b" "$DATA/c"
-for i in 1 2 3 4; do
-	head -c $((18000000 + i * 1000)) /dev/urandom >"$DATA/a/big$i.bin"
+for i in 1 2 3 4 5 6; do
+	head -c $((40000000 + i * 1000)) /dev/urandom >"$DATA/a/big$i.bin"
 done
 for i in 1 2 3; do head -c 3000000 /dev/urandom >"$DATA/b/f$i.bin"; done
 head -c 2000000 /dev/urandom >"$DATA/c/late.bin"
@@ -45,17 +45,29 @@ s3_mount "$URL" "$WORK/cache1" "$MNT"
 cp -r "$DATA/a" "$MNT/a" || bad "cp -r into the mount"
 fs_bg "$ULPFS" sync "$MNT"
 sync_pid=$FS_BG_LAST
-# wait for the first upload to have started (a part or an object listed)
-for _ in $(seq 1 200); do
-	[ -n "$($S3_AWS s3api list-multipart-uploads --bucket "$S3_BUCKET" --query 'Uploads[].Key' --output text 2>/dev/null | grep -v None)" ] && break
-	[ -n "$(bucket_objects)" ] && break
-	sleep 0.05
+# wait until a multipart upload is in flight
+pending() {
+	$S3_AWS s3api list-multipart-uploads --bucket "$S3_BUCKET" --prefix crash/ \
+		--query 'length(Uploads || `[]`)' --output text 2>/dev/null
+}
+inflight=0
+for _ in $(seq 1 100); do
+	n=$(pending)
+	[ -n "$n" ] && [ "$n" != 0 ] && inflight=1 && break
+	sleep 0.1
 done
+[ "$inflight" = 1 ] && ok "$n multipart upload(s) in flight" ||
+	bad "never saw a multipart upload in flight (the kill tests nothing)"
 kill -9 "$FS_LAST_PID" && ok "killed daemon $FS_LAST_PID mid-upload"
 wait "$sync_pid" 2>/dev/null
 fs_bg_forget "$sync_pid"
 fs_force_umount "$MNT"
+left=$(pending)
+say "multipart uploads left unfinished by the kill: ${left:-?}"
 s3_mount "$URL" "$WORK/cache1" "$MNT"
+left=$(pending)
+[ "$left" = 0 ] && ok "the remount aborted every unfinished multipart upload" ||
+	bad "unfinished multipart uploads after the remount: ${left:-?}"
 if "$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1; then ok "sync after the remount"; else bad "sync after remount: $(cat "$WORK/sync.log")"; fi
 fs_compare_trees "$DATA/a" "$MNT/a" "closed files after kill -9 and remount"
 fs_umount "$MNT"

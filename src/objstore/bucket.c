@@ -376,10 +376,42 @@ static int sweep_cb(void *ctx, const char *key, uint64_t size)
 	return 0;
 }
 
+typedef struct abort_ctx {
+	ulp_bucket *b;
+	int n;
+} abort_ctx;
+
+static int abort_one(void *ctx, const char *key, const char *id)
+{
+	abort_ctx *a = ctx;
+	ulp_s3_status st;
+	if (ulp_s3_abort_upload(a->b->s3, key, id, &st) == 0) {
+		ulp_bucket_log("aborted an unfinished upload of s3://%s/%s",
+		               a->b->bucket, key);
+		a->n++;
+	}
+	return 0;
+}
+
 /* Objects in the bucket no version names: uploads a crash cut off before
- * their commit, deletes a crash cut off after it. */
+ * their commit, deletes a crash cut off after it; and multipart uploads
+ * a crash left unfinished (their parts are stored too).  The lease makes
+ * this mount the only writer, so none of them is still in progress. */
 static int sweep_orphans(ulp_bucket *b)
 {
+	char *all = ulp_bucket_key(b, "");
+	if (all) {
+		ulp_s3_status ust;
+		abort_ctx a = { b, 0 };
+		for (int round = 0; round < 100; round++) {
+			a.n = 0;
+			if (ulp_s3_list_uploads(b->s3, all, abort_one, &a,
+			                        &ust) ||
+			    a.n == 0)
+				break;
+		}
+		free(all);
+	}
 	char *pfx = object_key(b, "");
 	if (!pfx)
 		return -ENOMEM;

@@ -100,6 +100,17 @@ typedef int (*ulp_s3_list_cb)(void *ctx, const char *key, uint64_t size);
 int ulp_s3_list(ulp_s3 *s3, const char *prefix, ulp_s3_list_cb cb, void *ctx,
                 ulp_s3_status *st);
 
+/* Multipart uploads begun under prefix and neither completed nor aborted
+ * (a writer killed mid-upload leaves their parts stored): cb per upload,
+ * then abort with ulp_s3_abort_upload.  The first 1000 only; call again
+ * after aborting. */
+typedef int (*ulp_s3_upload_cb)(void *ctx, const char *key,
+                                const char *upload_id);
+int ulp_s3_list_uploads(ulp_s3 *s3, const char *prefix, ulp_s3_upload_cb cb,
+                        void *ctx, ulp_s3_status *st);
+int ulp_s3_abort_upload(ulp_s3 *s3, const char *key, const char *upload_id,
+                        ulp_s3_status *st);
+
 /* "403 InvalidAccessKeyId: ..." into buf, for logs and error messages. */
 const char *ulp_s3_strstatus(const ulp_s3_status *st, char *buf, size_t len);
 

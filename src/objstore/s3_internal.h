@@ -51,4 +51,8 @@ int ulp_s3_xml_upload_id(const char *body, size_t len, char *id, size_t idlen);
 int ulp_s3_xml_list(const char *body, size_t len, ulp_s3_list_cb cb, void *ctx,
                     int *cb_rc, int *truncated, char **next);
 
+/* ListMultipartUploads: cb per <Upload>. */
+int ulp_s3_xml_uploads(const char *body, size_t len, ulp_s3_upload_cb cb,
+                       void *ctx, int *cb_rc);
+
 #endif

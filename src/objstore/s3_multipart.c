@@ -247,3 +247,52 @@ int ulp_s3_put_fd(ulp_s3 *s3, const char *key, int fd, uint64_t size,
 	free(buf);
 	return rc;
 }
+
+int ulp_s3_list_uploads(ulp_s3 *s3, const char *prefix, ulp_s3_upload_cb cb,
+                        void *ctx, ulp_s3_status *st)
+{
+	char *ep = ulp_s3_uri_encode(prefix, 0);
+	if (!ep)
+		return -ENOMEM;
+	size_t n = strlen(ep) + 32;
+	char *q = malloc(n);
+	if (!q) {
+		free(ep);
+		return -ENOMEM;
+	}
+	/* canonical order: prefix < uploads */
+	snprintf(q, n, "prefix=%s&uploads=", ep);
+	free(ep);
+	ulp_s3_req r = ULP_S3_REQ_INIT("GET", "");
+	r.query = q;
+	int rc = ulp_s3_perform(s3, &r, st);
+	int cb_rc = 0;
+	if (!rc)
+		rc = ulp_s3_xml_uploads(r.rbuf ? r.rbuf : "", r.rlen, cb, ctx,
+		                        &cb_rc);
+	free(r.rbuf);
+	free(q);
+	return rc ? rc : cb_rc;
+}
+
+int ulp_s3_abort_upload(ulp_s3 *s3, const char *key, const char *upload_id,
+                        ulp_s3_status *st)
+{
+	char *eid = ulp_s3_uri_encode(upload_id, 0);
+	if (!eid)
+		return -ENOMEM;
+	size_t n = strlen(eid) + 16;
+	char *q = malloc(n);
+	if (!q) {
+		free(eid);
+		return -ENOMEM;
+	}
+	snprintf(q, n, "uploadId=%s", eid);
+	free(eid);
+	ulp_s3_req r = ULP_S3_REQ_INIT("DELETE", key);
+	r.query = q;
+	int rc = ulp_s3_perform(s3, &r, st);
+	free(r.rbuf);
+	free(q);
+	return rc == -ENOENT ? 0 : rc;
+}

@@ -193,3 +193,40 @@ int ulp_s3_xml_list(const char *body, size_t len, ulp_s3_list_cb cb, void *ctx,
 	*next = c.next;
 	return 0;
 }
+
+typedef struct upctx {
+	ulp_s3_upload_cb cb;
+	void *ctx;
+	int cb_rc;
+	char key[1100];
+	char id[512];
+	int bad;
+} upctx;
+
+static void up_end(xwalk *w, const char *name)
+{
+	upctx *c = w->ctx;
+	if (w->depth == 3 && !strcmp(name, "Key"))
+		copy_text(c->key, sizeof c->key, w->text);
+	else if (w->depth == 3 && !strcmp(name, "UploadId"))
+		copy_text(c->id, sizeof c->id, w->text);
+	else if (w->depth == 2 && !strcmp(name, "Upload")) {
+		if (!c->key[0] || !c->id[0])
+			c->bad = 1;
+		else if (!c->cb_rc)
+			c->cb_rc = c->cb(c->ctx, c->key, c->id);
+		c->key[0] = c->id[0] = '\0';
+	}
+}
+
+int ulp_s3_xml_uploads(const char *body, size_t len, ulp_s3_upload_cb cb,
+                       void *ctx, int *cb_rc)
+{
+	upctx c = { .cb = cb, .ctx = ctx };
+	xwalk w = { .on_end = up_end, .ctx = &c };
+	int rc = xwalk_run(&w, body, len);
+	if (!rc && (c.bad || strcmp(w.root, "ListMultipartUploadsResult")))
+		rc = -EIO;
+	*cb_rc = c.cb_rc;
+	return rc;
+}
