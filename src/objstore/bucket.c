@@ -191,6 +191,11 @@ static int hook_put(void *ctx, int dir_fd, const char *name)
 	if (!rc)
 		rc = ulp_s3_put_fd(b->s3, key, fd, (uint64_t)sb.st_size, &st);
 	close(fd);
+	if (!rc) {
+		atomic_fetch_add(&b->up_objects, 1);
+		atomic_fetch_add(&b->up_object_bytes,
+		                 (unsigned long long)sb.st_size);
+	}
 	if (rc) {
 		char line[400];
 		ulp_bucket_log(
@@ -259,6 +264,10 @@ static int hook_read_at(void *ctx, const char *name, uint64_t off, void *buf,
 	int rc = ulp_s3_get_range(b->s3, key, off, len, buf, &got, &st);
 	if (!rc && got != len)
 		rc = -EIO; /* truncated object: an error, never short bytes */
+	if (!rc) {
+		atomic_fetch_add(&b->down_ranges, 1);
+		atomic_fetch_add(&b->down_bytes, (unsigned long long)len);
+	}
 	if (rc) {
 		char line[400];
 		ulp_bucket_log("read of s3://%s/%s [%llu, +%zu): %s", b->bucket,
@@ -577,6 +586,15 @@ int ulp_bucket_close(ulp_bucket *b)
 		               b->cache_dir);
 	if (b->leased)
 		ulp_lease_release(b);
+	ulp_bucket_log("s3://%s/%s: uploaded %llu objects (%llu bytes) and "
+	               "%llu catalog snapshots (%llu bytes); read %llu ranges "
+	               "(%llu bytes)",
+	               b->bucket, b->prefix, atomic_load(&b->up_objects),
+	               atomic_load(&b->up_object_bytes),
+	               atomic_load(&b->up_catalogs),
+	               atomic_load(&b->up_catalog_bytes),
+	               atomic_load(&b->down_ranges),
+	               atomic_load(&b->down_bytes));
 	bucket_free(b);
 	return rc;
 }

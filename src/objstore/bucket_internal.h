@@ -7,6 +7,7 @@
 #define ULP_BUCKET_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "objstore/bucket.h"
 #include "objstore/s3_client.h"
@@ -32,6 +33,10 @@ struct ulp_bucket {
 	char last_snapshot[128]; /* catalog/... the pointer names now */
 	char prev_snapshot[128]; /* the one before, deleted at the next */
 	long long pub_stamp;     /* catalog files' change stamp at it */
+
+	/* what went up and came down, logged at close (bench/s3_bench.sh) */
+	atomic_ullong up_objects, up_object_bytes, up_catalogs,
+		up_catalog_bytes, down_ranges, down_bytes;
 
 	char owner[512]; /* this mount's lease owner id */
 	int leased;

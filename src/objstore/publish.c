@@ -307,8 +307,12 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 		rc = ulp_s3_put_fd(b->s3, key, fd, (uint64_t)sb.st_size, &st);
 	if (fd >= 0)
 		close(fd);
-	if (!rc)
+	if (!rc) {
+		atomic_fetch_add(&b->up_catalogs, 1);
+		atomic_fetch_add(&b->up_catalog_bytes,
+		                 (unsigned long long)sb.st_size);
 		rc = ulp_s3_put(b->s3, ptr, snap, strlen(snap), 0, &st);
+	}
 	if (!rc) {
 		/* the previous snapshot stays for a reader that fetched the
 		 * old pointer just now; the one before it goes */
