@@ -39,6 +39,17 @@ for (o,) in c.execute("SELECT DISTINCT object FROM versions WHERE state <> 2 AND
 ' "$1" | sort
 }
 bucket_objects() { s3_keys crash/objects/ | sed 's|.*/||' | sort; }
+# no_orphans WHEN: the bucket holds exactly the objects the catalog names
+no_orphans() {
+	local want have
+	want=$(live_objects "$WORK/cache1/catalog.db")
+	have=$(bucket_objects)
+	if [ "$want" = "$have" ] && [ -n "$have" ]; then
+		ok "no orphans $1: the bucket holds exactly the $(wc -l <<<"$have") objects the catalog names"
+	else
+		bad "bucket objects differ from the catalog's $1: $(diff <(echo "$want") <(echo "$have") | head -5 | tr '\n' ' ')"
+	fi
+}
 
 step "kill -9 of the daemon during multipart uploads"
 s3_mount "$URL" "$WORK/cache1" "$MNT"
@@ -71,11 +82,7 @@ left=$(pending)
 if "$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1; then ok "sync after the remount"; else bad "sync after remount: $(cat "$WORK/sync.log")"; fi
 fs_compare_trees "$DATA/a" "$MNT/a" "closed files after kill -9 and remount"
 fs_umount "$MNT"
-if [ "$(live_objects "$WORK/cache1/catalog.db")" = "$(bucket_objects)" ]; then
-	ok "no orphans: the bucket holds exactly the $(bucket_objects | wc -l) objects the catalog names"
-else
-	bad "bucket objects differ from the catalog's: $(diff <(live_objects "$WORK/cache1/catalog.db") <(bucket_objects) | head -5 | tr '\n' ' ')"
-fi
+no_orphans "after kill -9 and remount"
 
 step "the server stopped during writes, then restarted"
 s3_mount "$URL" "$WORK/cache1" "$MNT"
@@ -120,10 +127,6 @@ step "a fresh read-only mount from the bucket alone"
 s3_mount "$URL" "$WORK/cache-fresh" "$MNT" ro
 fs_compare_trees "$DATA" "$MNT" "everything, from the bucket"
 fs_umount "$MNT"
-if [ "$(live_objects "$WORK/cache1/catalog.db")" = "$(bucket_objects)" ]; then
-	ok "no orphans at the end"
-else
-	bad "orphans at the end: $(diff <(live_objects "$WORK/cache1/catalog.db") <(bucket_objects) | head -5 | tr '\n' ' ')"
-fi
+no_orphans "at the end"
 
 fs_finish

@@ -72,6 +72,14 @@ static int lease_get(ulp_bucket *b, const char *key, lease *l,
 	return rc;
 }
 
+/* The lease's key (malloc'ed into *key) and content: 0, -ENOENT, -ENOMEM
+ * (no key), or another error. */
+static int lease_read(ulp_bucket *b, char **key, lease *l, ulp_s3_status *st)
+{
+	*key = ulp_bucket_key(b, "LEASE");
+	return *key ? lease_get(b, *key, l, st) : -ENOMEM;
+}
+
 static int lease_put(ulp_bucket *b, const char *key, unsigned flags,
                      ulp_s3_status *st)
 {
@@ -115,12 +123,12 @@ static void status_err(char *err, size_t errlen, const char *what,
 int ulp_lease_acquire(ulp_bucket *b, char *err, size_t errlen)
 {
 	make_owner(b);
-	char *key = ulp_bucket_key(b, "LEASE");
-	if (!key)
-		return -ENOMEM;
+	char *key;
 	ulp_s3_status st = { 0, "", "" };
 	lease cur;
-	int rc = lease_get(b, key, &cur, &st);
+	int rc = lease_read(b, &key, &cur, &st);
+	if (rc == -ENOMEM)
+		return rc;
 	if (rc == 0 && !same_place(cur.owner, b->owner) &&
 	    cur.expires > (long long)time(NULL)) {
 		char when[64];
@@ -197,12 +205,12 @@ int ulp_lease_acquire(ulp_bucket *b, char *err, size_t errlen)
 
 int ulp_lease_refresh(ulp_bucket *b)
 {
-	char *key = ulp_bucket_key(b, "LEASE");
-	if (!key)
-		return -ENOMEM;
+	char *key;
 	ulp_s3_status st = { 0, "", "" };
 	lease cur;
-	int rc = lease_get(b, key, &cur, &st);
+	int rc = lease_read(b, &key, &cur, &st);
+	if (rc == -ENOMEM)
+		return rc;
 	if (rc == 0 && strcmp(cur.owner, b->owner)) {
 		ulp_bucket_log("s3://%s/%s: the lease was taken by %s; "
 		               "another writer may be changing this store",
