@@ -174,11 +174,41 @@ static void cache_trim(ulp_bucket *b, int dir_fd, const char *keep)
 
 /* ---------------------------------------------------------------- hooks */
 
+/* Append a copy of name to a growable list; 0 or -ENOMEM. */
+static int names_add(char ***v, size_t *n, size_t *cap, const char *name)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 64;
+		char **nv = realloc(*v, nc * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	if (!((*v)[*n] = strdup(name)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static void names_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
 static int hook_put(void *ctx, int dir_fd, const char *name)
 {
 	ulp_bucket *b = ctx;
 	if (b->o.read_only)
 		return -EROFS;
+	pthread_mutex_lock(&b->mu);
+	int nomem = !b->sweep_done &&
+	            names_add(&b->fresh, &b->nfresh, &b->capfresh, name) < 0;
+	pthread_mutex_unlock(&b->mu);
+	if (nomem)
+		return -ENOMEM; /* the sweep could take it for an orphan */
 	int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -218,19 +248,8 @@ static void hook_removed(void *ctx, const char *name)
 	if (b->o.read_only)
 		return;
 	pthread_mutex_lock(&b->mu);
-	if (b->ndead == b->capdead) {
-		size_t cap = b->capdead ? 2 * b->capdead : 64;
-		char **nd = realloc(b->dead, cap * sizeof *nd);
-		if (nd) {
-			b->dead = nd;
-			b->capdead = cap;
-		}
-	}
-	char *copy = strdup(name);
-	if (copy && b->ndead < b->capdead)
-		b->dead[b->ndead++] = copy;
-	else
-		free(copy); /* the next mount's sweep removes it */
+	/* out of memory: the next mount's sweep removes it */
+	names_add(&b->dead, &b->ndead, &b->capdead, name);
 	pthread_mutex_unlock(&b->mu);
 }
 
@@ -371,18 +390,12 @@ static int sweep_cb(void *ctx, const char *key, uint64_t size)
 		return live;
 	if (live)
 		return 0;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		char **nk = realloc(s->keys, cap * sizeof *nk);
-		if (!nk)
-			return -ENOMEM;
-		s->keys = nk;
-		s->cap = cap;
-	}
-	if (!(s->keys[s->n] = strdup(key)))
-		return -ENOMEM;
-	s->n++;
-	return 0;
+	ulp_bucket *b = s->b;
+	pthread_mutex_lock(&b->mu);
+	for (size_t i = 0; i < b->nfresh && !live; i++)
+		live = !strcmp(b->fresh[i], name);
+	pthread_mutex_unlock(&b->mu);
+	return live ? 0 : names_add(&s->keys, &s->n, &s->cap, key);
 }
 
 typedef struct abort_ctx {
@@ -402,25 +415,32 @@ static int abort_one(void *ctx, const char *key, const char *id)
 	return 0;
 }
 
-/* Objects in the bucket no version names: uploads a crash cut off before
- * their commit, deletes a crash cut off after it; and multipart uploads
- * a crash left unfinished (their parts are stored too).  The lease makes
- * this mount the only writer, so none of them is still in progress. */
-static int sweep_orphans(ulp_bucket *b)
+/* Multipart uploads a crash left unfinished (their parts are stored).
+ * Called before the store opens: the lease makes this mount the only
+ * writer and its encoders have not started, so none is in progress (an
+ * upload aborted while its completion runs would leave an object without
+ * its parts). */
+static void abort_unfinished(ulp_bucket *b)
 {
 	char *all = ulp_bucket_key(b, "");
-	if (all) {
-		ulp_s3_status ust;
-		abort_ctx a = { b, 0 };
-		for (int round = 0; round < 100; round++) {
-			a.n = 0;
-			if (ulp_s3_list_uploads(b->s3, all, abort_one, &a,
-			                        &ust) ||
-			    a.n == 0)
-				break;
-		}
-		free(all);
+	if (!all)
+		return;
+	ulp_s3_status ust;
+	abort_ctx a = { b, 0 };
+	for (int round = 0; round < 100; round++) {
+		a.n = 0;
+		if (ulp_s3_list_uploads(b->s3, all, abort_one, &a, &ust) ||
+		    a.n == 0)
+			break;
 	}
+	free(all);
+}
+
+/* Objects in the bucket no version names: uploads a crash cut off before
+ * their commit, deletes a crash cut off after it.  Objects this mount is
+ * uploading meanwhile (its encoders run already) are spared. */
+static int sweep_orphans(ulp_bucket *b)
+{
 	char *pfx = object_key(b, "");
 	if (!pfx)
 		return -ENOMEM;
@@ -431,10 +451,15 @@ static int sweep_orphans(ulp_bucket *b)
 		if (!rc && ulp_s3_delete(b->s3, s.keys[i], &st) == 0)
 			ulp_bucket_log("removed orphan s3://%s/%s", b->bucket,
 			               s.keys[i]);
-		free(s.keys[i]);
 	}
-	free(s.keys);
+	names_free(s.keys, s.n);
 	free(pfx);
+	pthread_mutex_lock(&b->mu);
+	b->sweep_done = 1;
+	names_free(b->fresh, b->nfresh);
+	b->fresh = NULL;
+	b->nfresh = b->capfresh = 0;
+	pthread_mutex_unlock(&b->mu);
 	return rc;
 }
 
@@ -506,6 +531,7 @@ void ulp_bucket_detach(ulp_bucket *b)
 
 static void bucket_free(ulp_bucket *b)
 {
+	names_free(b->fresh, b->nfresh);
 	for (size_t i = 0; i < b->ndead; i++)
 		free(b->dead[i]);
 	free(b->dead);
@@ -559,8 +585,11 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 		                  .size = hook_size,
 		                  .read_at = hook_read_at,
 		                  .synced = hook_synced };
+	b->sweep_done = o->read_only;
 	if (!rc && !o->read_only)
 		rc = ulp_lease_acquire(b, err, errlen);
+	if (!rc && !o->read_only)
+		abort_unfinished(b);
 	if (!rc)
 		rc = ulp_publish_seed(b, err, errlen);
 	if (rc) {

@@ -25,6 +25,12 @@ struct ulp_bucket {
 	int have_thread;
 	pthread_t thread; /* publisher and lease refresher */
 
+	/* objects this mount began to upload before its orphan sweep ended:
+	 * not committed yet, but no orphans */
+	char **fresh;
+	size_t nfresh, capfresh;
+	int sweep_done;
+
 	/* objects dropped by the catalog, deleted after the next publish */
 	char **dead;
 	size_t ndead, capdead;
