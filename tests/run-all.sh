@@ -47,6 +47,9 @@ apt_packages=(
 	# tests/cli_svg.sh opens the stats --svg chart in it (--headless)
 	chromium
 	fio rsync attr acl
+	libcurl4-openssl-dev libssl-dev libexpat1-dev
+	swift-proxy swift-object swift-container swift-account memcached
+	curl awscli s3cmd
 )
 
 passed=0

@@ -36,6 +36,7 @@
 #include "cli.h"
 #include "ctl.h"
 #include "fs/fs.h"
+#include "mount_s3.h"
 #include "store/store.h"
 
 #define MAX_FUSE_OPTS 64
@@ -48,6 +49,7 @@ typedef struct mount_args {
 	char *optcopies[MAX_FUSE_OPTS]; /* strdup'ed -o arguments */
 	size_t ncopies;
 	int foreground;
+	mount_s3 s3; /* s3://BUCKET/PREFIX stores */
 } mount_args;
 
 static void mount_usage(FILE *f)
@@ -94,7 +96,17 @@ static void mount_usage(FILE *f)
 	      "     sync_read, async_read, no_remote_[posix_]lock, "
 	      "no_remote_flock.\n"
 	      "SIZE takes a K, M or G suffix.  Hard links are not supported "
-	      "(EPERM).\n",
+	      "(EPERM).\n\n"
+	      "STORE may be s3://BUCKET[/PREFIX]: objects and catalog "
+	      "snapshots live in\n"
+	      "the bucket (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... or "
+	      "~/.aws), staging\n"
+	      "and a cache of objects in a local directory:\n"
+	      "     cache_dir=DIR       (default /var/cache/ulpfs/BUCKET/PREFIX)\n"
+	      "     object_cache=SIZE   objects kept in DIR (default 4G)\n"
+	      "     publish_interval=S  catalog published every S seconds "
+	      "(default 60)\n"
+	      "     ro                  read-only: no lease, nothing written\n",
 	      f);
 }
 
@@ -130,7 +142,12 @@ static int parse_option_list(mount_args *ma, char *list)
 		size_t klen = eq ? (size_t)(eq - o) : strlen(o);
 		unsigned u;
 #define KEY(k) (klen == sizeof(k) - 1 && strncmp(o, k, klen) == 0)
-		if (KEY("cache") && v) {
+		int s3 = mount_s3_option(&ma->s3, o);
+		if (s3 < 0)
+			return -1;
+		if (s3 > 0) {
+			continue;
+		} else if (KEY("cache") && v) {
 			if (cli_parse_size(v, &ma->sopts.cache_bytes) < 0)
 				goto bad_value;
 		} else if (KEY("encoders") && v) {
@@ -362,6 +379,10 @@ static int run_daemon(mount_args *ma, const char *store, const char *mnt,
 
 	/* Before the store starts its threads, so that they inherit it. */
 	ulp_fs_block_signals();
+	if (mount_s3_open(&ma->s3, &ma->sopts, err, sizeof err) < 0) {
+		report(ready_fd, "%s", err);
+		return CLI_FAIL;
+	}
 	rc = ulp_store_open(store, &ma->sopts, &st);
 	if (rc < 0) {
 		report(ready_fd, "%s: %s", store,
@@ -369,8 +390,10 @@ static int run_daemon(mount_args *ma, const char *store, const char *mnt,
 		                      "mounted?)"
 		       : rc == -ENOTEMPTY ? "neither empty nor a ulpfs store"
 		                          : strerror(-rc));
+		mount_s3_free(&ma->s3);
 		return CLI_FAIL;
 	}
+	mount_s3_attach(&ma->s3, st);
 	ma->cfg.mountpoint = mnt;
 	ma->cfg.fsname = store;
 	ma->fuse_opts[ma->nfuse] = NULL;
@@ -378,7 +401,9 @@ static int run_daemon(mount_args *ma, const char *store, const char *mnt,
 	rc = ulp_fs_mount(st, &ma->cfg, &fs, err, sizeof(err));
 	if (rc < 0) {
 		report(ready_fd, "%s: %s", mnt, err);
+		mount_s3_detach(&ma->s3);
 		ulp_store_close(st);
+		mount_s3_free(&ma->s3);
 		return CLI_FAIL;
 	}
 	if (ready_fd >= 0) {
@@ -386,7 +411,9 @@ static int run_daemon(mount_args *ma, const char *store, const char *mnt,
 			report(ready_fd, "%s: cannot detach: %s", mnt,
 			       strerror(errno));
 			ulp_fs_unmount(fs);
+			mount_s3_detach(&ma->s3);
 			ulp_store_close(st);
+			mount_s3_free(&ma->s3);
 			return CLI_FAIL;
 		}
 	}
@@ -418,8 +445,15 @@ static int run_daemon(mount_args *ma, const char *store, const char *mnt,
 		dlog("unmounted %s", mnt);
 	ulp_fs_unmount(fs);
 	dlog("closing the store (encoding what is queued)");
+	mount_s3_detach(&ma->s3);
 	ulp_store_close(st);
 	dlog("store %s closed", store);
+	if (ma->s3.bucket && !ma->s3.read_only) {
+		int prc = mount_s3_close(&ma->s3);
+		dlog("%s: catalog %s", ma->s3.url,
+		     prc ? "NOT published (see above)" : "published");
+	}
+	mount_s3_free(&ma->s3);
 	pid_remove(store);
 	return rc < 0 ? CLI_FAIL : CLI_OK;
 }
@@ -516,7 +550,14 @@ int cmd_mount(int argc, char **argv)
 	}
 
 	rc = CLI_FAIL;
-	store = abs_path_maybe_missing(argv[optind]);
+	if (ulp_bucket_is_url(argv[optind])) {
+		const char *d = mount_s3_store_dir(&ma.s3, argv[optind]);
+		store = d ? strdup(d) : NULL;
+		if (!store)
+			goto out;
+	} else {
+		store = abs_path_maybe_missing(argv[optind]);
+	}
 	if (!store) {
 		cli_err("%s: %s", argv[optind], strerror(errno));
 		goto out;
@@ -584,6 +625,7 @@ usage_hint:
 	rc = CLI_USAGE;
 	fputs("Try 'ulpfs mount --help'.\n", stderr);
 out:
+	mount_s3_free(&ma.s3);
 	for (size_t i = 0; i < ma.ncopies; i++)
 		free(ma.optcopies[i]);
 	free(store);

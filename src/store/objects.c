@@ -4,6 +4,7 @@
  * removed only after the catalog no longer needs them.
  */
 #include "store/store_internal.h"
+#include "store/remote.h"
 
 #include <dirent.h>
 #include <sys/random.h>
@@ -75,6 +76,10 @@ int ulp_obj_publish(ulp_store *st, int fd, const char *tmp, const char *name)
 	}
 	if (rc == 0 && fsync(st->obj_fd) < 0)
 		rc = -errno;
+	/* A remote copy first: the version commits only once it is there. */
+	if (rc == 0 && st->opts.remote && st->opts.remote->put)
+		rc = st->opts.remote->put(st->opts.remote->ctx, st->obj_fd,
+		                          name);
 	if (rc < 0) {
 		unlinkat(st->obj_fd, tmp, 0);
 		if (rc != -EEXIST)
@@ -91,8 +96,11 @@ void ulp_obj_abandon(ulp_store *st, int fd, const char *tmp)
 
 void ulp_obj_unlink(ulp_store *st, const char *name)
 {
-	if (name && *name)
-		unlinkat(st->obj_fd, name, 0);
+	if (!name || !*name)
+		return;
+	unlinkat(st->obj_fd, name, 0);
+	if (st->opts.remote && st->opts.remote->removed)
+		st->opts.remote->removed(st->opts.remote->ctx, name);
 }
 
 void ulp_obj_reap(ulp_store *st, ulp_obj_list *dead)
@@ -116,10 +124,23 @@ static int is_object_name(const char *n)
 	return i == 32;
 }
 
+static const char LIVE_Q[] = "SELECT 1 FROM versions WHERE object = ? AND "
+			     "state <> 2 LIMIT 1";
+
+int ulp_store_object_live(ulp_store *st, const char *name)
+{
+	int64_t one;
+	if (!is_object_name(name))
+		return 0;
+	pthread_mutex_lock(&st->mu);
+	int rc = ulp_cat_int(st->cat, &one, LIVE_Q, "s", name);
+	pthread_mutex_unlock(&st->mu);
+	return rc < 0 ? rc : rc > 0;
+}
+
 int ulp_obj_recover(ulp_store *st)
 {
-	static const char Q[] = "SELECT 1 FROM versions WHERE object = ? AND "
-				"state <> 2 LIMIT 1";
+	static const char *const Q = LIVE_Q;
 	DIR *d;
 	struct dirent *e;
 	int rc = ulp_dir_list(st->obj_fd, &d);

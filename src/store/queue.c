@@ -7,6 +7,7 @@
  * an exponential backoff.  The queue holds a ref on each entry's inode.
  */
 #include "store/store_internal.h"
+#include "store/remote.h"
 
 #include <time.h>
 
@@ -265,5 +266,7 @@ int ulp_queue_sync(ulp_store *st)
 		if (in->failed && !rc)
 			rc = in->fail_err;
 	pthread_mutex_unlock(&st->mu);
+	if (rc == 0 && st->opts.remote && st->opts.remote->synced)
+		rc = st->opts.remote->synced(st->opts.remote->ctx);
 	return rc;
 }

@@ -17,6 +17,7 @@
  * stays cached for readers of those versions.
  */
 #include "store/store_internal.h"
+#include "store/remote.h"
 
 #include <sys/stat.h>
 
@@ -30,7 +31,9 @@
 
 typedef struct oentry {
 	uint64_t vid;
-	int fd;
+	int fd; /* -1: read remotely (remote_name) */
+	const ulp_remote *remote;
+	char remote_name[ULP_OBJ_NAME_LEN];
 	ulp_object *obj;
 	uint64_t ref;   /* reference version, 0: none */
 	unsigned depth; /* references between it and a keyframe */
@@ -138,6 +141,11 @@ static int obj_read_at(void *opaque, uint64_t off, void *buf, size_t len)
 {
 	oentry *e = opaque;
 
+	if (e->fd < 0)
+		return e->remote->read_at(e->remote->ctx, e->remote_name, off,
+		                          buf, len) < 0
+		               ? ULP_ERR_IO
+		               : ULP_OK;
 	return ulp_pread_all(e->fd, buf, len, off) < 0 ? ULP_ERR_IO : ULP_OK;
 }
 
@@ -165,12 +173,22 @@ static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
 	e->ref = v.ref;
 	e->depth = v.depth;
 	e->fd = openat(st->obj_fd, v.object, O_RDONLY | O_CLOEXEC);
-	if (e->fd < 0 || fstat(e->fd, &sb) < 0) {
+	uint64_t osize = 0;
+	if (e->fd < 0 && errno == ENOENT && st->opts.remote) {
+		/* not in the local cache: ranged reads of the remote copy */
+		e->remote = st->opts.remote;
+		snprintf(e->remote_name, sizeof e->remote_name, "%s",
+		         v.object);
+		rc = e->remote->size(e->remote->ctx, v.object, &osize);
+		if (rc < 0)
+			goto fail;
+	} else if (e->fd < 0 || fstat(e->fd, &sb) < 0) {
 		rc = -errno;
 		goto fail;
+	} else {
+		osize = (uint64_t)sb.st_size;
 	}
-	rc = ulp_errno_of(
-		ulp_object_open(obj_read_at, e, (uint64_t)sb.st_size, &e->obj));
+	rc = ulp_errno_of(ulp_object_open(obj_read_at, e, osize, &e->obj));
 	if (rc < 0)
 		goto fail;
 	rc = -EIO;

@@ -53,10 +53,15 @@ typedef struct ulp_store_opts {
 	                             (default 500) */
 	uint64_t staging_limit;   /* bytes of staging before writers wait
 	                             (default: 50% of the backing free space) */
+	/* objects also kept elsewhere (store/remote.h); NULL: local only */
+	const struct ulp_remote *remote;
 } ulp_store_opts;
 
 /* Fill defaults for zero fields. */
 void ulp_store_opts_default(ulp_store_opts *o);
+/* 1 when a live (or ghost) version still names object name, 0 when none
+ * does, or a negative errno: what a remote's orphan sweep asks. */
+int ulp_store_object_live(ulp_store *st, const char *name);
 
 /* Open (creating when the directory is empty or missing) and recover: staged
  * files without a committed version are re-queued, objects no version

@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# bench/s3_bench.sh - a bucket store against a real Swift s3api on loopback
+# (tests/s3_server.sh):
+#   1. bytes: the quickstart trajectory (bench/make_trajectory.py --quick)
+#      written through a local store and through s3://; objects uploaded
+#      vs the local store's objects/, catalog snapshots on top, and the raw
+#      bytes that were not uploaded;
+#   2. upload throughput: the local store's encoded objects uploaded by
+#      ulpfs's client (bench/s3put -j 4) and by "aws s3 cp --recursive";
+#   3. cold read: the newest checkpoint read from a fresh read-only mount
+#      (ranged GETs) and the same objects downloaded by "aws s3 cp".
+# Throughputs are medians of REPS runs (default 3), each ratio from the
+# same run.  Usage: bench/s3_bench.sh [BUILD_DIR]   (default _build)
+#
+# Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+
+set -u -o pipefail
+src=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$src/_build}" && pwd)
+ULPFS=$build/ulpfs
+S3PUT=$build/bench/s3put
+REPS=${REPS:-3}
+PY=/usr/bin/python3
+[ -x "$ULPFS" ] && [ -x "$S3PUT" ] || { echo "build first (make): $ULPFS, $S3PUT" >&2; exit 1; }
+
+. "$src/tests/s3_server.sh"
+W=$(mktemp -d "${TMPDIR:-/tmp}/ulpfs-s3bench.XXXXXX")
+MOUNTS=()
+bench_exit() {
+	local m
+	for m in "${MOUNTS[@]}"; do fusermount3 -u "$m" 2>/dev/null; done
+	s3_server_stop
+	rm -rf "$W"
+}
+trap bench_exit EXIT
+trap 'exit 130' INT TERM
+s3_server_start "$W/swift" || exit 1
+
+now() { date +%s.%N; }
+median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+mount_it() { # STORE-or-URL MNT [OPTS]
+	mkdir -p "$2"
+	"$ULPFS" mount -o "settle=50${3:+,$3}" "$1" "$2" || exit 1
+	MOUNTS+=("$2")
+}
+umount_it() {
+	"$ULPFS" umount "$1" || exit 1
+	local keep=() m
+	for m in "${MOUNTS[@]}"; do [ "$m" = "$1" ] || keep+=("$m"); done
+	MOUNTS=("${keep[@]}")
+}
+
+echo "== trajectory (make_trajectory.py --quick)"
+"$PY" "$src/bench/make_trajectory.py" --quick --out "$W/plain" >/dev/null 2>&1 || exit 1
+raw=$(du -sb --exclude=trajectory.json "$W/plain" | cut -f1)
+newest=$(cd "$W/plain" && ls -d step-* | sort | tail -n 1)
+
+mount_it "$W/local" "$W/mnt-l"
+(cd "$W/plain" && cp -r step-* "$W/mnt-l/")
+"$ULPFS" sync "$W/mnt-l"
+umount_it "$W/mnt-l"
+local_obj=$(du -sb "$W/local/objects" | cut -f1)
+
+mount_it "s3://$S3_BUCKET/bench" "$W/mnt-s" "cache_dir=$W/cache"
+(cd "$W/plain" && cp -r step-* "$W/mnt-s/")
+"$ULPFS" sync "$W/mnt-s"
+umount_it "$W/mnt-s"
+line=$(grep "uploaded .* objects" "$W/cache/daemon.log" | tail -n 1)
+up_obj=$(sed -E 's/.*objects \(([0-9]+) bytes\).*/\1/' <<<"$line")
+up_cat=$(sed -E 's/.*snapshots \(([0-9]+) bytes\).*/\1/' <<<"$line")
+ncat=$(sed -E 's/.* and ([0-9]+) catalog.*/\1/' <<<"$line")
+printf 'raw files              %12d bytes\n' "$raw"
+printf 'local store objects/   %12d bytes\n' "$local_obj"
+printf 'uploaded objects       %12d bytes  (%.4f x the local objects)\n' "$up_obj" "$(echo "$up_obj / $local_obj" | bc -l)"
+printf 'uploaded catalogs      %12d bytes  (%d snapshots)\n' "$up_cat" "$ncat"
+printf 'not uploaded vs raw    %12d bytes  (%.1f%% of the raw bytes saved)\n' \
+	"$((raw - up_obj - up_cat))" "$(echo "100 * ($raw - $up_obj - $up_cat) / $raw" | bc -l)"
+
+echo "== upload throughput: the same $(find "$W/local/objects" -type f | wc -l) encoded objects ($local_obj bytes)"
+ours=() theirs=()
+for r in $(seq 1 "$REPS"); do
+	t0=$(now)
+	"$S3PUT" -j 4 "s3://$S3_BUCKET/up-ours-$r" "$W/local/objects"/* || exit 1
+	t1=$(now)
+	$S3_AWS s3 cp --quiet --recursive "$W/local/objects" "s3://$S3_BUCKET/up-aws-$r/" || exit 1
+	t2=$(now)
+	a=$(echo "$local_obj / ($t1 - $t0) / 1048576" | bc -l)
+	b=$(echo "$local_obj / ($t2 - $t1) / 1048576" | bc -l)
+	printf '  run %d: ulpfs client %.1f MiB/s, aws s3 cp %.1f MiB/s, ratio %.2f\n' "$r" "$a" "$b" "$(echo "$a / $b" | bc -l)"
+	ours+=("$a") theirs+=("$b")
+done
+mo=$(printf '%s\n' "${ours[@]}" | median)
+mt=$(printf '%s\n' "${theirs[@]}" | median)
+printf 'upload median: ulpfs client %.1f MiB/s, aws s3 cp %.1f MiB/s, ratio %.2f\n' "$mo" "$mt" "$(echo "$mo / $mt" | bc -l)"
+
+echo "== cold read of the newest checkpoint ($newest) from a fresh read-only mount"
+logical=$(du -sb "$W/plain/$newest" | cut -f1)
+ours=() theirs=()
+for r in $(seq 1 "$REPS"); do
+	rm -rf "$W/cold"
+	mount_it "s3://$S3_BUCKET/bench" "$W/mnt-c" "cache_dir=$W/cold,ro"
+	t0=$(now)
+	cat "$W/mnt-c/$newest"/* >/dev/null || exit 1
+	t1=$(now)
+	umount_it "$W/mnt-c"
+	got=$(grep "read .* ranges" "$W/cold/daemon.log" | tail -n 1 | sed -E 's/.*ranges \(([0-9]+) bytes\).*/\1/')
+	rm -rf "$W/dl"
+	t2=$(now)
+	$S3_AWS s3 cp --quiet --recursive "s3://$S3_BUCKET/bench/objects/" "$W/dl/" || exit 1
+	t3=$(now)
+	all=$(du -sb "$W/dl" | cut -f1)
+	a=$(echo "$logical / ($t1 - $t0) / 1048576" | bc -l)
+	b=$(echo "$all / ($t3 - $t2) / 1048576" | bc -l)
+	printf '  run %d: ulpfs %.2f s for %d logical bytes (%d fetched, %.1f MiB/s logical); aws s3 cp of every object %.2f s for %d bytes (%.1f MiB/s)\n' \
+		"$r" "$(echo "$t1 - $t0" | bc -l)" "$logical" "$got" "$a" "$(echo "$t3 - $t2" | bc -l)" "$all" "$b"
+	ours+=("$(echo "$t1 - $t0" | bc -l)") theirs+=("$(echo "$t3 - $t2" | bc -l)")
+done
+mo=$(printf '%s\n' "${ours[@]}" | median)
+mt=$(printf '%s\n' "${theirs[@]}" | median)
+printf 'cold read median: ulpfs %.2f s, aws s3 cp of the objects %.2f s (ulpfs time / aws time %.2f)\n' "$mo" "$mt" "$(echo "$mo / $mt" | bc -l)"

@@ -1,0 +1,39 @@
+/*
+ * mount_s3.h - "ulpfs mount s3://BUCKET/PREFIX MOUNTPOINT": the options
+ * of a bucket store and the daemon's steps around the store's life
+ * (src/objstore/bucket.h does the work).
+ *
+ * Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+ */
+#ifndef ULP_CLI_MOUNT_S3_H
+#define ULP_CLI_MOUNT_S3_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "objstore/bucket.h"
+
+typedef struct mount_s3 {
+	const char *url; /* NULL: a local store */
+	char *cache_dir; /* -o cache_dir=DIR (malloc'ed, absolute) */
+	uint64_t object_cache;
+	unsigned publish_s;
+	int read_only; /* -o ro */
+	ulp_bucket *bucket;
+} mount_s3;
+
+/* One -o option: 1 consumed, 0 not ours, -1 bad value (reported). */
+int mount_s3_option(mount_s3 *m, const char *opt);
+/* A bucket store: fill m->cache_dir (the default when not given) and
+ * return it as the local store's directory; NULL with an error printed. */
+const char *mount_s3_store_dir(mount_s3 *m, const char *url);
+/* In the daemon, before ulp_store_open: open the bucket (lease, catalog
+ * seed) and set sopts->remote.  0, or -1 with err filled. */
+int mount_s3_open(mount_s3 *m, ulp_store_opts *sopts, char *err, size_t errlen);
+/* After ulp_store_open / before ulp_store_close / after it. */
+void mount_s3_attach(mount_s3 *m, ulp_store *st);
+void mount_s3_detach(mount_s3 *m);
+int mount_s3_close(mount_s3 *m);
+void mount_s3_free(mount_s3 *m);
+
+#endif

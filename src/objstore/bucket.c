@@ -1,0 +1,629 @@
+/*
+ * bucket.c - the store's remote hooks for an S3 bucket (uploads before
+ * commit, ranged reads, deferred deletes, the local object cache bound),
+ * the orphan sweep and the thread that publishes the catalog and refreshes
+ * the lease.  Layout and rules: bucket.h.
+ *
+ * Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+ */
+#define _GNU_SOURCE
+#include "objstore/bucket_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+void ulp_bucket_log(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fputs("ulpfs: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+int ulp_bucket_is_url(const char *s)
+{
+	return !strncmp(s, "s3://", 5);
+}
+
+int ulp_bucket_parse_url(const char *url, char **bucket, char **prefix,
+                         char *err, size_t errlen)
+{
+	*bucket = *prefix = NULL;
+	if (!ulp_bucket_is_url(url) || !url[5] || url[5] == '/') {
+		snprintf(err, errlen, "%s: want s3://BUCKET[/PREFIX]", url);
+		return -EINVAL;
+	}
+	const char *b = url + 5, *slash = strchr(b, '/');
+	*bucket = slash ? strndup(b, (size_t)(slash - b)) : strdup(b);
+	const char *p = slash ? slash + 1 : "";
+	size_t n = strlen(p);
+	while (n && p[n - 1] == '/')
+		n--;
+	*prefix = strndup(p, n);
+	if (!*bucket || !*prefix) {
+		free(*bucket);
+		free(*prefix);
+		*bucket = *prefix = NULL;
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	if (strstr(*prefix, "//") || strstr(*prefix, "..")) {
+		snprintf(err, errlen, "%s: empty or '..' parts in the prefix",
+		         url);
+		free(*bucket);
+		free(*prefix);
+		*bucket = *prefix = NULL;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+char *ulp_bucket_default_cache(const char *url)
+{
+	char *bucket, *prefix, err[64];
+	if (ulp_bucket_parse_url(url, &bucket, &prefix, err, sizeof err))
+		return NULL;
+	size_t n = strlen(bucket) + 3 * strlen(prefix) + 40;
+	char *out = malloc(n);
+	if (out) {
+		int k = snprintf(out, n, "/var/cache/ulpfs/%s/", bucket);
+		for (const char *p = prefix; *p; p++)
+			k += snprintf(out + k, n - (size_t)k,
+			              *p == '/' ? "%%2F" : "%c", *p);
+		if (!*prefix)
+			snprintf(out + k, n - (size_t)k, "%%2F");
+	}
+	free(bucket);
+	free(prefix);
+	return out;
+}
+
+char *ulp_bucket_key(const ulp_bucket *b, const char *what)
+{
+	size_t n = strlen(b->prefix) + strlen(what) + 2;
+	char *k = malloc(n);
+	if (k)
+		snprintf(k, n, "%s%s%s", b->prefix, *b->prefix ? "/" : "",
+		         what);
+	return k;
+}
+
+static char *object_key(const ulp_bucket *b, const char *name)
+{
+	char what[64];
+	snprintf(what, sizeof what, "objects/%s", name);
+	return ulp_bucket_key(b, what);
+}
+
+/* Transient failures after the client's own retries fail the encode as an
+ * ordinary error, so that the queue backs off, retries, and sync/umount
+ * report it instead of waiting (its -EAGAIN means "retry at once"). */
+static int upload_errno(int rc)
+{
+	return rc == -EAGAIN ? -ETIMEDOUT : rc;
+}
+
+/* ---------------------------------------------------------------- cache */
+
+typedef struct cobj {
+	char name[40];
+	time_t mtime;
+	off_t size;
+} cobj;
+
+static int by_age(const void *a, const void *b)
+{
+	const cobj *x = a, *y = b;
+	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
+}
+
+/* Keep objects/ under the object_cache bound: every object there is also
+ * in the bucket (it commits only then), so the oldest go first, never the
+ * one just written (the newest version, the likeliest read); readers
+ * holding one open keep their descriptor. */
+static void cache_trim(ulp_bucket *b, int dir_fd, const char *keep)
+{
+	int fd = dup(dir_fd);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d);
+	cobj *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		struct stat sb;
+		if (strlen(e->d_name) != 32 || !strcmp(e->d_name, keep) ||
+		    fstatat(dir_fd, e->d_name, &sb, 0) < 0)
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 64;
+			cobj *nv = realloc(v, cap * sizeof *v);
+			if (!nv)
+				break;
+			v = nv;
+		}
+		snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
+		v[n].mtime = sb.st_mtime;
+		v[n].size = sb.st_size;
+		total += (uint64_t)sb.st_size;
+		n++;
+	}
+	closedir(d);
+	qsort(v, n, sizeof *v, by_age);
+	for (size_t i = 0; i < n && total > b->o.object_cache; i++) {
+		if (unlinkat(dir_fd, v[i].name, 0) == 0)
+			total -= (uint64_t)v[i].size;
+	}
+	free(v);
+}
+
+/* ---------------------------------------------------------------- hooks */
+
+/* Append a copy of name to a growable list; 0 or -ENOMEM. */
+static int names_add(char ***v, size_t *n, size_t *cap, const char *name)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? 2 * *cap : 64;
+		char **nv = realloc(*v, nc * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	if (!((*v)[*n] = strdup(name)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static void names_free(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static int hook_put(void *ctx, int dir_fd, const char *name)
+{
+	ulp_bucket *b = ctx;
+	if (b->o.read_only)
+		return -EROFS;
+	pthread_mutex_lock(&b->mu);
+	int nomem = !b->sweep_done &&
+	            names_add(&b->fresh, &b->nfresh, &b->capfresh, name) < 0;
+	pthread_mutex_unlock(&b->mu);
+	if (nomem)
+		return -ENOMEM; /* the sweep could take it for an orphan */
+	int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat sb;
+	int rc = fstat(fd, &sb) < 0 ? -errno : 0;
+	char *key = object_key(b, name);
+	ulp_s3_status st = { 0, "", "" };
+	if (!rc && !key)
+		rc = -ENOMEM;
+	if (!rc)
+		rc = ulp_s3_put_fd(b->s3, key, fd, (uint64_t)sb.st_size, &st);
+	close(fd);
+	if (!rc) {
+		atomic_fetch_add(&b->up_objects, 1);
+		atomic_fetch_add(&b->up_object_bytes,
+		                 (unsigned long long)sb.st_size);
+	}
+	if (rc) {
+		char line[400];
+		ulp_bucket_log(
+			"upload of s3://%s/%s failed: %s (the file stays "
+			"staged and is retried)",
+			b->bucket, key ? key : name,
+			st.code[0] || st.http
+				? ulp_s3_strstatus(&st, line, sizeof line)
+				: strerror(-rc));
+	}
+	free(key);
+	if (!rc)
+		cache_trim(b, dir_fd, name);
+	return upload_errno(rc);
+}
+
+static void hook_removed(void *ctx, const char *name)
+{
+	ulp_bucket *b = ctx;
+	if (b->o.read_only)
+		return;
+	pthread_mutex_lock(&b->mu);
+	/* out of memory: the next mount's sweep removes it */
+	names_add(&b->dead, &b->ndead, &b->capdead, name);
+	pthread_mutex_unlock(&b->mu);
+}
+
+static int hook_size(void *ctx, const char *name, uint64_t *size)
+{
+	ulp_bucket *b = ctx;
+	char *key = object_key(b, name);
+	if (!key)
+		return -ENOMEM;
+	ulp_s3_status st = { 0, "", "" };
+	int rc = ulp_s3_head(b->s3, key, size, &st);
+	if (rc) {
+		char line[400];
+		ulp_bucket_log("s3://%s/%s: %s", b->bucket, key,
+		               ulp_s3_strstatus(&st, line, sizeof line));
+		rc = rc == -ENOENT ? -EIO : rc; /* the catalog names it */
+	}
+	free(key);
+	return rc;
+}
+
+static int hook_read_at(void *ctx, const char *name, uint64_t off, void *buf,
+                        size_t len)
+{
+	ulp_bucket *b = ctx;
+	char *key = object_key(b, name);
+	if (!key)
+		return -ENOMEM;
+	ulp_s3_status st = { 0, "", "" };
+	size_t got = 0;
+	int rc = ulp_s3_get_range(b->s3, key, off, len, buf, &got, &st);
+	if (!rc && got != len)
+		rc = -EIO; /* truncated object: an error, never short bytes */
+	if (!rc) {
+		atomic_fetch_add(&b->down_ranges, 1);
+		atomic_fetch_add(&b->down_bytes, (unsigned long long)len);
+	}
+	if (rc) {
+		char line[400];
+		ulp_bucket_log("read of s3://%s/%s [%llu, +%zu): %s", b->bucket,
+		               key, (unsigned long long)off, len,
+		               rc == -EIO && st.http < 300
+		                       ? "short answer"
+		                       : ulp_s3_strstatus(&st, line,
+		                                          sizeof line));
+	}
+	free(key);
+	return rc ? -EIO : 0;
+}
+
+static int hook_synced(void *ctx)
+{
+	return ulp_bucket_publish(ctx);
+}
+
+const ulp_remote *ulp_bucket_remote(ulp_bucket *b)
+{
+	return &b->remote;
+}
+
+/* ---------------------------------------------------------------- deletes */
+
+typedef struct deadlist {
+	char **v;
+	size_t n, cap;
+} deadlist;
+
+/* What the catalog has dropped so far: taken before a snapshot, deleted
+ * once that snapshot (which no longer names them) is published.  Drops
+ * after the snapshot wait for the next one. */
+static deadlist take_dead(ulp_bucket *b)
+{
+	pthread_mutex_lock(&b->mu);
+	deadlist d = { b->dead, b->ndead, b->capdead };
+	b->dead = NULL;
+	b->ndead = b->capdead = 0;
+	pthread_mutex_unlock(&b->mu);
+	return d;
+}
+
+/* A publish failed: the names go back for the next one. */
+static void return_dead(ulp_bucket *b, deadlist d)
+{
+	for (size_t i = 0; i < d.n; i++) {
+		hook_removed(b, d.v[i]);
+		free(d.v[i]);
+	}
+	free(d.v);
+}
+
+static void flush_dead(ulp_bucket *b, deadlist d)
+{
+	char **dead = d.v;
+	size_t n = d.n;
+	for (size_t i = 0; i < n; i++) {
+		char *key = object_key(b, dead[i]);
+		ulp_s3_status st;
+		if (key && ulp_s3_delete(b->s3, key, &st))
+			ulp_bucket_log("delete of s3://%s/%s failed (the next "
+			               "mount's sweep retries)",
+			               b->bucket, key);
+		free(key);
+		free(dead[i]);
+	}
+	free(dead);
+}
+
+int ulp_bucket_publish(ulp_bucket *b)
+{
+	if (b->o.read_only)
+		return 0;
+	deadlist d = take_dead(b);
+	int rc = ulp_publish_now(b, 0);
+	if (!rc)
+		flush_dead(b, d);
+	else
+		return_dead(b, d);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- sweep */
+
+typedef struct sweep {
+	ulp_bucket *b;
+	size_t plen;
+	char **keys;
+	size_t n, cap;
+	int err;
+} sweep;
+
+static int sweep_cb(void *ctx, const char *key, uint64_t size)
+{
+	(void)size;
+	sweep *s = ctx;
+	const char *name = key + s->plen;
+	int live = ulp_store_object_live(s->b->st, name);
+	if (live < 0)
+		return live;
+	if (live)
+		return 0;
+	ulp_bucket *b = s->b;
+	pthread_mutex_lock(&b->mu);
+	for (size_t i = 0; i < b->nfresh && !live; i++)
+		live = !strcmp(b->fresh[i], name);
+	pthread_mutex_unlock(&b->mu);
+	return live ? 0 : names_add(&s->keys, &s->n, &s->cap, key);
+}
+
+typedef struct abort_ctx {
+	ulp_bucket *b;
+	int n;
+} abort_ctx;
+
+static int abort_one(void *ctx, const char *key, const char *id)
+{
+	abort_ctx *a = ctx;
+	ulp_s3_status st;
+	if (ulp_s3_abort_upload(a->b->s3, key, id, &st) == 0) {
+		ulp_bucket_log("aborted an unfinished upload of s3://%s/%s",
+		               a->b->bucket, key);
+		a->n++;
+	}
+	return 0;
+}
+
+/* Multipart uploads a crash left unfinished (their parts are stored).
+ * Called before the store opens: the lease makes this mount the only
+ * writer and its encoders have not started, so none is in progress (an
+ * upload aborted while its completion runs would leave an object without
+ * its parts). */
+static void abort_unfinished(ulp_bucket *b)
+{
+	char *all = ulp_bucket_key(b, "");
+	if (!all)
+		return;
+	ulp_s3_status ust;
+	abort_ctx a = { b, 0 };
+	for (int round = 0; round < 100; round++) {
+		a.n = 0;
+		if (ulp_s3_list_uploads(b->s3, all, abort_one, &a, &ust) ||
+		    a.n == 0)
+			break;
+	}
+	free(all);
+}
+
+/* Objects in the bucket no version names: uploads a crash cut off before
+ * their commit, deletes a crash cut off after it.  Objects this mount is
+ * uploading meanwhile (its encoders run already) are spared. */
+static int sweep_orphans(ulp_bucket *b)
+{
+	char *pfx = object_key(b, "");
+	if (!pfx)
+		return -ENOMEM;
+	sweep s = { .b = b, .plen = strlen(pfx) };
+	ulp_s3_status st = { 0, "", "" };
+	int rc = ulp_s3_list(b->s3, pfx, sweep_cb, &s, &st);
+	for (size_t i = 0; i < s.n; i++) {
+		if (!rc && ulp_s3_delete(b->s3, s.keys[i], &st) == 0)
+			ulp_bucket_log("removed orphan s3://%s/%s", b->bucket,
+			               s.keys[i]);
+	}
+	names_free(s.keys, s.n);
+	free(pfx);
+	pthread_mutex_lock(&b->mu);
+	b->sweep_done = 1;
+	names_free(b->fresh, b->nfresh);
+	b->fresh = NULL;
+	b->nfresh = b->capfresh = 0;
+	pthread_mutex_unlock(&b->mu);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- thread */
+
+static void *bg_main(void *arg)
+{
+	ulp_bucket *b = arg;
+	unsigned lease_every = b->o.lease_s / 3 ? b->o.lease_s / 3 : 1;
+	time_t next_pub = time(NULL) + b->o.publish_s;
+	time_t next_lease = time(NULL) + lease_every;
+	pthread_mutex_lock(&b->mu);
+	while (!b->stopping) {
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&b->cv, &b->mu, &ts);
+		if (b->stopping)
+			break;
+		time_t now = time(NULL);
+		pthread_mutex_unlock(&b->mu);
+		if (b->leased && now >= next_lease) {
+			if (ulp_lease_refresh(b) == 0)
+				next_lease = now + lease_every;
+			else
+				next_lease = now + 2;
+		}
+		if (now >= next_pub) {
+			deadlist d = take_dead(b);
+			if (ulp_publish_now(b, d.n == 0) == 0)
+				flush_dead(b, d);
+			else
+				return_dead(b, d);
+			next_pub = now + b->o.publish_s;
+		}
+		pthread_mutex_lock(&b->mu);
+	}
+	pthread_mutex_unlock(&b->mu);
+	return NULL;
+}
+
+int ulp_bucket_attach(ulp_bucket *b, ulp_store *st)
+{
+	b->st = st;
+	if (b->o.read_only)
+		return 0;
+	int rc = sweep_orphans(b);
+	if (rc)
+		ulp_bucket_log("orphan sweep of s3://%s/%s failed: %s",
+		               b->bucket, b->prefix, strerror(-rc));
+	if (pthread_create(&b->thread, NULL, bg_main, b) == 0)
+		b->have_thread = 1;
+	return 0;
+}
+
+void ulp_bucket_detach(ulp_bucket *b)
+{
+	pthread_mutex_lock(&b->mu);
+	b->stopping = 1;
+	pthread_cond_broadcast(&b->cv);
+	pthread_mutex_unlock(&b->mu);
+	if (b->have_thread)
+		pthread_join(b->thread, NULL);
+	b->have_thread = 0;
+	b->st = NULL;
+}
+
+/* ---------------------------------------------------------------- open */
+
+static void bucket_free(ulp_bucket *b)
+{
+	names_free(b->fresh, b->nfresh);
+	for (size_t i = 0; i < b->ndead; i++)
+		free(b->dead[i]);
+	free(b->dead);
+	ulp_s3_close(b->s3);
+	pthread_mutex_destroy(&b->mu);
+	pthread_mutex_destroy(&b->pub_mu);
+	pthread_cond_destroy(&b->cv);
+	free(b->url);
+	free(b->cache_dir);
+	free(b->bucket);
+	free(b->prefix);
+	free(b);
+}
+
+int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
+                    size_t errlen)
+{
+	*out = NULL;
+	ulp_bucket *b = calloc(1, sizeof *b);
+	if (!b)
+		return -ENOMEM;
+	pthread_mutex_init(&b->mu, NULL);
+	pthread_mutex_init(&b->pub_mu, NULL);
+	pthread_cond_init(&b->cv, NULL);
+	b->o = *o;
+	if (!b->o.object_cache)
+		b->o.object_cache = 4ull << 30;
+	if (!b->o.publish_s)
+		b->o.publish_s = 60;
+	if (!b->o.lease_s)
+		b->o.lease_s = 120;
+	b->url = strdup(o->url);
+	b->cache_dir = strdup(o->cache_dir);
+	int rc = b->url && b->cache_dir ? 0 : -ENOMEM;
+	if (!rc)
+		rc = ulp_bucket_parse_url(o->url, &b->bucket, &b->prefix, err,
+		                          errlen);
+	ulp_s3_config cfg;
+	if (!rc) {
+		rc = ulp_s3_config_load(&cfg, err, errlen);
+		if (!rc) {
+			b->s3 = ulp_s3_open(&cfg, b->bucket, err, errlen);
+			ulp_s3_config_free(&cfg);
+			if (!b->s3)
+				rc = -EINVAL;
+		}
+	}
+	b->remote = (ulp_remote){ .ctx = b,
+		                  .put = hook_put,
+		                  .removed = hook_removed,
+		                  .size = hook_size,
+		                  .read_at = hook_read_at,
+		                  .synced = hook_synced };
+	b->sweep_done = o->read_only;
+	if (!rc && !o->read_only)
+		rc = ulp_lease_acquire(b, err, errlen);
+	if (!rc && !o->read_only)
+		abort_unfinished(b);
+	if (!rc)
+		rc = ulp_publish_seed(b, err, errlen);
+	if (rc) {
+		if (b->leased)
+			ulp_lease_release(b);
+		bucket_free(b);
+		return rc;
+	}
+	*out = b;
+	return 0;
+}
+
+int ulp_bucket_close(ulp_bucket *b)
+{
+	if (!b)
+		return 0;
+	ulp_bucket_detach(b);
+	int rc = ulp_bucket_publish(b);
+	if (rc)
+		ulp_bucket_log("s3://%s/%s: the last catalog was not published "
+		               "(%s); the local cache %s still has it",
+		               b->bucket, b->prefix, strerror(-rc),
+		               b->cache_dir);
+	if (b->leased)
+		ulp_lease_release(b);
+	ulp_bucket_log("s3://%s/%s: uploaded %llu objects (%llu bytes) and "
+	               "%llu catalog snapshots (%llu bytes); read %llu ranges "
+	               "(%llu bytes)",
+	               b->bucket, b->prefix, atomic_load(&b->up_objects),
+	               atomic_load(&b->up_object_bytes),
+	               atomic_load(&b->up_catalogs),
+	               atomic_load(&b->up_catalog_bytes),
+	               atomic_load(&b->down_ranges),
+	               atomic_load(&b->down_bytes));
+	bucket_free(b);
+	return rc;
+}

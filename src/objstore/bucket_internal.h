@@ -1,0 +1,65 @@
+/*
+ * bucket_internal.h - what bucket.c, lease.c and publish.c share.
+ *
+ * Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+ */
+#ifndef ULP_BUCKET_INTERNAL_H
+#define ULP_BUCKET_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "objstore/bucket.h"
+#include "objstore/s3_client.h"
+
+struct ulp_bucket {
+	ulp_bucket_opts o;
+	char *url, *cache_dir, *bucket, *prefix;
+	ulp_s3 *s3;
+	ulp_remote remote;
+	ulp_store *st;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int stopping;
+	int have_thread;
+	pthread_t thread; /* publisher and lease refresher */
+
+	/* objects this mount began to upload before its orphan sweep ended:
+	 * not committed yet, but no orphans */
+	char **fresh;
+	size_t nfresh, capfresh;
+	int sweep_done;
+
+	/* objects dropped by the catalog, deleted after the next publish */
+	char **dead;
+	size_t ndead, capdead;
+
+	pthread_mutex_t pub_mu;  /* one publish at a time */
+	char last_snapshot[128]; /* catalog/... the pointer names now */
+	char prev_snapshot[128]; /* the one before, deleted at the next */
+	long long pub_stamp;     /* catalog files' change stamp at it */
+
+	/* what went up and came down, logged at close (bench/s3_bench.sh) */
+	atomic_ullong up_objects, up_object_bytes, up_catalogs,
+		up_catalog_bytes, down_ranges, down_bytes;
+
+	char owner[512]; /* this mount's lease owner id */
+	int leased;
+	int lease_advisory; /* the server refused If-None-Match */
+};
+
+/* PREFIX/what, malloc'ed. */
+char *ulp_bucket_key(const ulp_bucket *b, const char *what);
+void ulp_bucket_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* lease.c */
+int ulp_lease_acquire(ulp_bucket *b, char *err, size_t errlen);
+int ulp_lease_refresh(ulp_bucket *b);
+void ulp_lease_release(ulp_bucket *b);
+
+/* publish.c */
+int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen);
+int ulp_publish_now(ulp_bucket *b, int only_if_changed);
+
+#endif

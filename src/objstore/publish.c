@@ -1,0 +1,348 @@
+/*
+ * publish.c - the catalog between the cache directory and the bucket.
+ *
+ * Publish: VACUUM INTO a temporary file (a consistent snapshot, taken from
+ * a read-only connection while the store keeps writing), upload it under a
+ * new name catalog/<UTC stamp>-<nonce>.db, then overwrite the small pointer
+ * object CATALOG with that name.  A reader sees either the old pointer or
+ * the new one, and both name complete snapshots; the one before the
+ * previous is deleted (the previous stays for readers that fetched the
+ * pointer just before).
+ *
+ * Seed: a cache directory without catalog.db gets the pointer's snapshot.
+ * cache_dir/bucket-snapshot remembers which snapshot the local catalog
+ * descends from; when the bucket's pointer names another one (someone else
+ * wrote since), a read-only mount takes the newer snapshot and a writer
+ * moves the old local catalog and staging aside (to stale-<time>/) first.
+ *
+ * Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+ */
+#define _GNU_SOURCE
+#include "objstore/bucket_internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static char *cpath(const ulp_bucket *b, const char *name)
+{
+	size_t n = strlen(b->cache_dir) + strlen(name) + 2;
+	char *p = malloc(n);
+	if (p)
+		snprintf(p, n, "%s/%s", b->cache_dir, name);
+	return p;
+}
+
+static int mkdir_p(const char *dir)
+{
+	char *d = strdup(dir);
+	if (!d)
+		return -ENOMEM;
+	for (char *p = d + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(d, 0755) < 0 && errno != EEXIST) {
+			free(d);
+			return -errno;
+		}
+		*p = '/';
+	}
+	int rc = mkdir(d, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	free(d);
+	return rc;
+}
+
+static void read_state(const ulp_bucket *b, char *out, size_t len)
+{
+	out[0] = '\0';
+	char *p = cpath(b, "bucket-snapshot");
+	FILE *f = p ? fopen(p, "r") : NULL;
+	if (f) {
+		if (fgets(out, (int)len, f))
+			out[strcspn(out, "\n")] = '\0';
+		fclose(f);
+	}
+	free(p);
+}
+
+static int write_state(const ulp_bucket *b, const char *snap)
+{
+	char *p = cpath(b, "bucket-snapshot"), *t = cpath(b, ".bucket-"
+	                                                     "snapshot");
+	int rc = p && t ? 0 : -ENOMEM;
+	FILE *f = rc ? NULL : fopen(t, "w");
+	if (!rc && !f)
+		rc = -errno;
+	if (f) {
+		fprintf(f, "%s\n", snap);
+		if (fflush(f) || fsync(fileno(f)))
+			rc = -errno;
+		fclose(f);
+		if (!rc && rename(t, p) < 0)
+			rc = -errno;
+	}
+	free(p);
+	free(t);
+	return rc;
+}
+
+/* The pointer's snapshot name into snap ("" when none). */
+static int read_pointer(ulp_bucket *b, char *snap, size_t len,
+                        ulp_s3_status *st)
+{
+	char *key = ulp_bucket_key(b, "CATALOG");
+	if (!key)
+		return -ENOMEM;
+	void *buf;
+	size_t n;
+	int rc = ulp_s3_get(b->s3, key, &buf, &n, st);
+	free(key);
+	snap[0] = '\0';
+	if (rc == -ENOENT)
+		return 0;
+	if (rc)
+		return rc;
+	if (n == 0 || n >= len || strncmp(buf, "catalog/", 8)) {
+		free(buf);
+		return -EIO;
+	}
+	memcpy(snap, buf, n);
+	snap[n] = '\0';
+	snap[strcspn(snap, "\n")] = '\0';
+	free(buf);
+	return 0;
+}
+
+static int download_catalog(ulp_bucket *b, const char *snap, ulp_s3_status *st)
+{
+	char *key = ulp_bucket_key(b, snap), *tmp = cpath(b, ".catalog-seed"),
+	     *dst = cpath(b, "catalog.db");
+	int rc = key && tmp && dst ? 0 : -ENOMEM;
+	int fd = rc ? -1
+	            : open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (!rc && fd < 0)
+		rc = -errno;
+	if (!rc)
+		rc = ulp_s3_get_fd(b->s3, key, fd, NULL, st);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (fd >= 0)
+		close(fd);
+	if (!rc) {
+		const char *side[] = { "catalog.db-wal", "catalog.db-shm" };
+		for (int i = 0; i < 2; i++) {
+			char *p = cpath(b, side[i]);
+			if (p)
+				unlink(p);
+			free(p);
+		}
+		if (rename(tmp, dst) < 0)
+			rc = -errno;
+	}
+	if (rc && tmp)
+		unlink(tmp);
+	if (!rc)
+		rc = write_state(b, snap);
+	free(key);
+	free(tmp);
+	free(dst);
+	return rc;
+}
+
+/* A writer whose local catalog descends from another snapshot than the
+ * bucket's newest: keep the old one (and its staged bytes) aside. */
+static int move_aside(ulp_bucket *b)
+{
+	char name[64];
+	snprintf(name, sizeof name, "stale-%lld", (long long)time(NULL));
+	char *dir = cpath(b, name);
+	if (!dir || mkdir(dir, 0700) < 0) {
+		free(dir);
+		return -errno;
+	}
+	const char *what[] = { "catalog.db", "catalog.db-wal", "catalog.db-shm",
+		               "staging" };
+	for (int i = 0; i < 4; i++) {
+		char *from = cpath(b, what[i]);
+		size_t n = strlen(dir) + strlen(what[i]) + 2;
+		char *to = malloc(n);
+		if (from && to) {
+			snprintf(to, n, "%s/%s", dir, what[i]);
+			rename(from, to); /* missing side files are fine */
+		}
+		free(from);
+		free(to);
+	}
+	ulp_bucket_log("s3://%s/%s was written elsewhere since this cache's "
+	               "catalog; the old catalog and staging are in %s",
+	               b->bucket, b->prefix, dir);
+	free(dir);
+	return 0;
+}
+
+int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen)
+{
+	int rc = mkdir_p(b->cache_dir);
+	if (rc) {
+		snprintf(err, errlen, "%s: %s", b->cache_dir, strerror(-rc));
+		return rc;
+	}
+	ulp_s3_status st = { 0, "", "" };
+	char snap[128], have[128];
+	rc = read_pointer(b, snap, sizeof snap, &st);
+	if (rc) {
+		char line[400];
+		snprintf(err, errlen, "s3://%s/%s: %s", b->bucket, b->prefix,
+		         rc == -ENXIO ? "no such bucket"
+		         : rc == -EIO && !st.http
+		                 ? "the CATALOG pointer is malformed"
+		                 : ulp_s3_strstatus(&st, line, sizeof line));
+		return rc;
+	}
+	if (!snap[0])
+		return 0; /* nothing published yet: a new store */
+	snprintf(b->last_snapshot, sizeof b->last_snapshot, "%s", snap);
+	read_state(b, have, sizeof have);
+	char *cat = cpath(b, "catalog.db");
+	if (!cat)
+		return -ENOMEM;
+	int local = access(cat, F_OK) == 0;
+	free(cat);
+	if (local && !strcmp(have, snap))
+		return 0;
+	if (local && !b->o.read_only && (rc = move_aside(b)) < 0) {
+		snprintf(err, errlen,
+		         "%s: cannot move the old catalog aside: %s",
+		         b->cache_dir, strerror(-rc));
+		return rc;
+	}
+	rc = download_catalog(b, snap, &st);
+	if (rc) {
+		char line[400];
+		snprintf(err, errlen, "s3://%s/%s: fetching %s: %s", b->bucket,
+		         b->prefix, snap,
+		         st.http || st.code[0]
+		                 ? ulp_s3_strstatus(&st, line, sizeof line)
+		                 : strerror(-rc));
+	}
+	return rc;
+}
+
+/* Changes of catalog.db and its WAL since the last publish. */
+static long long catalog_stamp(const ulp_bucket *b)
+{
+	long long s = 0;
+	const char *files[] = { "catalog.db", "catalog.db-wal" };
+	for (int i = 0; i < 2; i++) {
+		char *p = cpath(b, files[i]);
+		struct stat sb;
+		if (p && stat(p, &sb) == 0)
+			s = s * 31 +
+			    (long long)sb.st_mtim.tv_sec * 1000000000LL +
+			    sb.st_mtim.tv_nsec + sb.st_size;
+		free(p);
+	}
+	return s;
+}
+
+static int vacuum_into(const char *db, const char *out)
+{
+	sqlite3 *h = NULL;
+	int rc = sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL);
+	if (rc == SQLITE_OK) {
+		sqlite3_busy_timeout(h, 10000);
+		char *sql = sqlite3_mprintf("VACUUM INTO %Q", out);
+		rc = sql ? sqlite3_exec(h, sql, NULL, NULL, NULL)
+		         : SQLITE_NOMEM;
+		sqlite3_free(sql);
+		if (rc != SQLITE_OK)
+			ulp_bucket_log("VACUUM INTO %s: %s", out,
+			               sqlite3_errmsg(h));
+	}
+	sqlite3_close(h);
+	return rc == SQLITE_OK ? 0 : -EIO;
+}
+
+int ulp_publish_now(ulp_bucket *b, int only_if_changed)
+{
+	pthread_mutex_lock(&b->pub_mu);
+	long long stamp = catalog_stamp(b);
+	if (only_if_changed && stamp == b->pub_stamp) {
+		pthread_mutex_unlock(&b->pub_mu);
+		return 0;
+	}
+	char *db = cpath(b, "catalog.db"), *tmp = cpath(b, ".catalog-publish");
+	char snap[128], stampbuf[32];
+	unsigned nonce = 0;
+	if (getrandom(&nonce, sizeof nonce, 0) != sizeof nonce)
+		nonce = (unsigned)getpid();
+	time_t now = time(NULL);
+	struct tm tm;
+	strftime(stampbuf, sizeof stampbuf, "%Y%m%dT%H%M%SZ",
+	         gmtime_r(&now, &tm));
+	snprintf(snap, sizeof snap, "catalog/%s-%08x.db", stampbuf, nonce);
+	char *key = ulp_bucket_key(b, snap), *ptr = ulp_bucket_key(b, "CATALO"
+	                                                              "G");
+	int rc = db && tmp && key && ptr ? 0 : -ENOMEM;
+	ulp_s3_status st = { 0, "", "" };
+	if (!rc) {
+		unlink(tmp);
+		rc = vacuum_into(db, tmp);
+	}
+	int fd = -1;
+	if (!rc && (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0)
+		rc = -errno;
+	struct stat sb;
+	if (!rc && fstat(fd, &sb) < 0)
+		rc = -errno;
+	if (!rc)
+		rc = ulp_s3_put_fd(b->s3, key, fd, (uint64_t)sb.st_size, &st);
+	if (fd >= 0)
+		close(fd);
+	if (!rc) {
+		atomic_fetch_add(&b->up_catalogs, 1);
+		atomic_fetch_add(&b->up_catalog_bytes,
+		                 (unsigned long long)sb.st_size);
+		rc = ulp_s3_put(b->s3, ptr, snap, strlen(snap), 0, &st);
+	}
+	if (!rc) {
+		/* the previous snapshot stays for a reader that fetched the
+		 * old pointer just now; the one before it goes */
+		if (b->prev_snapshot[0]) {
+			char *ok = ulp_bucket_key(b, b->prev_snapshot);
+			if (ok)
+				ulp_s3_delete(b->s3, ok, &st);
+			free(ok);
+		}
+		memcpy(b->prev_snapshot, b->last_snapshot,
+		       sizeof b->prev_snapshot);
+		snprintf(b->last_snapshot, sizeof b->last_snapshot, "%s", snap);
+		b->pub_stamp = stamp;
+		write_state(b, snap);
+	} else {
+		char line[400];
+		ulp_bucket_log(
+			"publishing the catalog to s3://%s/%s failed: %s",
+			b->bucket, key ? key : snap,
+			st.http || st.code[0]
+				? ulp_s3_strstatus(&st, line, sizeof line)
+				: strerror(-rc));
+		rc = rc == -EAGAIN ? -ETIMEDOUT : rc;
+	}
+	if (tmp)
+		unlink(tmp);
+	free(db);
+	free(tmp);
+	free(key);
+	free(ptr);
+	pthread_mutex_unlock(&b->pub_mu);
+	return rc;
+}

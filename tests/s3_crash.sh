@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# tests/s3_crash.sh - a bucket store through failures (real Swift s3api):
+#   - kill -9 of the daemon while it uploads (multipart objects in
+#     flight); the remount from the same cache takes the lease back,
+#     re-encodes what was staged, every closed file is exact, and the
+#     bucket then holds exactly the objects the catalog names (the sweep
+#     removed what the crash left);
+#   - the server stopped during writes: writes go on into staging, sync
+#     fails and says so, staged files stay; the server back: uploads resume,
+#     nothing lost;
+#   - the server stopped for good: umount returns, the daemon's log says
+#     what was not uploaded, the staged files survive for the next mount;
+#   - at the end a fresh read-only mount from the bucket alone sees it all.
+#
+# FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
+#
+# Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "$(dirname "$0")/s3_lib.sh"
+s3_init
+
+URL=s3://$S3_BUCKET/crash
+MNT=$WORK/mnt
+DATA=$WORK/data
+mkdir -p "$DATA/a" "$DATA/b" "$DATA/c"
+for i in 1 2 3 4 5 6; do
+	head -c $((40000000 + i * 1000)) /dev/urandom >"$DATA/a/big$i.bin"
+done
+for i in 1 2 3; do head -c 3000000 /dev/urandom >"$DATA/b/f$i.bin"; done
+head -c 2000000 /dev/urandom >"$DATA/c/late.bin"
+
+live_objects() {
+	/usr/bin/python3 -c '
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+for (o,) in c.execute("SELECT DISTINCT object FROM versions WHERE state <> 2 AND object IS NOT NULL AND object <> \"\""):
+    print(o)
+' "$1" | sort
+}
+bucket_objects() { s3_keys crash/objects/ | sed 's|.*/||' | sort; }
+# no_orphans WHEN: the bucket holds exactly the objects the catalog names
+no_orphans() {
+	local want have
+	want=$(live_objects "$WORK/cache1/catalog.db")
+	have=$(bucket_objects)
+	if [ "$want" = "$have" ] && [ -n "$have" ]; then
+		ok "no orphans $1: the bucket holds exactly the $(wc -l <<<"$have") objects the catalog names"
+	else
+		bad "bucket objects differ from the catalog's $1: $(diff <(echo "$want") <(echo "$have") | head -5 | tr '\n' ' ')"
+	fi
+}
+
+step "kill -9 of the daemon during multipart uploads"
+s3_mount "$URL" "$WORK/cache1" "$MNT"
+cp -r "$DATA/a" "$MNT/a" || bad "cp -r into the mount"
+fs_bg "$ULPFS" sync "$MNT"
+sync_pid=$FS_BG_LAST
+pending() {
+	$S3_AWS s3api list-multipart-uploads --bucket "$S3_BUCKET" --prefix crash/ \
+		--query 'length(Uploads || `[]`)' --output text 2>/dev/null
+}
+# An object's upload starts as soon as it is renamed into objects/ (and
+# takes a while: 40 MB, multipart); kill the daemon shortly after the first.
+for _ in $(seq 1 1200); do
+	[ -n "$(find "$WORK/cache1/objects" -name '[0-9a-f]*' -type f 2>/dev/null | head -n 1)" ] && break
+	sleep 0.05
+done
+sleep 0.3
+kill -9 "$FS_LAST_PID" && ok "killed daemon $FS_LAST_PID mid-upload"
+wait "$sync_pid" 2>/dev/null
+fs_bg_forget "$sync_pid"
+fs_force_umount "$MNT"
+left=$(pending)
+[ -n "$left" ] && [ "$left" != 0 ] && ok "the kill interrupted $left multipart upload(s)" ||
+	bad "no multipart upload was in flight at the kill (the kill tests nothing): ${left:-?}"
+s3_mount "$URL" "$WORK/cache1" "$MNT"
+left=$(pending)
+[ "$left" = 0 ] && ok "the remount aborted every unfinished multipart upload" ||
+	bad "unfinished multipart uploads after the remount: ${left:-?}"
+if "$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1; then ok "sync after the remount"; else bad "sync after remount: $(cat "$WORK/sync.log")"; fi
+fs_compare_trees "$DATA/a" "$MNT/a" "closed files after kill -9 and remount"
+fs_umount "$MNT"
+no_orphans "after kill -9 and remount"
+
+step "the server stopped during writes, then restarted"
+s3_mount "$URL" "$WORK/cache1" "$MNT"
+s3_server_halt
+say "server stopped"
+cp -r "$DATA/b" "$MNT/b" && ok "writes go on into staging while the server is down" || bad "cp with the server down"
+if timeout 120 "$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1; then
+	bad "sync succeeded with the server down"
+else
+	ok "sync with the server down fails: $(head -c 200 "$WORK/sync.log")"
+fi
+[ "$(fs_staged_count "$WORK/cache1")" -ge 3 ] && ok "the staged files are kept" || bad "staging has $(fs_staged_count "$WORK/cache1") files"
+fs_compare_trees "$DATA/b" "$MNT/b" "reads from staging while the server is down"
+s3_server_resume || die "the server did not come back"
+say "server restarted"
+done_sync=0
+for _ in $(seq 1 60); do
+	if "$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1; then done_sync=1; break; fi
+	sleep 2
+done
+[ "$done_sync" = 1 ] && ok "uploads resumed: sync succeeds" || bad "sync still failing 120 s after the restart: $(cat "$WORK/sync.log")"
+[ "$(fs_staged_count "$WORK/cache1")" = 0 ] && ok "staging drained" || bad "staging not drained"
+fs_compare_trees "$DATA/b" "$MNT/b" "files written during the outage"
+
+step "the server stopped for good: umount, staged files kept"
+s3_server_halt
+cp -r "$DATA/c" "$MNT/c" || bad "cp with the server down"
+FS_UMOUNT_TIMEOUT=240 fs_umount "$MNT"
+if grep -q "upload of .* failed" "$WORK/cache1/daemon.log"; then
+	ok "the daemon's log says what was not uploaded: $(grep -m1 "upload of .* failed" "$WORK/cache1/daemon.log" | cut -c1-160)"
+else
+	bad "no upload failure in daemon.log"
+fi
+[ "$(fs_staged_count "$WORK/cache1")" -ge 1 ] && ok "the staged file survived the umount" || bad "the staged file is gone"
+s3_server_resume || die "the server did not come back"
+s3_mount "$URL" "$WORK/cache1" "$MNT"
+"$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1 && ok "next mount uploads it" || bad "sync: $(cat "$WORK/sync.log")"
+fs_compare_trees "$DATA/c" "$MNT/c" "the file staged across the outage"
+fs_umount "$MNT"
+
+step "a fresh read-only mount from the bucket alone"
+s3_mount "$URL" "$WORK/cache-fresh" "$MNT" ro
+fs_compare_trees "$DATA" "$MNT" "everything, from the bucket"
+fs_umount "$MNT"
+no_orphans "at the end"
+
+fs_finish

@@ -1,0 +1,92 @@
+# tests/s3_lib.sh - helpers of the bucket-store tests (tests/s3_*.sh), on
+# top of tests/fs_lib.sh and tests/s3_server.sh.  Source it; do not run it.
+#
+#   s3_init                  fs_init, then a real Swift s3api server
+#                            (stopped and removed on every exit path, after
+#                            every mount is gone)
+#   s3_mount URL CACHE MNT [OPTS]   ulpfs mount -o settle=50,cache_dir=CACHE
+#                            URL MNT; registered for clean-up like fs_mount
+#   s3_mount_fails WHAT PATTERN URL CACHE MNT [OPTS]   the mount must fail
+#                            with a message matching PATTERN (grep -E -i)
+#   s3_keys PREFIX           the bucket's keys under PREFIX, one a line
+#
+# Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+
+# shellcheck source=tests/fs_lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/fs_lib.sh"
+# shellcheck source=tests/s3_server.sh
+. "$(dirname "${BASH_SOURCE[0]}")/s3_server.sh"
+
+S3_TOP=""
+
+s3_exit() {
+	local rc=$?
+	trap - EXIT
+	# fs_cleanup unmounts (the daemons may still need the server) and
+	# exits: run it in a subshell that starts with our status.
+	(
+		(exit "$rc")
+		fs_cleanup
+	)
+	rc=$?
+	s3_server_stop
+	[ -n "$S3_TOP" ] && rm -rf "$S3_TOP"
+	exit "$rc"
+}
+
+s3_init() {
+	fs_init
+	if ! command -v swift-proxy-server >/dev/null 2>&1; then
+		echo "[$FS_TEST] Swift is not installed (apt-get install swift-proxy swift-object swift-container swift-account memcached)" >&2
+		[ "${ULPFS_ALLOW_SKIP:-0}" = 1 ] && exit 77
+		exit 1
+	fi
+	trap s3_exit EXIT
+	S3_TOP=$(mktemp -d "${TMPDIR:-/tmp}/ulpfs-s3test.XXXXXX") || die "mktemp"
+	s3_server_start "$S3_TOP/swift" || die "the S3 server did not start"
+}
+
+s3_mount() {
+	local url=$1 cache=$2 mnt=$3 opts log rc
+	opts=$(fs_opts "cache_dir=$cache${4:+,$4}")
+	mkdir -p "$mnt"
+	FS_NMOUNT=$((FS_NMOUNT + 1))
+	log=$WORK/mount-$FS_NMOUNT.log
+	say "mount: ulpfs mount -o $opts $url $mnt"
+	timeout -k 5 120 "$ULPFS" mount -o "$opts" "$url" "$mnt" >"$log" 2>&1
+	rc=$?
+	if [ "$rc" -ne 0 ]; then
+		sed 's/^/    | /' "$log" >&2
+		die "ulpfs mount $url failed (exit $rc)"
+	fi
+	is_fuse_mount "$mnt" || die "ulpfs mount returned 0 but $mnt is not a FUSE mount"
+	FS_LAST_PID=$(fs_daemon_pid "$cache") || FS_LAST_PID=""
+	case " ${FS_ALL_STORES[*]} " in *" $cache "*) ;; *) FS_ALL_STORES+=("$cache") ;; esac
+	FS_MOUNTS+=("$mnt")
+	FS_DAEMONS+=("$FS_LAST_PID")
+	FS_STORES+=("$cache")
+	[ -n "$FS_LAST_PID" ] || die "mounted, but no daemon PID in $cache/daemon.pid"
+}
+
+s3_mount_fails() {
+	local what=$1 pat=$2 url=$3 cache=$4 mnt=$5 opts out rc
+	opts=$(fs_opts "cache_dir=$cache${6:+,$6}")
+	mkdir -p "$mnt"
+	out=$(timeout -k 5 120 "$ULPFS" mount -o "$opts" "$url" "$mnt" 2>&1)
+	rc=$?
+	if [ "$rc" -eq 0 ]; then
+		bad "$what: the mount succeeded"
+		is_fuse_mount "$mnt" && FS_MOUNTS+=("$mnt") FS_DAEMONS+=("") FS_STORES+=("$cache")
+		return 1
+	fi
+	if printf '%s\n' "$out" | grep -Eqi -- "$pat"; then
+		ok "$what: refused (exit $rc): $(printf '%s' "$out" | head -n 3 | tr '\n' ' ')"
+	else
+		bad "$what: refused, but the message does not match /$pat/: $out"
+	fi
+}
+
+s3_keys() {
+	# shellcheck disable=SC2086
+	$S3_AWS s3 ls --recursive "s3://$S3_BUCKET/$1" | awk '{ print $4 }'
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# tests/s3_mount.sh - a store in a bucket (real Swift s3api on loopback):
+#   - the quickstart trajectory (bench/make_trajectory.py --quick) written
+#     through "ulpfs mount s3://BUCKET/PREFIX" step by step: checkpoint
+#     directories plus latest/ overwritten each step, a snapshot and an
+#     "ulpfs sync" per step, a small object_cache so that reads of evicted
+#     objects go to the bucket;
+#   - awscli and s3cmd list and fetch what ulpfs wrote;
+#   - the whole cache directory deleted, a read-only mount on a fresh one:
+#     every checkpoint, every version of latest/* and every snapshot exact,
+#     writes refused (EROFS);
+#   - clear errors: wrong credentials, a missing bucket, a second writer
+#     while the lease is held.
+#
+# FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
+# Environment: ULPFS (the binary; make check sets it).
+#
+# Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "$(dirname "$0")/s3_lib.sh"
+s3_init
+
+URL=s3://$S3_BUCKET/runs/node-0
+PLAIN=$WORK/plain
+MNT=$WORK/mnt
+
+step "the reference trajectory in a plain directory (make_trajectory.py --quick)"
+"$PY" "$FS_SRCDIR/bench/make_trajectory.py" --quick --out "$PLAIN" >"$WORK/traj.log" 2>&1 ||
+	{ tail -20 "$WORK/traj.log" >&2; die "make_trajectory.py failed"; }
+mapfile -t STEPS < <(cd "$PLAIN" && ls -d step-* | sort)
+[ "${#STEPS[@]}" -ge 3 ] || die "expected at least 3 steps, got ${#STEPS[*]}"
+say "${#STEPS[@]} steps, $(fs_bytes "$PLAIN") bytes"
+
+step "writing it through a bucket mount, one sync and snapshot per step"
+s3_mount "$URL" "$WORK/cache1" "$MNT" object_cache=4M
+mkdir -p "$MNT/latest"
+for s in "${STEPS[@]}"; do
+	cp -r "$PLAIN/$s" "$MNT/$s" || bad "cp -r $s into the mount"
+	cp "$PLAIN/$s"/* "$MNT/latest/" || bad "cp $s/* over latest/"
+	"$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1 ||
+		bad "ulpfs sync after $s: $(cat "$WORK/sync.log")"
+	"$ULPFS" snapshot create "snap-$s" "$MNT" >/dev/null 2>&1 ||
+		bad "snapshot create snap-$s"
+done
+fs_compare_trees "$PLAIN/${STEPS[-1]}" "$MNT/latest" "latest/ through the writer's mount"
+objs=$(find "$WORK/cache1/objects" -type f | wc -l)
+say "objects kept locally under object_cache=4M: $objs"
+fs_umount "$MNT"
+[ -z "$(ls -A "$WORK/cache1/staging")" ] || bad "staging not empty after umount"
+
+step "what is in the bucket, seen by awscli and s3cmd"
+mapfile -t KEYS < <(s3_keys runs/node-0/)
+nobj=$(printf '%s\n' "${KEYS[@]}" | grep -c '/objects/')
+printf '%s\n' "${KEYS[@]}" | grep -qx 'runs/node-0/CATALOG' && ok "CATALOG pointer present" || bad "no CATALOG pointer"
+printf '%s\n' "${KEYS[@]}" | grep -q '^runs/node-0/LEASE$' && bad "the lease outlived the umount" || ok "lease released at umount"
+ptr=$($S3_AWS s3 cp "s3://$S3_BUCKET/runs/node-0/CATALOG" - 2>/dev/null)
+printf '%s\n' "${KEYS[@]}" | grep -qx "runs/node-0/$ptr" && ok "the pointer names a snapshot that exists ($ptr)" || bad "pointer '$ptr' names no object"
+nsnap=$(printf '%s\n' "${KEYS[@]}" | grep -c '/catalog/')
+[ "$nsnap" -le 2 ] && ok "$nsnap catalog snapshot(s) kept" || bad "$nsnap catalog snapshots kept (old ones not deleted)"
+live=$(/usr/bin/python3 -c '
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print(len(set(r[0] for r in c.execute("SELECT object FROM versions WHERE state <> 2 AND object IS NOT NULL AND object <> \"\""))))
+' "$WORK/cache1/catalog.db")
+[ "$nobj" = "$live" ] && ok "$nobj objects in the bucket = the catalog's live objects" || bad "bucket has $nobj objects, catalog names $live"
+one=$(printf '%s\n' "${KEYS[@]}" | grep '/objects/' | head -n 1)
+if $S3_S3CMD --quiet get "s3://$S3_BUCKET/$one" "$WORK/obj.s3cmd" &&
+	$S3_AWS s3 cp --quiet "s3://$S3_BUCKET/$one" "$WORK/obj.aws" &&
+	cmp -s "$WORK/obj.s3cmd" "$WORK/obj.aws"; then
+	ok "s3cmd and awscli fetch the same object ($(stat -c %s "$WORK/obj.aws") bytes)"
+else
+	bad "s3cmd/awscli could not fetch $one identically"
+fi
+
+step "the local cache deleted: a fresh read-only mount from the bucket alone"
+if grep -q "failed" "$WORK/cache1/daemon.log"; then
+	say "the writer's daemon.log reported failures:"
+	grep "failed" "$WORK/cache1/daemon.log" | head -n 20 | sed 's/^/    | /'
+fi
+rm -rf "$WORK/cache1"
+s3_mount "$URL" "$WORK/cache2" "$MNT" ro
+for s in "${STEPS[@]}"; do
+	fs_compare_trees "$PLAIN/$s" "$MNT/$s" "$s from the bucket"
+	fs_compare_trees "$PLAIN/$s" "$MNT/.ulpfs/snapshots/snap-$s/latest" "snapshot snap-$s from the bucket"
+done
+for f in "$PLAIN/${STEPS[0]}"/*; do
+	b=$(basename "$f")
+	i=0
+	for s in "${STEPS[@]}"; do
+		i=$((i + 1))
+		v="$MNT/.ulpfs/versions/latest/$b/$i"
+		if cmp -s "$PLAIN/$s/$b" "$v"; then :; else bad "version $i of latest/$b differs from $s"; fi
+	done
+done
+ok "every version of latest/* checked against its step"
+if echo x 2>"$WORK/ro.err" >"$MNT/new-file"; then
+	bad "a write into the read-only mount succeeded"
+else
+	grep -qi "read-only" "$WORK/ro.err" && ok "write into the ro mount: $(cat "$WORK/ro.err")" ||
+		bad "ro write failed with an unexpected error: $(cat "$WORK/ro.err")"
+fi
+[ -z "$(find "$WORK/cache2/objects" -type f)" ] && ok "read with ranged GETs: no object copied into the fresh cache" ||
+	bad "objects appeared in the read-only cache"
+fs_umount "$MNT"
+
+step "clear errors"
+good_secret=$AWS_SECRET_ACCESS_KEY
+export AWS_SECRET_ACCESS_KEY=wrong-secret
+s3_mount_fails "wrong credentials" "403|SignatureDoesNotMatch" \
+	"$URL" "$WORK/cache-bad" "$WORK/mnt-bad"
+export AWS_SECRET_ACCESS_KEY=$good_secret
+s3_mount_fails "missing bucket" "no such bucket" \
+	"s3://no-such-bucket-$RANDOM/x" "$WORK/cache-nb" "$WORK/mnt-nb"
+s3_mount_fails "malformed URL" "s3://BUCKET" "s3:///x" "$WORK/cache-u" "$WORK/mnt-u"
+s3_mount "$URL" "$WORK/cache3" "$MNT"
+s3_mount_fails "a second writer while the lease is held" "mounted for writing elsewhere" \
+	"$URL" "$WORK/cache4" "$WORK/mnt4"
+s3_mount "$URL" "$WORK/cache5" "$WORK/mnt5" ro
+fs_compare_trees "$PLAIN/${STEPS[-1]}" "$WORK/mnt5/latest" "a read-only mount next to the writer"
+fs_umount "$WORK/mnt5"
+fs_umount "$MNT"
+
+fs_finish
