@@ -21,8 +21,9 @@
 /* Largest request the kernel may send (with FUSE_MAX_PAGES, 256 pages). */
 #define ULP_FS_MAX_WRITE (1u << 20)
 
-/* The control directory (fs_ctl.c): synthetic node ids have the top bit
- * set; the store's inode numbers and version ids stay below 2^61. */
+/* The control directory (fs_ctl.c, fs_snap.c): synthetic node ids have
+ * the top bit set; the store's inode numbers and version ids stay below
+ * 2^61.  Only ulp_fs_node (fs_node.c) reads the kind bits. */
 #define ULP_CTL_NAME ".ulpfs"
 #define ULP_CTL_BIT (1ull << 63)
 #define ULP_CTL_K_VDIR (1ull << 62)  /* versions/ mirror of a live inode */
@@ -38,26 +39,6 @@
 #define ULP_CTL_SDIR_OF(i) (ULP_CTL_BIT | ULP_CTL_K_SDIR | (i))
 #define ULP_CTL_VDIR_OF(ino) (ULP_CTL_BIT | ULP_CTL_K_VDIR | (ino))
 #define ULP_CTL_VFILE_OF(id) (ULP_CTL_BIT | ULP_CTL_K_VFILE | (id))
-
-static inline int ulp_ctl_is(uint64_t ino)
-{
-	return (ino & ULP_CTL_BIT) != 0;
-}
-static inline int ulp_ctl_is_vdir(uint64_t ino)
-{
-	return (ino & (ULP_CTL_BIT | ULP_CTL_KINDS)) ==
-	       (ULP_CTL_BIT | ULP_CTL_K_VDIR);
-}
-static inline int ulp_ctl_is_sdir(uint64_t ino)
-{
-	return (ino & (ULP_CTL_BIT | ULP_CTL_KINDS)) ==
-	       (ULP_CTL_BIT | ULP_CTL_K_SDIR);
-}
-static inline int ulp_ctl_is_vfile(uint64_t ino)
-{
-	return (ino & (ULP_CTL_BIT | ULP_CTL_K_VDIR | ULP_CTL_K_VFILE)) ==
-	       (ULP_CTL_BIT | ULP_CTL_K_VFILE);
-}
 
 #define ULP_IO_BUCKETS 256
 /* How an open file's reads and writes travel. */

@@ -16,15 +16,37 @@
 
 #include "fs/fs_node.h"
 
+/* The kind bits of a node id (ULP_CTL_*, fs_internal.h): read here only,
+ * once per request. */
+static int ctl_is(uint64_t ino)
+{
+	return (ino & ULP_CTL_BIT) != 0;
+}
+static int ctl_is_vdir(uint64_t ino)
+{
+	return (ino & (ULP_CTL_BIT | ULP_CTL_KINDS)) ==
+	       (ULP_CTL_BIT | ULP_CTL_K_VDIR);
+}
+static int ctl_is_sdir(uint64_t ino)
+{
+	return (ino & (ULP_CTL_BIT | ULP_CTL_KINDS)) ==
+	       (ULP_CTL_BIT | ULP_CTL_K_SDIR);
+}
+static int ctl_is_vfile(uint64_t ino)
+{
+	return (ino & (ULP_CTL_BIT | ULP_CTL_K_VDIR | ULP_CTL_K_VFILE)) ==
+	       (ULP_CTL_BIT | ULP_CTL_K_VFILE);
+}
+
 const ulp_fs_node_ops *ulp_fs_node(fuse_ino_t ino)
 {
-	if (!ulp_ctl_is(ino))
+	if (!ctl_is(ino))
 		return &ulp_fs_live_ops;
-	if (ulp_ctl_is_sdir(ino) || ino == ULP_CTL_SNAPSHOTS)
+	if (ctl_is_sdir(ino) || ino == ULP_CTL_SNAPSHOTS)
 		return &ulp_ctl_snapshots_ops;
-	if (ulp_ctl_is_vdir(ino) || ino == ULP_CTL_VERSIONS)
+	if (ctl_is_vdir(ino) || ino == ULP_CTL_VERSIONS)
 		return &ulp_ctl_versions_ops;
-	if (ulp_ctl_is_vfile(ino))
+	if (ctl_is_vfile(ino))
 		return &ulp_ctl_vfile_ops;
 	if (ino == ULP_CTL_ROOT)
 		return &ulp_ctl_root_ops;
@@ -397,6 +419,8 @@ void ulp_fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		err = EXDEV;
 	if (!err && ulp_fs_is_reserved(newparent, newname))
 		err = EEXIST;
+	if (!err && !n->link)
+		err = EROFS;
 	if (err)
 		fuse_reply_err(req, err);
 	else

@@ -59,8 +59,8 @@ typedef struct ulp_fs_node_ops {
 	void (*removexattr)(fuse_req_t req, fuse_ino_t ino, const char *name);
 
 	/* Changes to the names in directory parent; the dispatcher checked
-	 * the names (and for rename and link, that both ends are of this
-	 * kind). */
+	 * the names (and for rename and link, that neither end is in the
+	 * control directory). */
 	void (*mknod)(fuse_req_t req, fuse_ino_t parent, const char *name,
 	              mode_t mode, dev_t rdev);
 	void (*mkdir)(fuse_req_t req, fuse_ino_t parent, const char *name,
