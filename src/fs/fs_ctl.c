@@ -17,10 +17,12 @@
  * snapshots/ holds one directory per snapshot; below it the pinned files
  * appear at the paths they had when the snapshot was taken, as the same
  * read-only version files (node id of the version), so that loaders open
- * an old checkpoint unmodified.
+ * an old checkpoint unmodified (fs_snap.c).
  *
  * Node ids: the store's inode numbers and version ids stay below 2^61, so
- * the top bits mark synthetic nodes (ULP_CTL_*).  The kernel caches their
+ * the top bits mark synthetic nodes (ULP_CTL_*), and fs_node.c picks one
+ * of the kinds' tables at the end of this file from them: .ulpfs itself,
+ * the versions tree, the snapshots tree, a version file.  The kernel caches their
  * attributes and names for the usual timeouts; version files are immutable
  * and keep their page cache.
  */
@@ -33,16 +35,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fs/fs_internal.h"
+#include "fs/fs_ctl.h"
 
 #define PATH_BUF 16384
 
-int ulp_ctl_is_name(fuse_ino_t parent, const char *name)
-{
-	return parent == FUSE_ROOT_ID && strcmp(name, ULP_CTL_NAME) == 0;
-}
-
-static void dir_stat(const ulp_attr *like, fuse_ino_t ino, struct stat *st)
+void ulp_ctl_dir_stat(const ulp_attr *like, fuse_ino_t ino, struct stat *st)
 {
 	ulp_fs_attr_to_stat(like, st);
 	st->st_ino = (ino_t)ino;
@@ -52,8 +49,8 @@ static void dir_stat(const ulp_attr *like, fuse_ino_t ino, struct stat *st)
 	st->st_blocks = 0;
 }
 
-static void version_stat(const ulp_version_info *v, const ulp_attr *owner,
-                         struct stat *st)
+void ulp_ctl_version_stat(const ulp_version_info *v, const ulp_attr *owner,
+                          struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = (ino_t)(ULP_CTL_VFILE_OF(v->id));
@@ -108,271 +105,134 @@ static int find_version(ulp_fs *fs, uint64_t ino, uint64_t seq,
 	return rc;
 }
 
-/* ------------------------------------------------------- snapshot dirs */
+/* ------------------------------------------------------------- stat */
 
-void ulp_ctl_free(ulp_fs *fs)
-{
-	for (size_t i = 0; i < fs->nsdirs; i++) {
-		free(fs->sdirs[i].snap);
-		free(fs->sdirs[i].path);
-	}
-	free(fs->sdirs);
-	fs->sdirs = NULL;
-	fs->nsdirs = fs->capsdirs = 0;
-	pthread_mutex_destroy(&fs->sdirs_mu);
-}
-
-/* The node id of directory (snap, path), added when new. */
-static int sdir_intern(ulp_fs *fs, const char *snap, const char *path,
-                       fuse_ino_t *out)
-{
-	int rc = 0;
-	pthread_mutex_lock(&fs->sdirs_mu);
-	for (size_t i = 0; i < fs->nsdirs; i++)
-		if (strcmp(fs->sdirs[i].snap, snap) == 0 &&
-		    strcmp(fs->sdirs[i].path, path) == 0) {
-			*out = ULP_CTL_SDIR_OF(i + 1);
-			goto out;
-		}
-	if (fs->nsdirs == fs->capsdirs) {
-		size_t nc = fs->capsdirs ? fs->capsdirs * 2 : 16;
-		struct ulp_sdir *v = realloc(fs->sdirs, nc * sizeof(*v));
-		if (!v) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		fs->sdirs = v;
-		fs->capsdirs = nc;
-	}
-	char *a = strdup(snap), *b = strdup(path);
-	if (!a || !b) {
-		free(a);
-		free(b);
-		rc = -ENOMEM;
-		goto out;
-	}
-	fs->sdirs[fs->nsdirs].snap = a;
-	fs->sdirs[fs->nsdirs].path = b;
-	fs->nsdirs++;
-	*out = ULP_CTL_SDIR_OF(fs->nsdirs);
-out:
-	pthread_mutex_unlock(&fs->sdirs_mu);
-	return rc;
-}
-
-/* Copies of the (snap, path) of a node id (free both). */
-static int sdir_get(ulp_fs *fs, fuse_ino_t ino, char **snap, char **path)
-{
-	uint64_t i = ino & ULP_CTL_PAYLOAD;
-	int rc = 0;
-	*snap = *path = NULL;
-	pthread_mutex_lock(&fs->sdirs_mu);
-	if (i == 0 || i > fs->nsdirs) {
-		rc = -ENOENT;
-	} else {
-		*snap = strdup(fs->sdirs[i - 1].snap);
-		*path = strdup(fs->sdirs[i - 1].path);
-		if (!*snap || !*path)
-			rc = -ENOMEM;
-	}
-	pthread_mutex_unlock(&fs->sdirs_mu);
-	if (rc < 0) {
-		free(*snap);
-		free(*path);
-	}
-	return rc;
-}
-
-/* Whether a snapshot directory still exists (the snapshot may be gone). */
-static int sdir_check(ulp_fs *fs, fuse_ino_t ino)
-{
-	char *snap, *path;
-	uint64_t vid;
-	int rc = sdir_get(fs, ino, &snap, &path);
-	if (rc < 0)
-		return rc;
-	rc = ulp_snapshot_lookup(fs->st, snap, path, &vid);
-	free(snap);
-	free(path);
-	return rc == 2 ? 0 : rc < 0 ? rc : -ENOENT;
-}
-
-static int sdir_lookup(ulp_fs *fs, fuse_ino_t parent, const char *name,
-                       fuse_ino_t *ino)
-{
-	char *snap = NULL, *path = NULL, *child = NULL;
-	uint64_t vid = 0;
-	int rc;
-	if (parent == ULP_CTL_SNAPSHOTS) {
-		rc = ulp_snapshot_lookup(fs->st, name, "", &vid);
-		if (rc == 2)
-			rc = sdir_intern(fs, name, "", ino);
-		return rc < 0 ? rc : 0;
-	}
-	rc = sdir_get(fs, parent, &snap, &path);
-	if (rc < 0)
-		return rc;
-	if (asprintf(&child, "%s%s%s", path, path[0] ? "/" : "", name) < 0) {
-		child = NULL;
-		rc = -ENOMEM;
-	} else {
-		rc = ulp_snapshot_lookup(fs->st, snap, child, &vid);
-		if (rc == 1) {
-			*ino = ULP_CTL_VFILE_OF(vid);
-			rc = 0;
-		} else if (rc == 2) {
-			rc = sdir_intern(fs, snap, child, ino);
-		}
-	}
-	free(snap);
-	free(path);
-	free(child);
-	return rc;
-}
-
-int ulp_ctl_getattr(ulp_fs *fs, fuse_ino_t ino, struct stat *st)
+int ulp_ctl_root_stat(ulp_fs *fs, fuse_ino_t ino, struct stat *st)
 {
 	ulp_attr a;
-	int rc;
-	if (ulp_ctl_is_sdir(ino)) {
-		rc = sdir_check(fs, ino);
-		if (rc == 0)
-			rc = ulp_ns_getattr(fs->st, ULP_ROOT_INO, &a);
-		if (rc == 0)
-			dir_stat(&a, ino, st);
-		return rc;
-	}
-	if (ino == ULP_CTL_ROOT || ino == ULP_CTL_VERSIONS ||
-	    ino == ULP_CTL_SNAPSHOTS) {
+	int rc = ulp_ns_getattr(fs->st, ULP_ROOT_INO, &a);
+	if (rc == 0)
+		ulp_ctl_dir_stat(&a, ino, st);
+	return rc;
+}
+
+static int versions_stat(ulp_fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	ulp_attr a;
+	if (ino == ULP_CTL_VERSIONS)
+		return ulp_ctl_root_stat(fs, ino, st);
+	int rc = mirrored(fs, ino & ULP_CTL_PAYLOAD, &a);
+	if (rc == 0)
+		ulp_ctl_dir_stat(&a, ino, st);
+	return rc;
+}
+
+int ulp_ctl_vfile_stat(ulp_fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	ulp_version_info v;
+	ulp_attr a;
+	int rc = ulp_version_get(fs->st, ino & ULP_CTL_PAYLOAD, &v);
+	if (rc == 0 && v.state == ULP_VERSION_DELETED)
+		rc = -ENOENT;
+	if (rc == 0)
 		rc = ulp_ns_getattr(fs->st, ULP_ROOT_INO, &a);
-		if (rc == 0)
-			dir_stat(&a, ino, st);
-		return rc;
-	}
-	if (ulp_ctl_is_vdir(ino)) {
-		rc = mirrored(fs, ino & ULP_CTL_PAYLOAD, &a);
-		if (rc == 0)
-			dir_stat(&a, ino, st);
-		return rc;
-	}
-	if (ulp_ctl_is_vfile(ino)) {
-		ulp_version_info v;
-		rc = ulp_version_get(fs->st, ino & ULP_CTL_PAYLOAD, &v);
-		if (rc == 0 && v.state == ULP_VERSION_DELETED)
-			rc = -ENOENT;
-		if (rc == 0)
-			rc = ulp_ns_getattr(fs->st, ULP_ROOT_INO, &a);
-		if (rc == 0)
-			version_stat(&v, &a, st);
-		return rc;
-	}
+	if (rc == 0)
+		ulp_ctl_version_stat(&v, &a, st);
+	return rc;
+}
+
+static int none_stat(ulp_fs *fs, fuse_ino_t ino, struct stat *st)
+{
+	(void)fs;
+	(void)ino;
+	(void)st;
 	return -ENOENT;
 }
 
-int ulp_ctl_lookup(ulp_fs *fs, fuse_ino_t parent, const char *name,
-                   struct fuse_entry_param *e)
+int ulp_ctl_entry(ulp_fs *fs, fuse_ino_t ino,
+                  int (*stat)(ulp_fs *, fuse_ino_t, struct stat *),
+                  struct fuse_entry_param *e)
 {
-	fuse_ino_t ino = 0;
-	ulp_attr a;
-	int rc;
+	struct stat st;
+	int rc = stat(fs, ino, &st);
+	if (rc == 0)
+		ulp_fs_entry_of(fs, &st, e);
+	return rc;
+}
 
-	memset(e, 0, sizeof(*e));
-	if (parent == FUSE_ROOT_ID) {
-		ino = ULP_CTL_ROOT; /* ulp_ctl_is_name() was checked */
-	} else if (parent == ULP_CTL_ROOT) {
-		if (strcmp(name, "versions") == 0)
-			ino = ULP_CTL_VERSIONS;
-		else if (strcmp(name, "snapshots") == 0)
-			ino = ULP_CTL_SNAPSHOTS;
-		else
-			return -ENOENT;
-	} else if (parent == ULP_CTL_SNAPSHOTS || ulp_ctl_is_sdir(parent)) {
-		rc = sdir_lookup(fs, parent, name, &ino);
-		if (rc < 0)
-			return rc;
-	} else if (parent == ULP_CTL_VERSIONS || ulp_ctl_is_vdir(parent)) {
-		uint64_t dir = parent == ULP_CTL_VERSIONS
-		                       ? ULP_ROOT_INO
-		                       : (parent & ULP_CTL_PAYLOAD);
-		rc = mirrored(fs, dir, &a);
-		if (rc < 0)
-			return rc;
-		if (S_ISDIR(a.mode)) {
-			rc = ulp_ns_lookup(fs->st, dir, name, &a);
-			if (rc < 0)
-				return rc;
-			if (!S_ISDIR(a.mode) && !S_ISREG(a.mode))
-				return -ENOENT;
-			ino = ULP_CTL_VDIR_OF(a.ino);
-		} else {
-			/* A file's directory: entries are sequence numbers. */
-			char *end;
-			errno = 0;
-			unsigned long long seq = strtoull(name, &end, 10);
-			ulp_version_info v;
-			if (errno || *end || name[0] < '1' || name[0] > '9')
-				return -ENOENT;
-			rc = find_version(fs, dir, seq, &v);
-			if (rc < 0)
-				return rc;
-			ino = ULP_CTL_VFILE_OF(v.id);
-		}
-	} else {
-		return ulp_ctl_is_vfile(parent) ? -ENOTDIR : -ENOENT;
-	}
-	rc = ulp_ctl_getattr(fs, ino, &e->attr);
+/* ----------------------------------------------------------- lookup */
+
+static int root_lookup(ulp_fs *fs, fuse_ino_t dir, const char *name,
+                       struct fuse_entry_param *e)
+{
+	(void)dir;
+	/* Both are fixed directories, with the root's attributes. */
+	if (strcmp(name, "versions") == 0)
+		return ulp_ctl_entry(fs, ULP_CTL_VERSIONS, ulp_ctl_root_stat,
+		                     e);
+	if (strcmp(name, "snapshots") == 0)
+		return ulp_ctl_entry(fs, ULP_CTL_SNAPSHOTS, ulp_ctl_root_stat,
+		                     e);
+	return -ENOENT;
+}
+
+static int versions_lookup(ulp_fs *fs, fuse_ino_t dir, const char *name,
+                           struct fuse_entry_param *e)
+{
+	uint64_t live = dir == ULP_CTL_VERSIONS ? ULP_ROOT_INO
+	                                        : (dir & ULP_CTL_PAYLOAD);
+	ulp_attr a;
+	int rc = mirrored(fs, live, &a);
 	if (rc < 0)
 		return rc;
-	e->ino = ino;
-	e->attr_timeout = fs->attr_timeout;
-	e->entry_timeout = fs->entry_timeout;
-	return 0;
+	if (S_ISDIR(a.mode)) {
+		rc = ulp_ns_lookup(fs->st, live, name, &a);
+		if (rc < 0)
+			return rc;
+		if (!S_ISDIR(a.mode) && !S_ISREG(a.mode))
+			return -ENOENT;
+		return ulp_ctl_entry(fs, ULP_CTL_VDIR_OF(a.ino), versions_stat,
+		                     e);
+	}
+	/* A file's directory: entries are sequence numbers. */
+	char *end;
+	errno = 0;
+	unsigned long long seq = strtoull(name, &end, 10);
+	ulp_version_info v;
+	if (errno || *end || name[0] < '1' || name[0] > '9')
+		return -ENOENT;
+	rc = find_version(fs, live, seq, &v);
+	if (rc < 0)
+		return rc;
+	return ulp_ctl_entry(fs, ULP_CTL_VFILE_OF(v.id), ulp_ctl_vfile_stat, e);
+}
+
+static int none_lookup(ulp_fs *fs, fuse_ino_t dir, const char *name,
+                       struct fuse_entry_param *e)
+{
+	(void)fs;
+	(void)dir;
+	(void)name;
+	(void)e;
+	return -ENOENT;
 }
 
 /* ---------------------------------------------------------------- listing */
 
-typedef struct ctl_fill {
-	fuse_req_t req;
-	ulp_fs *fs;
-	char *buf;
-	size_t size, pos;
-	int plus, count;
-	fuse_ino_t self, up; /* for "." and ".." */
-} ctl_fill;
-
-/* Add one entry; 1 when the buffer is full. */
-static int add(ctl_fill *d, const char *name, const struct stat *st,
-               uint64_t next_off)
+int ulp_ctl_add(ulp_ctl_fill *d, const char *name, const struct stat *st,
+                uint64_t next_off)
 {
-	size_t left = d->size - d->pos, n;
-	if (d->plus) {
-		struct fuse_entry_param e;
-		memset(&e, 0, sizeof(e));
-		e.ino = (fuse_ino_t)st->st_ino;
-		e.attr = *st;
-		e.attr_timeout = d->fs->attr_timeout;
-		e.entry_timeout = d->fs->entry_timeout;
-		n = fuse_add_direntry_plus(d->req, d->buf + d->pos, left, name,
-		                           &e, (off_t)next_off);
-	} else {
-		n = fuse_add_direntry(d->req, d->buf + d->pos, left, name, st,
-		                      (off_t)next_off);
-	}
-	if (n > left)
-		return 1;
-	d->pos += n;
-	d->count++;
-	return 0;
+	return ulp_fs_dirbuf_add(d->b, name, st, next_off);
 }
 
-static int dots(ctl_fill *d, const ulp_attr *like, uint64_t off)
+int ulp_ctl_dots(ulp_ctl_fill *d, const ulp_attr *like, uint64_t off)
 {
 	struct stat st;
-	dir_stat(like, d->self, &st);
-	if (off < 1 && add(d, ".", &st, 1))
+	ulp_ctl_dir_stat(like, d->self, &st);
+	if (off < 1 && ulp_ctl_add(d, ".", &st, 1))
 		return 1;
-	dir_stat(like, d->up, &st);
-	if (off < 2 && add(d, "..", &st, 2))
+	ulp_ctl_dir_stat(like, d->up, &st);
+	if (off < 2 && ulp_ctl_add(d, "..", &st, 2))
 		return 1;
 	return 0;
 }
@@ -382,7 +242,7 @@ static int dots(ctl_fill *d, const ulp_attr *like, uint64_t off)
 static int mirror_cb(void *opaque, const char *name, const ulp_attr *attr,
                      uint64_t next_off)
 {
-	ctl_fill *d = opaque;
+	ulp_ctl_fill *d = opaque;
 	struct stat st;
 	fuse_ino_t ino;
 	if (strcmp(name, ".") == 0)
@@ -393,12 +253,12 @@ static int mirror_cb(void *opaque, const char *name, const ulp_attr *attr,
 		ino = ULP_CTL_VDIR_OF(attr->ino);
 	else
 		return 0; /* symlinks have no versions */
-	dir_stat(attr, ino, &st);
-	return add(d, name, &st, next_off);
+	ulp_ctl_dir_stat(attr, ino, &st);
+	return ulp_ctl_add(d, name, &st, next_off);
 }
 
 typedef struct vlist {
-	ctl_fill *d;
+	ulp_ctl_fill *d;
 	const ulp_attr *owner;
 	uint64_t index, from;
 	int full;
@@ -417,196 +277,105 @@ static int vlist_cb(void *opaque, const ulp_version_info *v, const char *path)
 	if (off <= l->from)
 		return 0;
 	snprintf(name, sizeof(name), "%" PRIu64, v->seq);
-	version_stat(v, l->owner, &st);
-	if (add(l->d, name, &st, off)) {
+	ulp_ctl_version_stat(v, l->owner, &st);
+	if (ulp_ctl_add(l->d, name, &st, off)) {
 		l->full = 1;
 		return 1;
 	}
 	return 0;
 }
 
-/* Snapshots (offset 3 + index) and the entries of a snapshot directory
- * (offset 3 + index among its distinct children). */
-typedef struct slist {
-	ctl_fill *d;
-	const ulp_attr *like;
-	uint64_t index, from;
-	int full;
-	const char *snap, *path;
-	size_t plen;
-	char *last; /* the previous child name (items come sorted) */
-} slist;
-
-static int slist_cb(void *opaque, const char *name,
-                    const ulp_snapshot_info *info)
+static int root_readdir(ulp_fs_dirbuf *b, fuse_ino_t ino, uint64_t off)
 {
-	slist *l = opaque;
+	ulp_ctl_fill d = { .b = b, .self = ino, .up = FUSE_ROOT_ID };
 	struct stat st;
-	fuse_ino_t ino;
-	(void)info;
-	uint64_t off = 3 + l->index++;
-	if (off <= l->from)
+	ulp_attr ra;
+	int rc = ulp_ns_getattr(b->fs->st, ULP_ROOT_INO, &ra);
+	if (rc < 0 || ulp_ctl_dots(&d, &ra, off))
+		return rc;
+	ulp_ctl_dir_stat(&ra, ULP_CTL_VERSIONS, &st);
+	if (off < 3 && ulp_ctl_add(&d, "versions", &st, 3))
 		return 0;
-	if (sdir_intern(l->d->fs, name, "", &ino) < 0)
-		return 0;
-	dir_stat(l->like, ino, &st);
-	if (add(l->d, name, &st, off)) {
-		l->full = 1;
-		return 1;
-	}
+	ulp_ctl_dir_stat(&ra, ULP_CTL_SNAPSHOTS, &st);
+	if (off < 4)
+		ulp_ctl_add(&d, "snapshots", &st, 4);
 	return 0;
 }
 
-static int item_cb(void *opaque, const char *path, const ulp_version_info *v)
+static int versions_readdir(ulp_fs_dirbuf *b, fuse_ino_t ino, uint64_t off)
 {
-	slist *l = opaque;
-	const char *rest = path + l->plen + (l->plen ? 1 : 0);
-	const char *slash = strchr(rest, '/');
-	size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
-	struct stat st;
-	char *name;
-	if (n == 0 || strlen(path) < l->plen)
-		return 0;
-	name = strndup(rest, n);
-	if (!name)
-		return -ENOMEM;
-	if (l->last && strcmp(l->last, name) == 0) {
-		free(name);
-		return 0; /* another file below the same directory */
-	}
-	free(l->last);
-	l->last = name;
-	uint64_t off = 3 + l->index++;
-	if (off <= l->from)
-		return 0;
-	if (slash) {
-		fuse_ino_t ino;
-		char *child = NULL;
-		if (asprintf(&child, "%.*s", (int)(rest + n - path), path) < 0)
-			return -ENOMEM;
-		int rc = sdir_intern(l->d->fs, l->snap, child, &ino);
-		free(child);
-		if (rc < 0)
-			return rc;
-		dir_stat(l->like, ino, &st);
-	} else {
-		version_stat(v, l->like, &st);
-	}
-	if (add(l->d, name, &st, off)) {
-		l->full = 1;
-		return 1;
-	}
-	return 0;
-}
-
-void ulp_ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                     int plus)
-{
-	ctl_fill d = { .req = req,
-		       .fs = ulp_fs_of(req),
-		       .size = size,
-		       .plus = plus,
-		       .self = ino };
+	/* ".." of a mirror: good enough as versions/ (only d_ino). */
+	ulp_ctl_fill d = { .b = b, .self = ino, .up = ULP_CTL_VERSIONS };
+	uint64_t live = ino & ULP_CTL_PAYLOAD;
+	char *path;
 	ulp_attr ra, a;
-	int rc = 0;
-
-	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
-	d.buf = malloc(size ? size : 1);
-	if (!d.buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	rc = ulp_ns_getattr(d.fs->st, ULP_ROOT_INO, &ra);
+	int rc = ulp_ns_getattr(b->fs->st, ULP_ROOT_INO, &ra);
 	if (rc < 0)
-		goto out;
-	if (ino == ULP_CTL_ROOT) {
-		struct stat st;
-		d.up = FUSE_ROOT_ID;
-		if (dots(&d, &ra, (uint64_t)off))
-			goto out;
-		dir_stat(&ra, ULP_CTL_VERSIONS, &st);
-		if (off < 3 && add(&d, "versions", &st, 3))
-			goto out;
-		dir_stat(&ra, ULP_CTL_SNAPSHOTS, &st);
-		if (off < 4)
-			add(&d, "snapshots", &st, 4);
-	} else if (ino == ULP_CTL_SNAPSHOTS) {
+		return rc;
+	if (ino == ULP_CTL_VERSIONS) {
 		d.up = ULP_CTL_ROOT;
-		if (dots(&d, &ra, (uint64_t)off))
-			goto out;
-		slist l = { .d = &d, .like = &ra, .from = (uint64_t)off };
-		rc = ulp_snapshot_list(d.fs->st, slist_cb, &l);
-		if (l.full)
-			rc = 0;
-	} else if (ulp_ctl_is_sdir(ino)) {
-		char *snap, *path;
-		d.up = ULP_CTL_SNAPSHOTS;
-		rc = sdir_get(d.fs, ino, &snap, &path);
-		if (rc < 0)
-			goto out;
-		if (dots(&d, &ra, (uint64_t)off)) {
-			free(snap);
-			free(path);
-			goto out;
-		}
-		slist l = { .d = &d,
-			    .like = &ra,
-			    .from = (uint64_t)off,
-			    .snap = snap,
-			    .path = path,
-			    .plen = strlen(path) };
-		rc = ulp_snapshot_items(d.fs->st, snap, path, item_cb, &l);
-		if (l.full)
-			rc = 0;
-		free(l.last);
-		free(snap);
-		free(path);
-	} else if (ino == ULP_CTL_VERSIONS) {
-		d.up = ULP_CTL_ROOT;
-		rc = ulp_ns_readdir(d.fs->st, ULP_ROOT_INO, (uint64_t)off,
-		                    mirror_cb, &d);
-	} else if (ulp_ctl_is_vdir(ino)) {
-		uint64_t live = ino & ULP_CTL_PAYLOAD;
-		rc = mirrored(d.fs, live, &a);
-		if (rc < 0)
-			goto out;
-		/* ".." of a mirror: good enough as versions/ (only d_ino). */
-		d.up = ULP_CTL_VERSIONS;
-		if (S_ISDIR(a.mode)) {
-			rc = ulp_ns_readdir(d.fs->st, live, (uint64_t)off,
-			                    mirror_cb, &d);
-		} else {
-			char *path;
-			if (dots(&d, &a, (uint64_t)off))
-				goto out;
-			rc = file_path(d.fs, live, &path);
-			if (rc < 0)
-				goto out;
-			vlist l = { .d = &d,
-				    .owner = &ra,
-				    .from = (uint64_t)off };
-			rc = ulp_version_list(d.fs->st, path, vlist_cb, &l);
-			if (l.full)
-				rc = 0;
-			free(path);
-		}
-	} else {
-		rc = -ENOTDIR;
+		return ulp_ns_readdir(b->fs->st, ULP_ROOT_INO, off, mirror_cb,
+		                      &d);
 	}
-out:
-	if (rc < 0 && d.count == 0)
+	rc = mirrored(b->fs, live, &a);
+	if (rc < 0)
+		return rc;
+	if (S_ISDIR(a.mode))
+		return ulp_ns_readdir(b->fs->st, live, off, mirror_cb, &d);
+	if (ulp_ctl_dots(&d, &a, off))
+		return 0;
+	rc = file_path(b->fs, live, &path);
+	if (rc < 0)
+		return rc;
+	vlist l = { .d = &d, .owner = &ra, .from = off };
+	rc = ulp_version_list(b->fs->st, path, vlist_cb, &l);
+	free(path);
+	return l.full ? 0 : rc;
+}
+
+/* ------------------------------------------------------------- open */
+
+/* Version files are read-only: any open for writing or truncation fails
+ * with EROFS. */
+static void vfile_open(fuse_req_t req, fuse_ino_t ino,
+                       struct fuse_file_info *fi)
+{
+	struct stat st;
+	int rc = ulp_ctl_vfile_stat(ulp_fs_of(req), ino, &st);
+	if (rc == 0 &&
+	    ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)))
+		rc = -EROFS;
+	if (rc < 0)
 		fuse_reply_err(req, ulp_fs_errno(rc));
 	else
-		fuse_reply_buf(req, d.buf, d.pos);
-	free(d.buf);
+		ulp_fs_open_version(req, ino, ino & ULP_CTL_PAYLOAD, fi);
 }
 
-void ulp_fs_invalidate_snapshot(ulp_fs *fs, const char *name)
-{
-	if (fs && fs->se)
-		(void)fuse_lowlevel_notify_inval_entry(
-			fs->se, ULP_CTL_SNAPSHOTS, name, strlen(name));
-}
+/* The kinds.  Nothing in the control directory changes (the NULL entries:
+ * EROFS) and nothing there has extended attributes. */
+const ulp_fs_node_ops ulp_ctl_root_ops = {
+	.control = 1,
+	.stat = ulp_ctl_root_stat,
+	.lookup = root_lookup,
+	.readdir = root_readdir,
+};
+
+const ulp_fs_node_ops ulp_ctl_versions_ops = {
+	.control = 1,
+	.stat = versions_stat,
+	.lookup = versions_lookup,
+	.readdir = versions_readdir,
+};
+
+const ulp_fs_node_ops ulp_ctl_vfile_ops = {
+	.control = 1,
+	.stat = ulp_ctl_vfile_stat,
+	.open = vfile_open,
+};
+
+/* A node id of the control range that names nothing (never handed out). */
+const ulp_fs_node_ops ulp_ctl_none_ops = {
+	.control = 1,
+	.stat = none_stat,
+	.lookup = none_lookup,
+};

@@ -17,7 +17,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fs/fs_internal.h"
+#include "fs/fs_node.h"
 
 /* ------------------------------------------------------------- handles */
 
@@ -150,19 +150,17 @@ static void reply_opened(fuse_req_t req, uint64_t ino, ulp_file *f,
 
 /* --------------------------------------------------------------- open */
 
-void ulp_fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-                      mode_t mode, struct fuse_file_info *fi)
+/* The dispatcher checked the name as for mknod and mkdir; the owner is
+ * theirs too (ulp_fs_new_owner). */
+void ulp_fs_live_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+                        mode_t mode, struct fuse_file_info *fi)
 {
 	ulp_fs *fs = ulp_fs_of(req);
 	struct fuse_entry_param e;
 	ulp_attr a;
 	ulp_file *f = NULL;
-	int keep = 0, rc = ulp_fs_check_new(parent, name);
+	int keep = 0, rc;
 
-	if (rc) {
-		fuse_reply_err(req, rc);
-		return;
-	}
 	if (!S_ISREG(mode) && (mode & S_IFMT) != 0) {
 		fuse_reply_err(req, EPERM);
 		return;
@@ -188,36 +186,24 @@ void ulp_fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
 		fuse_reply_err(req, ulp_fs_errno(rc));
 		return;
 	}
-	memset(&e, 0, sizeof(e));
-	e.ino = a.ino;
-	ulp_fs_attr_to_stat(&a, &e.attr);
-	e.attr_timeout = fs->attr_timeout;
-	e.entry_timeout = fs->entry_timeout;
+	struct stat st;
+	ulp_fs_attr_to_stat(&a, &st);
+	ulp_fs_entry_of(fs, &st, &e);
 	reply_opened(req, a.ino, f, 0, keep, &e, fi);
 }
 
-void ulp_fs_op_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+void ulp_fs_open_version(fuse_req_t req, fuse_ino_t ino, uint64_t version,
+                         struct fuse_file_info *fi)
+{
+	/* A version never changes: keep its page cache. */
+	reply_opened(req, ino, NULL, version, 1, NULL, fi);
+}
+
+void ulp_fs_live_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	ulp_fs *fs = ulp_fs_of(req);
 	ulp_file *f = NULL;
 	int keep = 0;
-	if (ulp_ctl_is(ino)) {
-		struct stat st;
-		int rc = ulp_ctl_getattr(fs, ino, &st);
-		if (rc == 0 && !ulp_ctl_is_vfile(ino))
-			rc = -EISDIR;
-		if (rc == 0 && ((fi->flags & O_ACCMODE) != O_RDONLY ||
-		                (fi->flags & O_TRUNC)))
-			rc = -EROFS;
-		if (rc < 0) {
-			fuse_reply_err(req, ulp_fs_errno(rc));
-			return;
-		}
-		/* A version never changes: keep its page cache. */
-		reply_opened(req, ino, NULL, ino & ULP_CTL_PAYLOAD, 1, NULL,
-		             fi);
-		return;
-	}
 	/* With FUSE_CAP_ATOMIC_O_TRUNC, O_TRUNC arrives here (instead of a
 	 * setattr first), so the store can skip the copy-up of a committed
 	 * file that is about to be emptied. */

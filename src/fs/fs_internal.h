@@ -21,8 +21,9 @@
 /* Largest request the kernel may send (with FUSE_MAX_PAGES, 256 pages). */
 #define ULP_FS_MAX_WRITE (1u << 20)
 
-/* The control directory (fs_ctl.c): synthetic node ids have the top bit
- * set; the store's inode numbers and version ids stay below 2^61. */
+/* The control directory (fs_ctl.c, fs_snap.c): synthetic node ids have
+ * the top bit set; the store's inode numbers and version ids stay below
+ * 2^61.  Only ulp_fs_node (fs_node.c) reads the kind bits. */
 #define ULP_CTL_NAME ".ulpfs"
 #define ULP_CTL_BIT (1ull << 63)
 #define ULP_CTL_K_VDIR (1ull << 62)  /* versions/ mirror of a live inode */
@@ -38,26 +39,6 @@
 #define ULP_CTL_SDIR_OF(i) (ULP_CTL_BIT | ULP_CTL_K_SDIR | (i))
 #define ULP_CTL_VDIR_OF(ino) (ULP_CTL_BIT | ULP_CTL_K_VDIR | (ino))
 #define ULP_CTL_VFILE_OF(id) (ULP_CTL_BIT | ULP_CTL_K_VFILE | (id))
-
-static inline int ulp_ctl_is(uint64_t ino)
-{
-	return (ino & ULP_CTL_BIT) != 0;
-}
-static inline int ulp_ctl_is_vdir(uint64_t ino)
-{
-	return (ino & (ULP_CTL_BIT | ULP_CTL_KINDS)) ==
-	       (ULP_CTL_BIT | ULP_CTL_K_VDIR);
-}
-static inline int ulp_ctl_is_sdir(uint64_t ino)
-{
-	return (ino & (ULP_CTL_BIT | ULP_CTL_KINDS)) ==
-	       (ULP_CTL_BIT | ULP_CTL_K_SDIR);
-}
-static inline int ulp_ctl_is_vfile(uint64_t ino)
-{
-	return (ino & (ULP_CTL_BIT | ULP_CTL_K_VDIR | ULP_CTL_K_VFILE)) ==
-	       (ULP_CTL_BIT | ULP_CTL_K_VFILE);
-}
 
 #define ULP_IO_BUCKETS 256
 /* How an open file's reads and writes travel. */
@@ -133,9 +114,9 @@ static inline int ulp_fs_errno(long rc)
 	return (rc < 0 && rc > -4096) ? (int)-rc : EIO;
 }
 
-void ulp_fs_attr_to_stat(const ulp_attr *a, struct stat *st);
-
-/* Operations, in fs_ops.c (namespace) and fs_file.c (file data). */
+/* The fuse_lowlevel_ops entries.  Those that name a node dispatch on its
+ * kind (fs_node.c, fs_node.h); the rest are in fs_ops.c (forget, statfs,
+ * directory handles) and fs_file.c (file handles' data). */
 void ulp_fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ulp_fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup);
 void ulp_fs_op_forget_multi(fuse_req_t req, size_t count,
@@ -186,31 +167,20 @@ void ulp_fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 void ulp_fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
                          off_t length, struct fuse_file_info *fi);
 
-/* Extended attributes (fs_xattr.c). */
 void ulp_fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                         const char *value, size_t size, int flags);
 void ulp_fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                         size_t size);
 void ulp_fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void ulp_fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
-/* Whether name may be made in parent (create, mknod, mkdir, symlink;
- * fs_ops.c): 0, ENAMETOOLONG or EINVAL for a name no directory may hold,
- * EROFS in the control directory, EEXIST for its name at the root. */
-int ulp_fs_check_new(fuse_ino_t parent, const char *name);
 /* Owner and mode of a new node in parent (fs_ops.c): the caller's uid,
  * the caller's gid or the directory's (set-group-ID), the umask unless a
  * default ACL replaces it.  0 or -errno (-ENOTDIR). */
 int ulp_fs_new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
                      uid_t *uid, gid_t *gid);
 
-/* Control directory (fs_ctl.c). */
-int ulp_ctl_is_name(fuse_ino_t parent, const char *name);
-int ulp_ctl_lookup(ulp_fs *fs, fuse_ino_t parent, const char *name,
-                   struct fuse_entry_param *e);
-int ulp_ctl_getattr(ulp_fs *fs, fuse_ino_t ino, struct stat *st);
-void ulp_ctl_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                     int plus);
-/* Free the snapshot directory table (unmount). */
+/* Free the control directory's snapshot directory table (unmount;
+ * fs_snap.c). */
 void ulp_ctl_free(ulp_fs *fs);
 
 /* Write modes (fs_io.c).  Install the I/O hooks on the mounted session

@@ -1,8 +1,10 @@
 /*
- * fs_ops.c - FUSE namespace operations: lookup, attributes, directories,
- * symlinks, rename, statfs.
+ * fs_ops.c - the live tree's operations (ulp_fs_live_ops): lookup,
+ * attributes, directories, symlinks, special files, rename, link; and
+ * statfs and the other requests that name no node's kind.
  *
- * Every operation replies exactly once.  The store returns 0 or -errno and
+ * The dispatcher (fs_node.c) has checked names and the control directory
+ * before these run.  Every operation replies exactly once.  The store returns 0 or -errno and
  * the errno is passed to the kernel as is (ulp_fs_errno).  The kernel's
  * lookup counts are not tracked: inode lifetime belongs to the store, which
  * keys everything by its own inode numbers (FUSE nodeid == store inode,
@@ -13,78 +15,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h> /* RENAME_NOREPLACE, RENAME_EXCHANGE */
-#include <stdlib.h>
 #include <string.h>
 #include <sys/statvfs.h>
 
-#include "fs/fs_internal.h"
+#include "fs/fs_node.h"
 
 _Static_assert(ULP_ROOT_INO == FUSE_ROOT_ID, "root inode numbers differ");
-
-void ulp_fs_attr_to_stat(const ulp_attr *a, struct stat *st)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_ino = (ino_t)a->ino;
-	st->st_mode = a->mode;
-	st->st_nlink = a->nlink;
-	st->st_uid = a->uid;
-	st->st_gid = a->gid;
-	st->st_size = (off_t)a->size;
-	st->st_blksize = ULP_FS_BLKSIZE;
-	/* Logical size in 512-byte units: du(1) of the mount measures what
-	 * is stored in it, not how well it compresses ("ulpfs stats" does). */
-	st->st_blocks = (blkcnt_t)((a->size + 511) / 512);
-	st->st_atim = a->atime;
-	st->st_mtim = a->mtime;
-	st->st_ctim = a->ctime;
-	st->st_rdev = (dev_t)a->rdev;
-}
-
-static void fill_entry(const ulp_fs *fs, const ulp_attr *a,
-                       struct fuse_entry_param *e)
-{
-	memset(e, 0, sizeof(*e));
-	e->ino = (fuse_ino_t)a->ino;
-	e->generation = 0;
-	ulp_fs_attr_to_stat(a, &e->attr);
-	e->attr_timeout = fs->attr_timeout;
-	e->entry_timeout = fs->entry_timeout;
-}
-
-/* 0, or ENAMETOOLONG / EINVAL for a name no directory may hold. */
-static int check_name(const char *name)
-{
-	size_t n = strnlen(name, ULP_FS_NAME_MAX + 1);
-	if (n > ULP_FS_NAME_MAX)
-		return ENAMETOOLONG;
-	if (n == 0 || strchr(name, '/'))
-		return EINVAL;
-	return 0;
-}
-
-int ulp_fs_check_new(fuse_ino_t parent, const char *name)
-{
-	int err = check_name(name);
-	if (err)
-		return err;
-	if (ulp_ctl_is(parent))
-		return EROFS;
-	if (ulp_ctl_is_name(parent, name))
-		return EEXIST;
-	return 0;
-}
-
-/* check_name for a removal or rename: the control directory is read-only
- * and cannot be removed or renamed. */
-static int check_change(fuse_ino_t parent, const char *name)
-{
-	int err = check_name(name);
-	if (err)
-		return err == EINVAL ? ENOENT : err;
-	if (ulp_ctl_is(parent) || ulp_ctl_is_name(parent, name))
-		return EROFS;
-	return 0;
-}
 
 /* The directory's set-group-ID bit gives new nodes its group (and new
  * directories the bit), as on Linux's local filesystems. */
@@ -118,35 +54,38 @@ int ulp_fs_new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
 static void reply_entry_or_err(fuse_req_t req, int rc, const ulp_attr *a)
 {
 	struct fuse_entry_param e;
+	struct stat st;
 	if (rc < 0) {
 		fuse_reply_err(req, ulp_fs_errno(rc));
 		return;
 	}
-	fill_entry(ulp_fs_of(req), a, &e);
+	ulp_fs_attr_to_stat(a, &st);
+	ulp_fs_entry_of(ulp_fs_of(req), &st, &e);
 	fuse_reply_entry(req, &e);
 }
 
-void ulp_fs_op_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+static int live_stat(ulp_fs *fs, fuse_ino_t ino, struct stat *st)
 {
 	ulp_attr a;
-	int err = check_name(name);
-	if (err) {
-		fuse_reply_err(req, err == EINVAL ? ENOENT : err);
-		return;
-	}
-	if (ulp_ctl_is(parent) || ulp_ctl_is_name(parent, name)) {
-		struct fuse_entry_param e;
-		int rc = ulp_ctl_lookup(ulp_fs_of(req), parent, name, &e);
-		if (rc < 0)
-			fuse_reply_err(req, ulp_fs_errno(rc));
-		else
-			fuse_reply_entry(req, &e);
-		return;
-	}
+	int rc = ulp_ns_getattr(fs->st, ino, &a);
+	if (rc == 0)
+		ulp_fs_attr_to_stat(&a, st);
+	return rc;
+}
+
+static int live_lookup(ulp_fs *fs, fuse_ino_t dir, const char *name,
+                       struct fuse_entry_param *e)
+{
+	ulp_attr a;
+	struct stat st;
 	/* Negative entries are not cached (ENOENT rather than ino 0 with a
 	 * timeout): a file the helper restores must appear at once. */
-	int rc = ulp_ns_lookup(ulp_fs_of(req)->st, parent, name, &a);
-	reply_entry_or_err(req, rc, &a);
+	int rc = ulp_ns_lookup(fs->st, dir, name, &a);
+	if (rc < 0)
+		return rc;
+	ulp_fs_attr_to_stat(&a, &st);
+	ulp_fs_entry_of(fs, &st, e);
+	return 0;
 }
 
 void ulp_fs_op_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -164,32 +103,8 @@ void ulp_fs_op_forget_multi(fuse_req_t req, size_t count,
 	fuse_reply_none(req);
 }
 
-void ulp_fs_op_getattr(fuse_req_t req, fuse_ino_t ino,
-                       struct fuse_file_info *fi)
-{
-	ulp_fs *fs = ulp_fs_of(req);
-	ulp_attr a;
-	struct stat st;
-	(void)fi;
-	if (ulp_ctl_is(ino)) {
-		int rc = ulp_ctl_getattr(fs, ino, &st);
-		if (rc < 0)
-			fuse_reply_err(req, ulp_fs_errno(rc));
-		else
-			fuse_reply_attr(req, &st, fs->attr_timeout);
-		return;
-	}
-	int rc = ulp_ns_getattr(fs->st, ino, &a);
-	if (rc < 0) {
-		fuse_reply_err(req, ulp_fs_errno(rc));
-		return;
-	}
-	ulp_fs_attr_to_stat(&a, &st);
-	fuse_reply_attr(req, &st, fs->attr_timeout);
-}
-
-void ulp_fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
-                       int to_set, struct fuse_file_info *fi)
+static void live_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+                         int to_set, struct fuse_file_info *fi)
 {
 	ulp_fs *fs = ulp_fs_of(req);
 	ulp_attr in, out;
@@ -199,10 +114,6 @@ void ulp_fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	(void)fi; /* ftruncate: the store truncates the inode's staging file,
 	             which every handle of the inode shares */
 
-	if (ulp_ctl_is(ino)) {
-		fuse_reply_err(req, EROFS);
-		return;
-	}
 	memset(&in, 0, sizeof(in));
 	in.ino = ino;
 	if (to_set & FUSE_SET_ATTR_MODE) {
@@ -256,13 +167,9 @@ void ulp_fs_op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	fuse_reply_attr(req, &st, fs->attr_timeout);
 }
 
-void ulp_fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
+static void live_readlink(fuse_req_t req, fuse_ino_t ino)
 {
 	char buf[PATH_MAX + 1];
-	if (ulp_ctl_is(ino)) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
 	memset(buf, 0, sizeof(buf));
 	int rc = ulp_ns_readlink(ulp_fs_of(req)->st, ino, buf, sizeof(buf));
 	if (rc < 0) {
@@ -276,17 +183,12 @@ void ulp_fs_op_readlink(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_readlink(req, buf);
 }
 
-void ulp_fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-                     mode_t mode, dev_t rdev)
+static void live_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+                       mode_t mode, dev_t rdev)
 {
 	ulp_attr a;
 	uid_t uid;
 	gid_t gid;
-	int err = ulp_fs_check_new(parent, name);
-	if (err) {
-		fuse_reply_err(req, err);
-		return;
-	}
 	/* FIFOs, sockets and device nodes are metadata only: the kernel
 	 * serves their opens itself. */
 	int rc = ulp_fs_new_owner(req, parent, &mode, &uid, &gid);
@@ -296,17 +198,12 @@ void ulp_fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
 	reply_entry_or_err(req, rc, &a);
 }
 
-void ulp_fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-                     mode_t mode)
+static void live_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+                       mode_t mode)
 {
 	ulp_attr a;
 	uid_t uid;
 	gid_t gid;
-	int err = ulp_fs_check_new(parent, name);
-	if (err) {
-		fuse_reply_err(req, err);
-		return;
-	}
 	mode = (mode & 07777) | S_IFDIR;
 	int rc = ulp_fs_new_owner(req, parent, &mode, &uid, &gid);
 	if (rc == 0)
@@ -315,18 +212,13 @@ void ulp_fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
 	reply_entry_or_err(req, rc, &a);
 }
 
-void ulp_fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-                       const char *name)
+static void live_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+                         const char *name)
 {
 	ulp_attr a;
 	uid_t uid;
 	gid_t gid;
 	mode_t mode = S_IFLNK | 0777;
-	int err = ulp_fs_check_new(parent, name);
-	if (err) {
-		fuse_reply_err(req, err);
-		return;
-	}
 	if (strnlen(link, PATH_MAX) >= PATH_MAX) {
 		fuse_reply_err(req, ENAMETOOLONG);
 		return;
@@ -338,46 +230,23 @@ void ulp_fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
 	reply_entry_or_err(req, rc, &a);
 }
 
-void ulp_fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void live_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int err = check_change(parent, name);
-	if (err) {
-		fuse_reply_err(req, err);
-		return;
-	}
 	int rc = ulp_ns_unlink(ulp_fs_of(req)->st, parent, name);
 	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
 }
 
-void ulp_fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+static void live_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
-	int err = check_change(parent, name);
-	if (err) {
-		fuse_reply_err(req, err);
-		return;
-	}
 	int rc = ulp_ns_rmdir(ulp_fs_of(req)->st, parent, name);
 	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
 }
 
-void ulp_fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-                      fuse_ino_t newparent, const char *newname,
-                      unsigned int flags)
+static void live_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+                        fuse_ino_t newparent, const char *newname,
+                        unsigned int flags)
 {
 	unsigned uf = 0;
-	int sctl = ulp_ctl_is(parent) || ulp_ctl_is_name(parent, name);
-	int dctl = ulp_ctl_is(newparent) || ulp_ctl_is_name(newparent, newname);
-	int err = check_change(parent, name);
-	if (!err)
-		err = check_change(newparent, newname);
-	/* Between the control directory and the live tree, as between two
-	 * filesystems: EXDEV (mv(1) then copies, and fails on EROFS). */
-	if (err == EROFS && sctl != dctl)
-		err = EXDEV;
-	if (err) {
-		fuse_reply_err(req, err);
-		return;
-	}
 	if (flags & RENAME_NOREPLACE)
 		uf |= ULP_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
@@ -395,21 +264,10 @@ void ulp_fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
 }
 
-void ulp_fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-                    const char *newname)
+static void live_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+                      const char *newname)
 {
 	ulp_attr a;
-	int err = check_name(newname);
-	/* The control directory is another filesystem, as far as names
-	 * go: nothing links into or out of it. */
-	if (!err && (ulp_ctl_is(ino) || ulp_ctl_is(newparent)))
-		err = EXDEV;
-	if (!err && ulp_ctl_is_name(newparent, newname))
-		err = EEXIST;
-	if (err) {
-		fuse_reply_err(req, err);
-		return;
-	}
 	int rc = ulp_ns_link(ulp_fs_of(req)->st, ino, newparent, newname, &a);
 	reply_entry_or_err(req, rc, &a);
 }
@@ -430,109 +288,17 @@ void ulp_fs_op_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* ------------------------------------------------------------ directories */
 
-void ulp_fs_op_opendir(fuse_req_t req, fuse_ino_t ino,
-                       struct fuse_file_info *fi)
-{
-	ulp_attr a;
-	int rc;
-	if (ulp_ctl_is(ino)) {
-		struct stat st;
-		rc = ulp_ctl_getattr(ulp_fs_of(req), ino, &st);
-		a.mode = st.st_mode;
-	} else {
-		rc = ulp_ns_getattr(ulp_fs_of(req)->st, ino, &a);
-	}
-	if (rc == 0 && !S_ISDIR(a.mode))
-		rc = -ENOTDIR;
-	if (rc < 0) {
-		fuse_reply_err(req, ulp_fs_errno(rc));
-		return;
-	}
-	/* Listings are read from the catalog at each readdir; the kernel
-	 * must not cache them, as the helper may change the directory. */
-	fi->fh = 0;
-	fi->cache_readdir = 0;
-	fi->keep_cache = 0;
-	fuse_reply_open(req, fi);
-}
-
-typedef struct dir_fill {
-	fuse_req_t req;
-	ulp_fs *fs;
-	char *buf;
-	size_t size, pos;
-	int plus;
-	int count;
-} dir_fill;
-
 static int dir_fill_cb(void *opaque, const char *name, const ulp_attr *attr,
                        uint64_t next_off)
 {
-	dir_fill *d = opaque;
-	size_t left = d->size - d->pos, n;
-	if (next_off > (uint64_t)INT64_MAX)
-		return 1; /* not representable as an off_t: treat as full */
-	if (d->plus) {
-		struct fuse_entry_param e;
-		fill_entry(d->fs, attr, &e);
-		n = fuse_add_direntry_plus(d->req, d->buf + d->pos, left, name,
-		                           &e, (off_t)next_off);
-	} else {
-		struct stat st;
-		memset(&st, 0, sizeof(st));
-		st.st_ino = (ino_t)attr->ino;
-		st.st_mode = attr->mode;
-		n = fuse_add_direntry(d->req, d->buf + d->pos, left, name, &st,
-		                      (off_t)next_off);
-	}
-	if (n > left)
-		return 1; /* full: this entry comes first in the next call */
-	d->pos += n;
-	d->count++;
-	return 0;
+	struct stat st;
+	ulp_fs_attr_to_stat(attr, &st);
+	return ulp_fs_dirbuf_add(opaque, name, &st, next_off);
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                       int plus)
+static int live_readdir(ulp_fs_dirbuf *d, fuse_ino_t ino, uint64_t off)
 {
-	dir_fill d = {
-		.req = req, .fs = ulp_fs_of(req), .size = size, .plus = plus
-	};
-	if (ulp_ctl_is(ino)) {
-		ulp_ctl_readdir(req, ino, size, off, plus);
-		return;
-	}
-	if (off < 0) {
-		fuse_reply_err(req, EINVAL);
-		return;
-	}
-	d.buf = malloc(size ? size : 1);
-	if (!d.buf) {
-		fuse_reply_err(req, ENOMEM);
-		return;
-	}
-	int rc = ulp_ns_readdir(d.fs->st, ino, (uint64_t)off, dir_fill_cb, &d);
-	/* An error after some entries: return those; the next call (from
-	 * their offset) reports it. */
-	if (rc < 0 && d.count == 0)
-		fuse_reply_err(req, ulp_fs_errno(rc));
-	else
-		fuse_reply_buf(req, d.buf, d.pos);
-	free(d.buf);
-}
-
-void ulp_fs_op_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                       struct fuse_file_info *fi)
-{
-	(void)fi;
-	do_readdir(req, ino, size, off, 0);
-}
-
-void ulp_fs_op_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
-                           off_t off, struct fuse_file_info *fi)
-{
-	(void)fi;
-	do_readdir(req, ino, size, off, 1);
+	return ulp_ns_readdir(d->fs->st, ino, off, dir_fill_cb, d);
 }
 
 void ulp_fs_op_releasedir(fuse_req_t req, fuse_ino_t ino,
@@ -553,3 +319,25 @@ void ulp_fs_op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync,
 	 * committed, before the operation replied. */
 	fuse_reply_err(req, 0);
 }
+
+const ulp_fs_node_ops ulp_fs_live_ops = {
+	.control = 0,
+	.stat = live_stat,
+	.lookup = live_lookup,
+	.readdir = live_readdir,
+	.open = ulp_fs_live_open,
+	.setattr = live_setattr,
+	.readlink = live_readlink,
+	.setxattr = ulp_fs_live_setxattr,
+	.getxattr = ulp_fs_live_getxattr,
+	.listxattr = ulp_fs_live_listxattr,
+	.removexattr = ulp_fs_live_removexattr,
+	.mknod = live_mknod,
+	.mkdir = live_mkdir,
+	.symlink = live_symlink,
+	.create = ulp_fs_live_create,
+	.unlink = live_unlink,
+	.rmdir = live_rmdir,
+	.rename = live_rename,
+	.link = live_link,
+};

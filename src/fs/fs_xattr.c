@@ -5,7 +5,8 @@
  * POSIX ACLs (system.posix_acl_access, _default) are offered only when
  * the kernel enforces them (mounted with default_permissions, so that
  * init asked for FUSE_CAP_POSIX_ACL): an ACL nobody checks would be a
- * lie.  The control directory is read-only and has no attributes.
+ * lie.  These are the live tree's; the control directory's kinds have
+ * none (fs_node.c answers for them).
  */
 #include "config.h"
 
@@ -14,18 +15,12 @@
 #include <string.h>
 #include <sys/xattr.h>
 
-#include "fs/fs_internal.h"
+#include "fs/fs_node.h"
 
-/* Whether a request on ino for name was answered here: in the control
- * directory with ctl_err, an ACL the kernel does not enforce with
- * EOPNOTSUPP. */
-static int refused(fuse_req_t req, fuse_ino_t ino, const char *name,
-                   int ctl_err)
+/* Whether a request for name was answered here: an ACL the kernel does
+ * not enforce, with EOPNOTSUPP. */
+static int refused(fuse_req_t req, const char *name)
 {
-	if (ulp_ctl_is(ino)) {
-		fuse_reply_err(req, ctl_err);
-		return 1;
-	}
 	if (strncmp(name, "system.posix_acl_", 17) == 0 &&
 	    !ulp_fs_of(req)->posix_acl) {
 		fuse_reply_err(req, EOPNOTSUPP);
@@ -34,13 +29,13 @@ static int refused(fuse_req_t req, fuse_ino_t ino, const char *name,
 	return 0;
 }
 
-void ulp_fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-                        const char *value, size_t size, int flags)
+void ulp_fs_live_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                          const char *value, size_t size, int flags)
 {
 	ulp_fs *fs = ulp_fs_of(req);
 	unsigned f = 0;
 
-	if (refused(req, ino, name, EROFS))
+	if (refused(req, name))
 		return;
 	if (flags & ~(XATTR_CREATE | XATTR_REPLACE)) {
 		fuse_reply_err(req, EINVAL);
@@ -66,14 +61,14 @@ static void reply_sized(fuse_req_t req, ssize_t rc, size_t size,
 		fuse_reply_buf(req, buf, (size_t)rc);
 }
 
-void ulp_fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-                        size_t size)
+void ulp_fs_live_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                          size_t size)
 {
 	ulp_fs *fs = ulp_fs_of(req);
 	char *buf = NULL;
 	ssize_t rc;
 
-	if (refused(req, ino, name, ENODATA))
+	if (refused(req, name))
 		return;
 	if (size > ULP_XATTR_SIZE_MAX)
 		size = ULP_XATTR_SIZE_MAX; /* nothing longer is stored */
@@ -86,16 +81,12 @@ void ulp_fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	free(buf);
 }
 
-void ulp_fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+void ulp_fs_live_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	ulp_fs *fs = ulp_fs_of(req);
 	char *buf = NULL;
 	ssize_t rc;
 
-	if (ulp_ctl_is(ino)) { /* no attributes there */
-		reply_sized(req, 0, size, "");
-		return;
-	}
 	if (size > ULP_XATTR_INODE_MAX)
 		size = ULP_XATTR_INODE_MAX;
 	if (size && !(buf = malloc(size))) {
@@ -107,11 +98,11 @@ void ulp_fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	free(buf);
 }
 
-void ulp_fs_op_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+void ulp_fs_live_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
 {
 	ulp_fs *fs = ulp_fs_of(req);
 
-	if (refused(req, ino, name, EROFS))
+	if (refused(req, name))
 		return;
 	int rc = ulp_xattr_remove(fs->st, ino, name);
 	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
