@@ -141,7 +141,7 @@ int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 			return CLI_FAIL;
 		}
 	}
-	cli_env env = { t->st, NULL, sink };
+	cli_env env = { t->st, NULL, sink, t->store };
 	return cli_exec(&env, req);
 }
 

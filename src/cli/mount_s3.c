@@ -7,6 +7,7 @@
 #include "mount_s3.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "objstore/upload_errors.h"
 
 int mount_s3_option(mount_s3 *m, const char *opt)
 {
@@ -133,4 +135,21 @@ void mount_s3_free(mount_s3 *m)
 		ulp_bucket_close(m->bucket);
 	free(m->cache_dir);
 	memset(m, 0, sizeof *m);
+}
+
+int mount_s3_umount_report(const char *store)
+{
+	ulp_upload_errors e;
+	if (ulp_upload_errors_read(store, &e) != 1)
+		return 0;
+	int64_t staged = ulp_upload_errors_staged(store);
+	if (staged <= 0)
+		return 0; /* uploaded after all (by a later mount) */
+	cli_err("%lld staged file(s) NOT uploaded to %s (%s error, %" PRIu64
+	        " failed uploads; the last: %s); they stay in %s/staging and "
+	        "the next mount uploads them",
+	        (long long)staged, e.url,
+	        e.permanent ? "a permanent" : "a transient", e.failures,
+	        e.error, store);
+	return -1;
 }

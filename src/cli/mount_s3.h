@@ -35,5 +35,8 @@ void mount_s3_attach(mount_s3 *m, ulp_store *st);
 void mount_s3_detach(mount_s3 *m);
 int mount_s3_close(mount_s3 *m);
 void mount_s3_free(mount_s3 *m);
+/* ulpfs umount, after the daemon of store is gone: -1 after printing what
+ * a bucket store could not upload (still staged), else 0. */
+int mount_s3_umount_report(const char *store);
 
 #endif

@@ -198,6 +198,39 @@ static void names_free(char **v, size_t n)
 	free(v);
 }
 
+/* A failed upload, for stats and umount (upload_errors.h).  403 and a
+ * missing bucket are permanent: the queue retries them, but only a person
+ * can make them succeed. */
+static void note_failure(ulp_bucket *b, const char *key, const char *why,
+                         int rc)
+{
+	pthread_mutex_lock(&b->mu);
+	ulp_upload_errors *e = &b->uerr;
+	long long now = (long long)time(NULL);
+	if (!e->failures)
+		e->first = now;
+	e->failures++;
+	e->last = now;
+	e->permanent = rc == -EACCES || rc == -ENXIO;
+	e->staged = -1;
+	snprintf(e->url, sizeof e->url, "%s", b->url);
+	snprintf(e->error, sizeof e->error, "%s: %s", key, why);
+	int wrc = ulp_upload_errors_write(b->cache_dir, e);
+	pthread_mutex_unlock(&b->mu);
+	if (wrc)
+		ulp_bucket_log("%s/%s: %s", b->cache_dir,
+		               ULP_UPLOAD_ERRORS_FILE, strerror(-wrc));
+}
+
+/* Everything closed is in the bucket: no failure is current any more. */
+static void clear_failures(ulp_bucket *b)
+{
+	pthread_mutex_lock(&b->mu);
+	b->uerr.failures = 0;
+	ulp_upload_errors_clear(b->cache_dir);
+	pthread_mutex_unlock(&b->mu);
+}
+
 static int hook_put(void *ctx, int dir_fd, const char *name)
 {
 	ulp_bucket *b = ctx;
@@ -228,13 +261,14 @@ static int hook_put(void *ctx, int dir_fd, const char *name)
 	}
 	if (rc) {
 		char line[400];
-		ulp_bucket_log(
-			"upload of s3://%s/%s failed: %s (the file stays "
-			"staged and is retried)",
-			b->bucket, key ? key : name,
+		const char *why =
 			st.code[0] || st.http
 				? ulp_s3_strstatus(&st, line, sizeof line)
-				: strerror(-rc));
+				: strerror(-rc);
+		ulp_bucket_log("upload of s3://%s/%s failed: %s (the file "
+		               "stays staged and is retried)",
+		               b->bucket, key ? key : name, why);
+		note_failure(b, key ? key : name, why, rc);
 	}
 	free(key);
 	if (!rc)
@@ -302,7 +336,10 @@ static int hook_read_at(void *ctx, const char *name, uint64_t off, void *buf,
 
 static int hook_synced(void *ctx)
 {
-	return ulp_bucket_publish(ctx);
+	ulp_bucket *b = ctx;
+	if (!b->o.read_only)
+		clear_failures(b);
+	return ulp_bucket_publish(b);
 }
 
 const ulp_remote *ulp_bucket_remote(ulp_bucket *b)
@@ -602,6 +639,32 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 	return 0;
 }
 
+/* After the store's close: what is still staged was not uploaded (the
+ * store commits a version only once its object is in the bucket).  The
+ * file then says so to umount; with nothing staged it goes.  -EIO when
+ * something was left behind, else rc. */
+static int close_failures(ulp_bucket *b, int rc)
+{
+	int64_t staged = ulp_upload_errors_staged(b->cache_dir);
+	if (staged == 0) {
+		ulp_upload_errors_clear(b->cache_dir);
+		return rc;
+	}
+	if (staged < 0 || !b->uerr.failures)
+		return rc;
+	b->uerr.staged = staged;
+	int wrc = ulp_upload_errors_write(b->cache_dir, &b->uerr);
+	ulp_bucket_log("s3://%s/%s: %lld staged file(s) NOT uploaded (last "
+	               "error: %s); they stay in %s/staging for the next "
+	               "mount",
+	               b->bucket, b->prefix, (long long)staged, b->uerr.error,
+	               b->cache_dir);
+	if (wrc)
+		ulp_bucket_log("%s/%s: %s", b->cache_dir,
+		               ULP_UPLOAD_ERRORS_FILE, strerror(-wrc));
+	return rc ? rc : -EIO;
+}
+
 int ulp_bucket_close(ulp_bucket *b)
 {
 	if (!b)
@@ -613,6 +676,8 @@ int ulp_bucket_close(ulp_bucket *b)
 		               "(%s); the local cache %s still has it",
 		               b->bucket, b->prefix, strerror(-rc),
 		               b->cache_dir);
+	if (!b->o.read_only)
+		rc = close_failures(b, rc);
 	if (b->leased)
 		ulp_lease_release(b);
 	ulp_bucket_log("s3://%s/%s: uploaded %llu objects (%llu bytes) and "

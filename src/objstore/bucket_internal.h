@@ -11,6 +11,7 @@
 
 #include "objstore/bucket.h"
 #include "objstore/s3_client.h"
+#include "objstore/upload_errors.h"
 
 struct ulp_bucket {
 	ulp_bucket_opts o;
@@ -43,6 +44,10 @@ struct ulp_bucket {
 	/* what went up and came down, logged at close (bench/s3_bench.sh) */
 	atomic_ullong up_objects, up_object_bytes, up_catalogs,
 		up_catalog_bytes, down_ranges, down_bytes;
+
+	/* uploads failing since the last success (under mu), mirrored in
+	 * CACHE/upload-errors for stats and umount */
+	ulp_upload_errors uerr;
 
 	char owner[512]; /* this mount's lease owner id */
 	int leased;
