@@ -31,19 +31,11 @@ done
 for i in 1 2 3; do head -c 3000000 /dev/urandom >"$DATA/b/f$i.bin"; done
 head -c 2000000 /dev/urandom >"$DATA/c/late.bin"
 
-live_objects() {
-	/usr/bin/python3 -c '
-import sqlite3, sys
-c = sqlite3.connect(sys.argv[1])
-for (o,) in c.execute("SELECT DISTINCT object FROM versions WHERE state <> 2 AND object IS NOT NULL AND object <> \"\""):
-    print(o)
-' "$1" | sort
-}
 bucket_objects() { s3_keys crash/objects/ | sed 's|.*/||' | sort; }
 # no_orphans WHEN: the bucket holds exactly the objects the catalog names
 no_orphans() {
 	local want have
-	want=$(live_objects "$WORK/cache1/catalog.db")
+	want=$(s3_live_objects "$WORK/cache1/catalog.db")
 	have=$(bucket_objects)
 	if [ "$want" = "$have" ] && [ -n "$have" ]; then
 		ok "no orphans $1: the bucket holds exactly the $(wc -l <<<"$have") objects the catalog names"

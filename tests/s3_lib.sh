@@ -9,6 +9,7 @@
 #   s3_mount_fails WHAT PATTERN URL CACHE MNT [OPTS]   the mount must fail
 #                            with a message matching PATTERN (grep -E -i)
 #   s3_keys PREFIX           the bucket's keys under PREFIX, one a line
+#   s3_live_objects CATALOG  the objects a catalog's versions name, sorted
 #   s3_umount_unuploaded MNT PATTERN   ulpfs umount MNT must exit non-zero
 #                            saying what is not uploaded (grep PATTERN)
 #
@@ -104,4 +105,13 @@ s3_umount_unuploaded() {
 	fi
 	is_mounted "$mnt" && die "still mounted after umount"
 	fs_forget_mount "$mnt"
+}
+
+s3_live_objects() {
+	/usr/bin/python3 -c '
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+for (o,) in c.execute("SELECT DISTINCT object FROM versions WHERE state <> 2 AND object IS NOT NULL AND object <> \"\""):
+    print(o)
+' "$1" | sort
 }
