@@ -3,8 +3,10 @@
 # (tests/s3_server.sh):
 #   1. bytes: the quickstart trajectory (bench/make_trajectory.py --quick)
 #      written through a local store and through s3://; objects uploaded
-#      vs the local store's objects/, catalog snapshots on top, and the raw
-#      bytes that were not uploaded;
+#      vs the local store's objects/, catalog snapshots on top, the raw
+#      bytes that were not uploaded, and what the bucket keeps at the end
+#      (uploads also carry the objects that flips of older versions
+#      replaced);
 #   2. upload throughput: the local store's encoded objects uploaded by
 #      ulpfs's client (bench/s3put -j 4) and by "aws s3 cp --recursive";
 #   3. cold read: the newest checkpoint read from a fresh read-only mount
@@ -74,6 +76,12 @@ printf 'raw files              %12d bytes\n' "$raw"
 printf 'local store objects/   %12d bytes\n' "$local_obj"
 printf 'uploaded objects       %12d bytes  (%.4f x the local objects)\n' "$up_obj" "$(echo "$up_obj / $local_obj" | bc -l)"
 printf 'uploaded catalogs      %12d bytes  (%d snapshots)\n' "$up_cat" "$ncat"
+# Reverse chains re-encode an older version against its successor (a new
+# object, uploaded; the one it replaces deleted): uploads exceed what the
+# bucket keeps.
+rest=$($S3_AWS s3 ls --recursive --summarize "s3://$S3_BUCKET/bench/objects/" | awk '/Total Size/ { print $3 }')
+printf 'bucket objects at rest %12d bytes  (%.4f x the local objects, %.1f%% of the raw bytes saved)\n' \
+	"$rest" "$(echo "$rest / $local_obj" | bc -l)" "$(echo "100 * ($raw - $rest) / $raw" | bc -l)"
 printf 'not uploaded vs raw    %12d bytes  (%.1f%% of the raw bytes saved)\n' \
 	"$((raw - up_obj - up_cat))" "$(echo "100 * ($raw - $up_obj - $up_cat) / $raw" | bc -l)"
 
