@@ -3,12 +3,15 @@
 # (tests/s3_server.sh):
 #   1. bytes: the quickstart trajectory (bench/make_trajectory.py --quick)
 #      written through a local store and through s3://; objects uploaded
-#      vs the local store's objects/, catalog snapshots on top, and the raw
-#      bytes that were not uploaded;
+#      vs the local store's objects/, catalog snapshots on top, the raw
+#      bytes that were not uploaded, and what the bucket keeps at the end
+#      (uploads also carry the objects that flips of older versions
+#      replaced);
 #   2. upload throughput: the local store's encoded objects uploaded by
 #      ulpfs's client (bench/s3put -j 4) and by "aws s3 cp --recursive";
 #   3. cold read: the newest checkpoint read from a fresh read-only mount
-#      (ranged GETs) and the same objects downloaded by "aws s3 cp".
+#      (ranged GETs: bytes fetched, and from how many of the objects), and
+#      the objects it touched downloaded by "aws s3 cp".
 # Throughputs are medians of REPS runs (default 3), each ratio from the
 # same run.  Usage: bench/s3_bench.sh [BUILD_DIR]   (default _build)
 #
@@ -73,6 +76,12 @@ printf 'raw files              %12d bytes\n' "$raw"
 printf 'local store objects/   %12d bytes\n' "$local_obj"
 printf 'uploaded objects       %12d bytes  (%.4f x the local objects)\n' "$up_obj" "$(echo "$up_obj / $local_obj" | bc -l)"
 printf 'uploaded catalogs      %12d bytes  (%d snapshots)\n' "$up_cat" "$ncat"
+# Reverse chains re-encode an older version against its successor (a new
+# object, uploaded; the one it replaces deleted): uploads exceed what the
+# bucket keeps.
+rest=$($S3_AWS s3 ls --recursive --summarize "s3://$S3_BUCKET/bench/objects/" | awk '/Total Size/ { print $3 }')
+printf 'bucket objects at rest %12d bytes  (%.4f x the local objects, %.1f%% of the raw bytes saved)\n' \
+	"$rest" "$(echo "$rest / $local_obj" | bc -l)" "$(echo "100 * ($raw - $rest) / $raw" | bc -l)"
 printf 'not uploaded vs raw    %12d bytes  (%.1f%% of the raw bytes saved)\n' \
 	"$((raw - up_obj - up_cat))" "$(echo "100 * ($raw - $up_obj - $up_cat) / $raw" | bc -l)"
 
@@ -95,6 +104,7 @@ printf 'upload median: ulpfs client %.1f MiB/s, aws s3 cp %.1f MiB/s, ratio %.2f
 
 echo "== cold read of the newest checkpoint ($newest) from a fresh read-only mount"
 logical=$(du -sb "$W/plain/$newest" | cut -f1)
+nobj=$($S3_AWS s3 ls --recursive "s3://$S3_BUCKET/bench/objects/" | wc -l)
 ours=() theirs=()
 for r in $(seq 1 "$REPS"); do
 	rm -rf "$W/cold"
@@ -103,18 +113,24 @@ for r in $(seq 1 "$REPS"); do
 	cat "$W/mnt-c/$newest"/* >/dev/null || exit 1
 	t1=$(now)
 	umount_it "$W/mnt-c"
-	got=$(grep "read .* ranges" "$W/cold/daemon.log" | tail -n 1 | sed -E 's/.*ranges \(([0-9]+) bytes\).*/\1/')
+	got=$(grep "read .* ranges" "$W/cold/daemon.log" | tail -n 1 | sed -E 's/.*read [0-9]+ ranges \(([0-9]+) bytes\).*/\1/')
+	# The objects the read touched (the object cache keeps each fetched
+	# range as NAME.OFFSET.LENGTH): aws s3 cp downloads the same ones.
+	mapfile -t used < <(ls "$W/cold/fetched" | sed 's/\..*//' | sort -u)
+	inc=()
+	for o in "${used[@]}"; do inc+=(--include "$o"); done
 	rm -rf "$W/dl"
 	t2=$(now)
-	$S3_AWS s3 cp --quiet --recursive "s3://$S3_BUCKET/bench/objects/" "$W/dl/" || exit 1
+	$S3_AWS s3 cp --quiet --recursive --exclude '*' "${inc[@]}" \
+		"s3://$S3_BUCKET/bench/objects/" "$W/dl/" || exit 1
 	t3=$(now)
 	all=$(du -sb "$W/dl" | cut -f1)
 	a=$(echo "$logical / ($t1 - $t0) / 1048576" | bc -l)
 	b=$(echo "$all / ($t3 - $t2) / 1048576" | bc -l)
-	printf '  run %d: ulpfs %.2f s for %d logical bytes (%d fetched, %.1f MiB/s logical); aws s3 cp of every object %.2f s for %d bytes (%.1f MiB/s)\n' \
-		"$r" "$(echo "$t1 - $t0" | bc -l)" "$logical" "$got" "$a" "$(echo "$t3 - $t2" | bc -l)" "$all" "$b"
+	printf '  run %d: ulpfs %.2f s for %d logical bytes (%d bytes fetched from %d of %d objects, %.1f MiB/s logical); aws s3 cp of those %d objects %.2f s for %d bytes (%.1f MiB/s)\n' \
+		"$r" "$(echo "$t1 - $t0" | bc -l)" "$logical" "$got" "${#used[@]}" "$nobj" "$a" "${#used[@]}" "$(echo "$t3 - $t2" | bc -l)" "$all" "$b"
 	ours+=("$(echo "$t1 - $t0" | bc -l)") theirs+=("$(echo "$t3 - $t2" | bc -l)")
 done
 mo=$(printf '%s\n' "${ours[@]}" | median)
 mt=$(printf '%s\n' "${theirs[@]}" | median)
-printf 'cold read median: ulpfs %.2f s, aws s3 cp of the objects %.2f s (ulpfs time / aws time %.2f)\n' "$mo" "$mt" "$(echo "$mo / $mt" | bc -l)"
+printf 'cold read median: ulpfs %.2f s, aws s3 cp of the same objects %.2f s (ulpfs time / aws time %.2f)\n' "$mo" "$mt" "$(echo "$mo / $mt" | bc -l)"

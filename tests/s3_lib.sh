@@ -9,6 +9,9 @@
 #   s3_mount_fails WHAT PATTERN URL CACHE MNT [OPTS]   the mount must fail
 #                            with a message matching PATTERN (grep -E -i)
 #   s3_keys PREFIX           the bucket's keys under PREFIX, one a line
+#   s3_live_objects CATALOG  the objects a catalog's versions name, sorted
+#   s3_umount_unuploaded MNT PATTERN   ulpfs umount MNT must exit non-zero
+#                            saying what is not uploaded (grep PATTERN)
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 
@@ -89,4 +92,26 @@ s3_mount_fails() {
 s3_keys() {
 	# shellcheck disable=SC2086
 	$S3_AWS s3 ls --recursive "s3://$S3_BUCKET/$1" | awk '{ print $4 }'
+}
+
+s3_umount_unuploaded() {
+	local mnt=$1 pat=$2 rc
+	timeout -k 5 300 "$ULPFS" umount "$mnt" >"$WORK/umount.log" 2>&1
+	rc=$?
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && grep -q -- "$pat" "$WORK/umount.log"; then
+		ok "umount exits $rc and says: $(head -c 240 "$WORK/umount.log")"
+	else
+		bad "umount exit $rc, want non-zero and /$pat/: $(cat "$WORK/umount.log")"
+	fi
+	is_mounted "$mnt" && die "still mounted after umount"
+	fs_forget_mount "$mnt"
+}
+
+s3_live_objects() {
+	/usr/bin/python3 -c '
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+for (o,) in c.execute("SELECT DISTINCT object FROM versions WHERE state <> 2 AND object IS NOT NULL AND object <> \"\""):
+    print(o)
+' "$1" | sort
 }

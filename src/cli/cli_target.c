@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "cli_target.h"
+#include "mount_s3.h"
 
 /* Absolute, resolved path of p, which may not exist (its parent must). */
 static char *abs_of(const char *p)
@@ -107,6 +108,29 @@ char *cli_target_path(cli_target *t, const char *arg)
 	return r;
 }
 
+/* Requests that change the store: on a bucket store they take the lease,
+ * as a writer mount does; the others read without it. */
+static int op_writes(json_t *req)
+{
+	static const char *const w[] = {
+		"sync", "gc", "prune", "restore", "snap-create", "snap-delete"
+	};
+	const char *op = json_string_value(json_object_get(req, "op"));
+	for (size_t i = 0; op && i < sizeof w / sizeof w[0]; i++)
+		if (!strcmp(op, w[i]))
+			return 1;
+	return 0;
+}
+
+static void target_s3_free(cli_target *t)
+{
+	if (t->s3) {
+		mount_s3_free(t->s3);
+		free(t->s3);
+		t->s3 = NULL;
+	}
+}
+
 int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 {
 	int rc = CLI_FAIL;
@@ -131,8 +155,13 @@ int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 			cli_err("%s: not a ulpfs store", t->store);
 			return CLI_FAIL;
 		}
+		/* A bucket store's cache: with the bucket, as a mount. */
+		if (mount_s3_open_cmd(&t->s3, t->store, !op_writes(req), &o) <
+		    0)
+			return CLI_FAIL;
 		r = ulp_store_open(t->store, &o, &t->st);
 		if (r < 0) {
+			target_s3_free(t);
 			cli_err("%s: %s", t->store,
 			        r == -EBUSY ? "in use by another process, "
 			                      "which "
@@ -140,15 +169,24 @@ int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 			                    : strerror(-r));
 			return CLI_FAIL;
 		}
+		if (t->s3)
+			mount_s3_attach(t->s3, t->st);
 	}
-	cli_env env = { t->st, NULL, sink };
+	cli_env env = { t->st, NULL, sink, t->store };
 	return cli_exec(&env, req);
 }
 
 void cli_target_free(cli_target *t)
 {
+	if (t->s3)
+		mount_s3_detach(t->s3);
 	if (t->st)
 		ulp_store_close(t->st);
+	if (t->s3 && mount_s3_close(t->s3) < 0)
+		cli_err("%s: the catalog was not published to the bucket "
+		        "(see above)",
+		        t->store);
+	target_s3_free(t);
 	free(t->store);
 	free(t->mnt);
 	memset(t, 0, sizeof(*t));

@@ -7,10 +7,11 @@
 #include "ctl.h"
 
 typedef struct cli_target {
-	char *store;        /* absolute path of the store */
-	char *mnt;          /* its mount point, NULL when not mounted */
-	int explicit_store; /* given with --store */
-	ulp_store *st;      /* opened here (no daemon), or NULL */
+	char *store;         /* absolute path of the store */
+	char *mnt;           /* its mount point, NULL when not mounted */
+	int explicit_store;  /* given with --store */
+	ulp_store *st;       /* opened here (no daemon), or NULL */
+	struct mount_s3 *s3; /* its bucket, when st is a bucket store's */
 } cli_target;
 
 /* From --store (may be NULL) or the mount that hint (a path argument, or

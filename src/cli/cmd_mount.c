@@ -102,7 +102,8 @@ static void mount_usage(FILE *f)
 	      "the bucket (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, ... or "
 	      "~/.aws), staging\n"
 	      "and a cache of objects in a local directory:\n"
-	      "     cache_dir=DIR       (default /var/cache/ulpfs/BUCKET/PREFIX)\n"
+	      "     cache_dir=DIR       (default "
+	      "/var/cache/ulpfs/BUCKET/PREFIX)\n"
 	      "     object_cache=SIZE   objects kept in DIR (default 4G)\n"
 	      "     publish_interval=S  catalog published every S seconds "
 	      "(default 60)\n"
@@ -820,7 +821,7 @@ int cmd_umount(int argc, char **argv)
 	flock(lfd, LOCK_UN);
 	if (pid)
 		wait_pid_gone(pid, start);
-	rc = CLI_OK;
+	rc = mount_s3_umount_report(ent.source) < 0 ? CLI_FAIL : CLI_OK;
 out:
 	if (lfd >= 0)
 		close(lfd);

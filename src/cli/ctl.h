@@ -39,6 +39,7 @@ typedef struct cli_env {
 	ulp_store *st;
 	ulp_fs *fs; /* the mount this process serves, or NULL */
 	const cli_sink *sink;
+	const char *dir; /* the store's directory, or NULL */
 } cli_env;
 
 /* A growing list of versions with their paths (ulp_version_fn

@@ -9,11 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "cli.h"
 #include "ctl.h"
+#include "objstore/upload_errors.h"
 #include "stats_svg.h"
 
 #define PIECE (4u << 20)
@@ -336,6 +338,38 @@ static void acc_line(cli_env *env, const char *name, const acc *a, int z19)
 	cli_outf(env, "\n");
 }
 
+/* A bucket store's failing uploads (objstore/upload_errors.h): null, or
+ * what the daemon last wrote. */
+static json_t *upload_errors_json(cli_env *env)
+{
+	ulp_upload_errors e;
+	if (!env->dir || ulp_upload_errors_read(env->dir, &e) != 1)
+		return json_null();
+	json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:b,s:s}", "url", e.url,
+	                      "failures", (json_int_t)e.failures, "first",
+	                      (json_int_t)e.first, "last", (json_int_t)e.last,
+	                      "permanent", e.permanent, "error", e.error);
+	if (o && e.staged >= 0)
+		json_object_set_new(o, "staged", json_integer(e.staged));
+	return o ? o : json_null();
+}
+
+static void upload_errors_text(cli_env *env)
+{
+	ulp_upload_errors e;
+	if (!env->dir || ulp_upload_errors_read(env->dir, &e) != 1)
+		return;
+	long long ago = (long long)time(NULL) - e.last;
+	cli_outf(env,
+	         "UPLOADS  %" PRIu64 " failed to %s (%s), the last %llds "
+	         "ago: %s\n",
+	         e.failures, e.url,
+	         e.permanent ? "permanent: fix the bucket or credentials, "
+	                       "the files stay staged"
+	                     : "retried with backoff",
+	         ago < 0 ? 0 : ago, e.error);
+}
+
 int cli_op_stats(cli_env *env, json_t *req)
 {
 	static const char *const kinds[3] = { "other", "safetensors",
@@ -497,6 +531,8 @@ int cli_op_stats(cli_env *env, json_t *req)
 				: json_null());
 		if (cks)
 			json_object_set_new(o, "by_checkpoint", cks);
+		json_object_set_new(o, "upload_errors",
+		                    upload_errors_json(env));
 		json_object_set_new(
 			o, "cache",
 			env->fs ? json_pack("{s:I,s:I,s:I,s:f}", "bytes",
@@ -554,6 +590,7 @@ int cli_op_stats(cli_env *env, json_t *req)
 	if (env->fs)
 		cli_outf(env, "writes   %s\n",
 		         ulp_fs_write_mode_active(env->fs));
+	upload_errors_text(env);
 	cli_outf(env, "\nby kind:         %8s %12s %12s %8s", "VERSIONS",
 	         "LOGICAL", "STORED", "RATIO");
 	if (z19)

@@ -20,6 +20,7 @@
 struct cli_server {
 	ulp_store *st;
 	ulp_fs *fs;
+	char *dir; /* the store's */
 	char *path;
 	int lfd;
 	pthread_t thread;
@@ -137,7 +138,7 @@ static void *conn_main(void *arg)
 	int rc = CLI_USAGE;
 
 	if (req && json_is_object(req)) {
-		cli_env env = { srv->st, srv->fs, &sink };
+		cli_env env = { srv->st, srv->fs, &sink, srv->dir };
 		rc = cli_exec(&env, req);
 	} else {
 		r_err(c, "control.sock: malformed request");
@@ -227,9 +228,10 @@ int cli_server_start(ulp_store *st, ulp_fs *fs, const char *store_dir,
 	if (rc < 0)
 		goto fail;
 	srv->path = strdup(a.sun_path);
+	srv->dir = strdup(store_dir);
 	srv->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (!srv->path || srv->lfd < 0) {
-		rc = srv->path ? -errno : -ENOMEM;
+	if (!srv->path || !srv->dir || srv->lfd < 0) {
+		rc = srv->path && srv->dir ? -errno : -ENOMEM;
 		goto fail;
 	}
 	unlink(a.sun_path); /* stale: we hold the store's lock */
@@ -255,6 +257,7 @@ fail:
 	if (srv->lfd > 0)
 		close(srv->lfd);
 	free(srv->path);
+	free(srv->dir);
 	free(srv);
 	return rc;
 }
@@ -278,6 +281,7 @@ void cli_server_stop(cli_server *srv)
 	pthread_mutex_destroy(&srv->mu);
 	pthread_cond_destroy(&srv->cv);
 	free(srv->path);
+	free(srv->dir);
 	free(srv);
 }
 

@@ -7,6 +7,7 @@
 #include "mount_s3.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "objstore/upload_errors.h"
 
 int mount_s3_option(mount_s3 *m, const char *opt)
 {
@@ -101,7 +103,8 @@ int mount_s3_open(mount_s3 *m, ulp_store_opts *sopts, char *err, size_t errlen)
 		               .cache_dir = m->cache_dir,
 		               .object_cache = m->object_cache,
 		               .read_only = m->read_only,
-		               .publish_s = m->publish_s };
+		               .publish_s = m->publish_s,
+		               .quiet = m->url_buf != NULL };
 	if (ulp_bucket_open(&bo, &m->bucket, err, errlen) < 0)
 		return -1;
 	sopts->remote = ulp_bucket_remote(m->bucket);
@@ -132,5 +135,50 @@ void mount_s3_free(mount_s3 *m)
 	if (m->bucket)
 		ulp_bucket_close(m->bucket);
 	free(m->cache_dir);
+	free(m->url_buf);
 	memset(m, 0, sizeof *m);
+}
+
+int mount_s3_umount_report(const char *store)
+{
+	ulp_upload_errors e;
+	if (ulp_upload_errors_read(store, &e) != 1)
+		return 0;
+	int64_t staged = ulp_upload_errors_staged(store);
+	if (staged <= 0)
+		return 0; /* uploaded after all (by a later mount) */
+	cli_err("%lld staged file(s) NOT uploaded to %s (%s error, %" PRIu64
+	        " failed uploads; the last: %s); they stay in %s/staging and "
+	        "the next mount uploads them",
+	        (long long)staged, e.url,
+	        e.permanent ? "a permanent" : "a transient", e.failures,
+	        e.error, store);
+	return -1;
+}
+
+int mount_s3_open_cmd(mount_s3 **out, const char *dir, int read_only,
+                      ulp_store_opts *sopts)
+{
+	*out = NULL;
+	char *url = ulp_bucket_url_of(dir);
+	if (!url)
+		return 0;
+	mount_s3 *m = calloc(1, sizeof *m);
+	char err[512];
+	if (!m || !(m->cache_dir = strdup(dir))) {
+		free(m);
+		free(url);
+		cli_err("out of memory");
+		return -1;
+	}
+	m->url = m->url_buf = url;
+	m->read_only = read_only;
+	if (mount_s3_open(m, sopts, err, sizeof err) < 0) {
+		cli_err("%s (the store of %s)", err, dir);
+		mount_s3_free(m);
+		free(m);
+		return -1;
+	}
+	*out = m;
+	return 0;
 }

@@ -15,6 +15,7 @@
 
 typedef struct mount_s3 {
 	const char *url; /* NULL: a local store */
+	char *url_buf;   /* url, when this owns it (mount_s3_open_cmd) */
 	char *cache_dir; /* -o cache_dir=DIR (malloc'ed, absolute) */
 	uint64_t object_cache;
 	unsigned publish_s;
@@ -35,5 +36,14 @@ void mount_s3_attach(mount_s3 *m, ulp_store *st);
 void mount_s3_detach(mount_s3 *m);
 int mount_s3_close(mount_s3 *m);
 void mount_s3_free(mount_s3 *m);
+/* A command on an unmounted bucket store, given its cache directory (the
+ * cache names its bucket): open the bucket as a mount would (writers take
+ * the lease) and set sopts->remote.  *out NULL when dir is a local store.
+ * 0, or -1 after printing why. */
+int mount_s3_open_cmd(mount_s3 **out, const char *dir, int read_only,
+                      ulp_store_opts *sopts);
+/* ulpfs umount, after the daemon of store is gone: -1 after printing what
+ * a bucket store could not upload (still staged), else 0. */
+int mount_s3_umount_report(const char *store);
 
 #endif

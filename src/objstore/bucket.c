@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 #include "objstore/bucket_internal.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -113,65 +112,6 @@ static int upload_errno(int rc)
 	return rc == -EAGAIN ? -ETIMEDOUT : rc;
 }
 
-/* ---------------------------------------------------------------- cache */
-
-typedef struct cobj {
-	char name[40];
-	time_t mtime;
-	off_t size;
-} cobj;
-
-static int by_age(const void *a, const void *b)
-{
-	const cobj *x = a, *y = b;
-	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
-}
-
-/* Keep objects/ under the object_cache bound: every object there is also
- * in the bucket (it commits only then), so the oldest go first, never the
- * one just written (the newest version, the likeliest read); readers
- * holding one open keep their descriptor. */
-static void cache_trim(ulp_bucket *b, int dir_fd, const char *keep)
-{
-	int fd = dup(dir_fd);
-	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	rewinddir(d);
-	cobj *v = NULL;
-	size_t n = 0, cap = 0;
-	uint64_t total = 0;
-	struct dirent *e;
-	while ((e = readdir(d))) {
-		struct stat sb;
-		if (strlen(e->d_name) != 32 || !strcmp(e->d_name, keep) ||
-		    fstatat(dir_fd, e->d_name, &sb, 0) < 0)
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 64;
-			cobj *nv = realloc(v, cap * sizeof *v);
-			if (!nv)
-				break;
-			v = nv;
-		}
-		snprintf(v[n].name, sizeof v[n].name, "%s", e->d_name);
-		v[n].mtime = sb.st_mtime;
-		v[n].size = sb.st_size;
-		total += (uint64_t)sb.st_size;
-		n++;
-	}
-	closedir(d);
-	qsort(v, n, sizeof *v, by_age);
-	for (size_t i = 0; i < n && total > b->o.object_cache; i++) {
-		if (unlinkat(dir_fd, v[i].name, 0) == 0)
-			total -= (uint64_t)v[i].size;
-	}
-	free(v);
-}
-
 /* ---------------------------------------------------------------- hooks */
 
 /* Append a copy of name to a growable list; 0 or -ENOMEM. */
@@ -196,6 +136,39 @@ static void names_free(char **v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);
+}
+
+/* A failed upload, for stats and umount (upload_errors.h).  403 and a
+ * missing bucket are permanent: the queue retries them, but only a person
+ * can make them succeed. */
+static void note_failure(ulp_bucket *b, const char *key, const char *why,
+                         int rc)
+{
+	pthread_mutex_lock(&b->mu);
+	ulp_upload_errors *e = &b->uerr;
+	long long now = (long long)time(NULL);
+	if (!e->failures)
+		e->first = now;
+	e->failures++;
+	e->last = now;
+	e->permanent = rc == -EACCES || rc == -ENXIO;
+	e->staged = -1;
+	snprintf(e->url, sizeof e->url, "%s", b->url);
+	snprintf(e->error, sizeof e->error, "%s: %s", key, why);
+	int wrc = ulp_upload_errors_write(b->cache_dir, e);
+	pthread_mutex_unlock(&b->mu);
+	if (wrc)
+		ulp_bucket_log("%s/%s: %s", b->cache_dir,
+		               ULP_UPLOAD_ERRORS_FILE, strerror(-wrc));
+}
+
+/* Everything closed is in the bucket: no failure is current any more. */
+static void clear_failures(ulp_bucket *b)
+{
+	pthread_mutex_lock(&b->mu);
+	b->uerr.failures = 0;
+	ulp_upload_errors_clear(b->cache_dir);
+	pthread_mutex_unlock(&b->mu);
 }
 
 static int hook_put(void *ctx, int dir_fd, const char *name)
@@ -228,17 +201,18 @@ static int hook_put(void *ctx, int dir_fd, const char *name)
 	}
 	if (rc) {
 		char line[400];
-		ulp_bucket_log(
-			"upload of s3://%s/%s failed: %s (the file stays "
-			"staged and is retried)",
-			b->bucket, key ? key : name,
+		const char *why =
 			st.code[0] || st.http
 				? ulp_s3_strstatus(&st, line, sizeof line)
-				: strerror(-rc));
+				: strerror(-rc);
+		ulp_bucket_log("upload of s3://%s/%s failed: %s (the file "
+		               "stays staged and is retried)",
+		               b->bucket, key ? key : name, why);
+		note_failure(b, key ? key : name, why, rc);
 	}
 	free(key);
 	if (!rc)
-		cache_trim(b, dir_fd, name);
+		ulp_ocache_trim(b, name);
 	return upload_errno(rc);
 }
 
@@ -278,9 +252,17 @@ static int hook_read_at(void *ctx, const char *name, uint64_t off, void *buf,
 	char *key = object_key(b, name);
 	if (!key)
 		return -ENOMEM;
+	if (ulp_ocache_get(b, name, off, buf, len)) {
+		atomic_fetch_add(&b->cache_ranges, 1);
+		atomic_fetch_add(&b->cache_bytes, (unsigned long long)len);
+		free(key);
+		return 0;
+	}
 	ulp_s3_status st = { 0, "", "" };
 	size_t got = 0;
 	int rc = ulp_s3_get_range(b->s3, key, off, len, buf, &got, &st);
+	if (!rc && got == len)
+		ulp_ocache_put(b, name, off, buf, len);
 	if (!rc && got != len)
 		rc = -EIO; /* truncated object: an error, never short bytes */
 	if (!rc) {
@@ -302,7 +284,10 @@ static int hook_read_at(void *ctx, const char *name, uint64_t off, void *buf,
 
 static int hook_synced(void *ctx)
 {
-	return ulp_bucket_publish(ctx);
+	ulp_bucket *b = ctx;
+	if (!b->o.read_only)
+		clear_failures(b);
+	return ulp_bucket_publish(b);
 }
 
 const ulp_remote *ulp_bucket_remote(ulp_bucket *b)
@@ -501,9 +486,12 @@ static void *bg_main(void *arg)
 	return NULL;
 }
 
+static void write_url(const ulp_bucket *b); /* with the open, below */
+
 int ulp_bucket_attach(ulp_bucket *b, ulp_store *st)
 {
 	b->st = st;
+	write_url(b); /* after the store's open: a new store starts empty */
 	if (b->o.read_only)
 		return 0;
 	int rc = sweep_orphans(b);
@@ -538,12 +526,57 @@ static void bucket_free(ulp_bucket *b)
 	ulp_s3_close(b->s3);
 	pthread_mutex_destroy(&b->mu);
 	pthread_mutex_destroy(&b->pub_mu);
+	pthread_mutex_destroy(&b->trim_mu);
 	pthread_cond_destroy(&b->cv);
 	free(b->url);
 	free(b->cache_dir);
 	free(b->bucket);
 	free(b->prefix);
 	free(b);
+}
+
+#define URL_FILE "bucket-url"
+
+char *ulp_bucket_url_of(const char *cache_dir)
+{
+	char *p = NULL, line[1100];
+	if (asprintf(&p, "%s/" URL_FILE, cache_dir) < 0)
+		return NULL;
+	FILE *f = fopen(p, "re");
+	free(p);
+	if (!f)
+		return NULL;
+	char *url = fgets(line, sizeof line, f) ? strdup(line) : NULL;
+	fclose(f);
+	if (url)
+		url[strcspn(url, "\n")] = 0;
+	if (url && !ulp_bucket_is_url(url)) {
+		free(url);
+		url = NULL;
+	}
+	return url;
+}
+
+/* The cache directory names its bucket (bucket.h); a failure costs only
+ * the commands that would find the bucket through it. */
+static void write_url(const ulp_bucket *b)
+{
+	char *have = ulp_bucket_url_of(b->cache_dir);
+	int same = have && !strcmp(have, b->url);
+	free(have);
+	char *p = NULL, *tmp = NULL;
+	if (same || asprintf(&p, "%s/" URL_FILE, b->cache_dir) < 0)
+		return;
+	FILE *f = asprintf(&tmp, "%s.tmp", p) < 0 ? NULL : fopen(tmp, "we");
+	if (f) {
+		int ok = fprintf(f, "%s\n", b->url) > 0;
+		if (fclose(f) != 0 || !ok || rename(tmp, p) < 0) {
+			ulp_bucket_log("%s: %s", p, strerror(errno));
+			unlink(tmp);
+		}
+	}
+	free(tmp);
+	free(p);
 }
 
 int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
@@ -555,6 +588,9 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 		return -ENOMEM;
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_mutex_init(&b->pub_mu, NULL);
+	pthread_mutex_init(&b->trim_mu, NULL);
+	/* unknown until the first trim counts it */
+	atomic_store(&b->cached_bytes, ~0ull >> 1);
 	pthread_cond_init(&b->cv, NULL);
 	b->o = *o;
 	if (!b->o.object_cache)
@@ -602,6 +638,32 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 	return 0;
 }
 
+/* After the store's close: what is still staged was not uploaded (the
+ * store commits a version only once its object is in the bucket).  The
+ * file then says so to umount; with nothing staged it goes.  -EIO when
+ * something was left behind, else rc. */
+static int close_failures(ulp_bucket *b, int rc)
+{
+	int64_t staged = ulp_upload_errors_staged(b->cache_dir);
+	if (staged == 0) {
+		ulp_upload_errors_clear(b->cache_dir);
+		return rc;
+	}
+	if (staged < 0 || !b->uerr.failures)
+		return rc;
+	b->uerr.staged = staged;
+	int wrc = ulp_upload_errors_write(b->cache_dir, &b->uerr);
+	ulp_bucket_log("s3://%s/%s: %lld staged file(s) NOT uploaded (last "
+	               "error: %s); they stay in %s/staging for the next "
+	               "mount",
+	               b->bucket, b->prefix, (long long)staged, b->uerr.error,
+	               b->cache_dir);
+	if (wrc)
+		ulp_bucket_log("%s/%s: %s", b->cache_dir,
+		               ULP_UPLOAD_ERRORS_FILE, strerror(-wrc));
+	return rc ? rc : -EIO;
+}
+
 int ulp_bucket_close(ulp_bucket *b)
 {
 	if (!b)
@@ -613,17 +675,27 @@ int ulp_bucket_close(ulp_bucket *b)
 		               "(%s); the local cache %s still has it",
 		               b->bucket, b->prefix, strerror(-rc),
 		               b->cache_dir);
+	if (!b->o.read_only)
+		rc = close_failures(b, rc);
 	if (b->leased)
 		ulp_lease_release(b);
-	ulp_bucket_log("s3://%s/%s: uploaded %llu objects (%llu bytes) and "
-	               "%llu catalog snapshots (%llu bytes); read %llu ranges "
-	               "(%llu bytes)",
-	               b->bucket, b->prefix, atomic_load(&b->up_objects),
-	               atomic_load(&b->up_object_bytes),
-	               atomic_load(&b->up_catalogs),
-	               atomic_load(&b->up_catalog_bytes),
-	               atomic_load(&b->down_ranges),
-	               atomic_load(&b->down_bytes));
+	if (!b->o.quiet)
+		ulp_bucket_log("s3://%s/%s: uploaded %llu objects (%llu bytes) "
+		               "and "
+		               "%llu catalog snapshots (%llu bytes); read %llu "
+		               "ranges "
+		               "(%llu bytes) from the bucket, %llu ranges "
+		               "(%llu "
+		               "bytes) from the object cache",
+		               b->bucket, b->prefix,
+		               atomic_load(&b->up_objects),
+		               atomic_load(&b->up_object_bytes),
+		               atomic_load(&b->up_catalogs),
+		               atomic_load(&b->up_catalog_bytes),
+		               atomic_load(&b->down_ranges),
+		               atomic_load(&b->down_bytes),
+		               atomic_load(&b->cache_ranges),
+		               atomic_load(&b->cache_bytes));
 	bucket_free(b);
 	return rc;
 }

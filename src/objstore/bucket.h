@@ -38,6 +38,7 @@ typedef struct ulp_bucket_opts {
 	int read_only;         /* no lease, nothing written to the bucket */
 	unsigned publish_s;    /* periodic catalog publish (0: 60 s) */
 	unsigned lease_s;      /* lease lifetime (0: 120 s; refreshed at 1/3) */
+	int quiet;             /* no traffic summary at close (commands) */
 } ulp_bucket_opts;
 
 /* 1 when s names a bucket store (s3://...). */
@@ -69,6 +70,11 @@ void ulp_bucket_detach(ulp_bucket *b);
 /* After ulp_store_close: publish the catalog, delete what it dropped,
  * release the lease, free.  Returns the first error (already logged). */
 int ulp_bucket_close(ulp_bucket *b);
+
+/* CACHE/bucket-url names the bucket store a cache directory belongs to
+ * (written at each ulp_bucket_attach), so that commands given the cache
+ * directory reach the bucket too.  The URL malloc'ed, or NULL (none). */
+char *ulp_bucket_url_of(const char *cache_dir);
 
 /* Publish a catalog snapshot now (what ulpfs sync does through the store's
  * synced hook).  0 or a negative errno. */

@@ -11,6 +11,7 @@
 
 #include "objstore/bucket.h"
 #include "objstore/s3_client.h"
+#include "objstore/upload_errors.h"
 
 struct ulp_bucket {
 	ulp_bucket_opts o;
@@ -42,7 +43,17 @@ struct ulp_bucket {
 
 	/* what went up and came down, logged at close (bench/s3_bench.sh) */
 	atomic_ullong up_objects, up_object_bytes, up_catalogs,
-		up_catalog_bytes, down_ranges, down_bytes;
+		up_catalog_bytes, down_ranges, down_bytes, cache_ranges,
+		cache_bytes;
+
+	/* uploads failing since the last success (under mu), mirrored in
+	 * CACHE/upload-errors for stats and umount */
+	ulp_upload_errors uerr;
+
+	/* object_cache.c: bytes in objects/ and fetched/ (a running
+	 * estimate, made exact by each trim), and one trim at a time */
+	atomic_ullong cached_bytes;
+	pthread_mutex_t trim_mu;
 
 	char owner[512]; /* this mount's lease owner id */
 	int leased;
@@ -57,6 +68,14 @@ void ulp_bucket_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int ulp_lease_acquire(ulp_bucket *b, char *err, size_t errlen);
 int ulp_lease_refresh(ulp_bucket *b);
 void ulp_lease_release(ulp_bucket *b);
+
+/* object_cache.c: a range fetched before (1, buf filled) or not (0); a
+ * range just fetched; the bound enforced, keep (a file name) spared. */
+int ulp_ocache_get(ulp_bucket *b, const char *name, uint64_t off, void *buf,
+                   size_t len);
+void ulp_ocache_put(ulp_bucket *b, const char *name, uint64_t off,
+                    const void *buf, size_t len);
+void ulp_ocache_trim(ulp_bucket *b, const char *keep);
 
 /* publish.c */
 int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen);

@@ -1,0 +1,183 @@
+/*
+ * object_cache.c - the bounded local object cache of a bucket store
+ * (-o object_cache=SIZE): CACHE/objects/, the objects this machine wrote
+ * (the store reads them as local files), and CACHE/fetched/, the byte
+ * ranges that reads fetched from the bucket, one file each, named
+ * NAME.OFFSET.LENGTH.  The store reads an object it does not hold with
+ * the same ranges every time (its header, then whole chunks), so a second
+ * read of a version finds them here and fetches nothing.  The checksums
+ * of chunks are checked after either source, so a damaged cache file is
+ * an error, never wrong bytes.  Eviction goes oldest first (a hit renews
+ * a file), over both directories together.
+ *
+ * Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+ */
+#define _GNU_SOURCE
+#include "objstore/bucket_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FETCHED "fetched"
+
+static char *range_path(const ulp_bucket *b, const char *name, uint64_t off,
+                        size_t len)
+{
+	char *p = NULL;
+	if (asprintf(&p, "%s/" FETCHED "/%s.%llu.%zu", b->cache_dir, name,
+	             (unsigned long long)off, len) < 0)
+		return NULL;
+	return p;
+}
+
+int ulp_ocache_get(ulp_bucket *b, const char *name, uint64_t off, void *buf,
+                   size_t len)
+{
+	char *p = range_path(b, name, off, len);
+	int fd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+	free(p);
+	if (fd < 0)
+		return 0;
+	struct stat sb;
+	size_t got = 0;
+	if (fstat(fd, &sb) == 0 && (uint64_t)sb.st_size == len) {
+		while (got < len) {
+			ssize_t r = pread(fd, (char *)buf + got, len - got,
+			                  (off_t)got);
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				break;
+			got += (size_t)r;
+		}
+	}
+	if (got == len)
+		futimens(fd, NULL); /* recently used: evicted last */
+	close(fd);
+	return got == len;
+}
+
+void ulp_ocache_put(ulp_bucket *b, const char *name, uint64_t off,
+                    const void *buf, size_t len)
+{
+	char *dir = NULL, *tmp = NULL, *dst = range_path(b, name, off, len);
+	if (!dst || asprintf(&dir, "%s/" FETCHED, b->cache_dir) < 0 ||
+	    asprintf(&tmp, "%s/.tmp.%ld.%p", dir, (long)getpid(),
+	             (void *)&dir) < 0) {
+		free(dst);
+		return; /* not cached: the next read fetches it again */
+	}
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		goto out;
+	int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		goto out;
+	size_t put = 0;
+	while (put < len) {
+		ssize_t w = write(fd, (const char *)buf + put, len - put);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		put += (size_t)w;
+	}
+	if (close(fd) == 0 && put == len && rename(tmp, dst) == 0) {
+		unsigned long long now =
+			atomic_fetch_add(&b->cached_bytes, len) + len;
+		if (now > b->o.object_cache)
+			ulp_ocache_trim(b, strrchr(dst, '/') + 1);
+	} else {
+		unlink(tmp);
+	}
+out:
+	free(dir);
+	free(tmp);
+	free(dst);
+}
+
+typedef struct cfile {
+	char *path;
+	time_t mtime;
+	uint64_t size;
+} cfile;
+
+static int by_age(const void *a, const void *b)
+{
+	const cfile *x = a, *y = b;
+	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
+}
+
+/* The files of one cache directory, keep left out. */
+static void list_dir(const char *dir, int objects, const char *keep, cfile **v,
+                     size_t *n, size_t *cap, uint64_t *total)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	while (d && (e = readdir(d))) {
+		struct stat sb;
+		char *p = NULL;
+		if (e->d_name[0] == '.' || !strcmp(e->d_name, keep) ||
+		    (objects && strlen(e->d_name) != 32) ||
+		    asprintf(&p, "%s/%s", dir, e->d_name) < 0)
+			continue;
+		if (stat(p, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+			free(p);
+			continue;
+		}
+		if (*n == *cap) {
+			size_t nc = *cap ? 2 * *cap : 64;
+			cfile *nv = realloc(*v, nc * sizeof *nv);
+			if (!nv) {
+				free(p);
+				break;
+			}
+			*v = nv;
+			*cap = nc;
+		}
+		(*v)[*n] = (cfile){ p, sb.st_mtime, (uint64_t)sb.st_size };
+		*total += (uint64_t)sb.st_size;
+		(*n)++;
+	}
+	if (d)
+		closedir(d);
+}
+
+/* Keep objects/ and fetched/ together under the object_cache bound: every
+ * object in objects/ is also in the bucket (it commits only then), so the
+ * oldest go first, never keep (the object just written, or the range just
+ * fetched: the likeliest next read); readers holding one open keep their
+ * descriptor. */
+void ulp_ocache_trim(ulp_bucket *b, const char *keep)
+{
+	char *od = NULL, *fd = NULL;
+	if (asprintf(&od, "%s/objects", b->cache_dir) < 0)
+		return;
+	if (asprintf(&fd, "%s/" FETCHED, b->cache_dir) < 0) {
+		free(od);
+		return;
+	}
+	pthread_mutex_lock(&b->trim_mu);
+	cfile *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	list_dir(od, 1, keep, &v, &n, &cap, &total);
+	list_dir(fd, 0, keep, &v, &n, &cap, &total);
+	qsort(v, n, sizeof *v, by_age);
+	for (size_t i = 0; i < n; i++) {
+		if (total > b->o.object_cache && unlink(v[i].path) == 0)
+			total -= v[i].size;
+		free(v[i].path);
+	}
+	free(v);
+	atomic_store(&b->cached_bytes, (unsigned long long)total);
+	pthread_mutex_unlock(&b->trim_mu);
+	free(od);
+	free(fd);
+}

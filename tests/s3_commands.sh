@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# tests/s3_commands.sh - ulpfs commands on an unmounted bucket store, given
+# its cache directory (--store CACHE_DIR), against a real Swift s3api:
+#   - with the cache's objects gone (evicted), log, cat, export, verify and
+#     stats read through the bucket, exact;
+#   - the lease rules of a mount: while a writer holds the store elsewhere,
+#     read-only commands work and gc refuses;
+#   - snapshot create, prune and gc change the store and publish it: a
+#     fresh read-only mount from the bucket alone sees the change, the
+#     pruned version's object is gone from the bucket, the lease released.
+#
+# FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
+#
+# Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "$(dirname "$0")/s3_lib.sh"
+s3_init
+
+URL=s3://$S3_BUCKET/cmds
+C1=$WORK/cache1
+MNT=$WORK/mnt
+mkdir -p "$WORK/v"
+for i in 1 2; do head -c 3000000 /dev/urandom >"$WORK/v/f.$i"; done
+mkdir -p "$WORK/d"
+for i in 1 2 3; do head -c 1500000 /dev/urandom >"$WORK/d/g$i.bin"; done
+run() { # WHAT CMD...: the command must succeed; its stdout in $WORK/out
+	local what=$1
+	shift
+	if "$ULPFS" "$@" >"$WORK/out" 2>"$WORK/err"; then
+		ok "$what"
+	else
+		bad "$what: ulpfs $* failed: $(head -c 300 "$WORK/err")"
+	fi
+}
+bucket_objects() { s3_keys cmds/objects/ | sed 's|.*/||' | sort; }
+
+step "a store written through a mount, then its local objects evicted"
+s3_mount "$URL" "$C1" "$MNT"
+cp "$WORK/v/f.1" "$MNT/f" && "$ULPFS" sync "$MNT" >/dev/null || bad "write f v1"
+cp "$WORK/v/f.2" "$MNT/f" && cp -r "$WORK/d" "$MNT/d" || bad "write f v2, d/"
+"$ULPFS" snapshot create s1 "$MNT" >/dev/null || bad "snapshot create s1"
+fs_umount "$MNT"
+[ -f "$C1/bucket-url" ] && ok "the cache names its bucket: $(cat "$C1/bucket-url")" || bad "no $C1/bucket-url"
+rm -f "$C1/objects"/*
+rm -rf "$C1/fetched"
+
+step "read-only commands through the bucket"
+run "log --store" log --store "$C1" f
+[ "$(grep -c '^ *[0-9]' "$WORK/out")" -ge 2 ] && ok "log shows both versions of f" || bad "log: $(cat "$WORK/out")"
+run "cat --store f" cat --store "$C1" f
+cmp -s "$WORK/out" "$WORK/v/f.2" && ok "cat f: the newest, exact" || bad "cat f differs"
+run "cat --store f@1" cat --store "$C1" f@1
+cmp -s "$WORK/out" "$WORK/v/f.1" && ok "cat f@1: exact" || bad "cat f@1 differs"
+run "export --store --snapshot s1" export --store "$C1" --snapshot s1 "$WORK/exp"
+fs_compare_trees "$WORK/d" "$WORK/exp/d" "export of snapshot s1"
+run "verify --store" verify --store "$C1"
+run "stats --store --json" stats --store "$C1" --json
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["versions"]["live"] >= 5, d["versions"]' "$WORK/out" &&
+	ok "stats counts the versions" || bad "stats: $(head -c 300 "$WORK/out")"
+[ -n "$(ls "$C1/fetched" 2>/dev/null)" ] && ok "the reads fetched ranges from the bucket" ||
+	bad "nothing fetched from the bucket (did the reads use it?)"
+
+step "the lease: a writer elsewhere"
+s3_mount "$URL" "$WORK/cache2" "$WORK/mnt2"
+run "log --store while another machine writes (no lease needed)" log --store "$C1" f
+if "$ULPFS" gc --store "$C1" >"$WORK/out" 2>&1; then
+	bad "gc --store ran while another writer held the lease"
+else
+	grep -qi "elsewhere\|lease" "$WORK/out" && ok "gc --store refused: $(head -c 200 "$WORK/out")" ||
+		bad "gc refused, but not for the lease: $(cat "$WORK/out")"
+fi
+fs_umount "$WORK/mnt2"
+
+step "commands that change the store publish it"
+run "snapshot create --store" snapshot create --store "$C1" s2 f
+run "prune --store" prune --store "$C1" --keep-last 1 f
+run "gc --store" gc --store "$C1"
+run "log --store after prune" log --store "$C1" f
+[ "$(grep '^ *[0-9]' "$WORK/out" | grep -vc '(deleted)')" = 1 ] && ok "prune kept one version of f" || bad "log after prune: $(cat "$WORK/out")"
+s3_keys cmds/ | grep -qx 'cmds/LEASE' && bad "a command left the lease behind" || ok "no lease left behind"
+want=$(s3_live_objects "$C1/catalog.db")
+[ "$want" = "$(bucket_objects)" ] && ok "the bucket holds exactly the $(wc -l <<<"$want") objects the catalog names" ||
+	bad "bucket objects differ from the catalog's: $(diff <(echo "$want") <(bucket_objects) | head -5 | tr '\n' ' ')"
+s3_mount "$URL" "$WORK/cache3" "$MNT" ro
+[ -d "$MNT/.ulpfs/snapshots/s2" ] && ok "a fresh mount sees snapshot s2" || bad "snapshot s2 not published"
+cmp -s "$MNT/f" "$WORK/v/f.2" && ok "f exact from the fresh mount" || bad "f differs from the fresh mount"
+[ "$("$ULPFS" log "$MNT/f" 2>/dev/null | grep '^ *[0-9]' | grep -vc '(deleted)')" = 1 ] && ok "the fresh mount sees the prune" ||
+	bad "the prune was not published"
+fs_umount "$MNT"
+
+fs_finish
