@@ -77,6 +77,7 @@ struct ulp_io_node {
 	dev_t bdev;      /* the backing (staging) file */
 	ino_t bino;
 	unsigned npt, nother;
+	unsigned nwr; /* of npt, the writers' */
 	struct ulp_io_node *next;
 };
 
@@ -387,6 +388,8 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	}
 	if (mode == ULP_IO_PT) {
 		n->npt++;
+		if (wr)
+			n->nwr++;
 		tls_pt_unique = tls_unique;
 		tls_pt_id = n->backing;
 		fi->keep_cache = 0;
@@ -410,18 +413,24 @@ out:
 	/* Outside io_mu: it may wait for the staging limit. */
 	if (mode == ULP_IO_PT && wr && rc == 0)
 		ulp_file_set_passthrough(f);
-	return rc < 0 ? rc : mode;
+	if (rc < 0)
+		return rc;
+	return mode == ULP_IO_PT && wr ? ULP_IO_PT_WRITE : mode;
 }
 
 void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, int mode)
 {
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
-	if (n && mode == ULP_IO_PT && n->npt > 0) {
+	if (n && (mode == ULP_IO_PT || mode == ULP_IO_PT_WRITE) &&
+	    n->npt > 0) {
+		if (mode == ULP_IO_PT_WRITE && n->nwr > 0)
+			n->nwr--;
 		/* The kernel let go of the backing file before RELEASE. */
 		if (--n->npt == 0)
 			ulp_fs_backing_close(fs, n->backing);
-	} else if (n && mode != ULP_IO_PT && n->nother > 0) {
+	} else if (n && mode != ULP_IO_PT && mode != ULP_IO_PT_WRITE &&
+	           n->nother > 0) {
 		n->nother--;
 	}
 	if (n)
@@ -436,6 +445,15 @@ int ulp_fs_io_passthrough(ulp_fs *fs, uint64_t ino)
 	int pt = n && n->npt;
 	pthread_mutex_unlock(&fs->io_mu);
 	return pt;
+}
+
+int ulp_fs_io_stale(ulp_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->io_mu);
+	struct ulp_io_node *n = node_get(fs, ino, 0);
+	int stale = n && n->npt && !n->nwr;
+	pthread_mutex_unlock(&fs->io_mu);
+	return stale;
 }
 
 void ulp_fs_io_free(ulp_fs *fs)
