@@ -422,8 +422,7 @@ void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, int mode)
 {
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
-	if (n && (mode == ULP_IO_PT || mode == ULP_IO_PT_WRITE) &&
-	    n->npt > 0) {
+	if (n && (mode == ULP_IO_PT || mode == ULP_IO_PT_WRITE) && n->npt > 0) {
 		if (mode == ULP_IO_PT_WRITE && n->nwr > 0)
 			n->nwr--;
 		/* The kernel let go of the backing file before RELEASE. */
