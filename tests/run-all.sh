@@ -58,6 +58,7 @@ skipped=0
 finished=0
 distcheck_result="not run"
 start_time=$SECONDS
+failed_logs=()
 
 say() { printf '==> %s\n' "$*"; }
 warn() { printf 'run-all.sh: %s\n' "$*" >&2; }
@@ -72,6 +73,14 @@ summary() {
 		printf ', %d skipped (allowed by ULPFS_ALLOW_SKIP=1)' "$skipped"
 	fi
 	printf '\ndistcheck: %s\n' "$distcheck_result"
+	# The failing checks of each failed test, here at the end where a
+	# truncated CI log still shows them.
+	local log
+	for log in "${failed_logs[@]}"; do
+		echo "failed checks in ${log#./}:"
+		grep -E '(^|[] ])(FAIL|FAILED|not ok)[: ]' "$log" 2>/dev/null | head -n 20 | sed 's/^/    /' ||
+			echo "    (no FAIL line in the log)"
+	done
 	printf 'elapsed: %ds\n' "$((SECONDS - start_time))"
 	echo "==================================================================="
 	echo "$passed passed, $failed failed"
@@ -192,6 +201,7 @@ count_results() {
 				fi ;;
 			":test-result: "*)
 				warn "failed: ${trs#./} (${line#:test-result: })"
+				failed_logs+=("${trs%.trs}.log")
 				failed=$((failed + 1)) ;;
 			esac
 		done <"$trs"
