@@ -62,6 +62,7 @@ mount -t overlay overlay -o "lowerdir=$SB:/usr/sbin" /usr/sbin || { echo "    FA
 done_mount() { findmnt -n -M "$MNT" -o FSTYPE,SOURCE 2>/dev/null | tail -n1; }
 cleanup() { findmnt -n -M "$MNT" >/dev/null 2>&1 && { fusermount3 -u "$MNT" 2>/dev/null || umount -l "$MNT"; }; }
 trap cleanup EXIT
+bash "$WORK/ns_detach_fuse.sh" || { echo "    FAIL: detaching the copies of other FUSE mounts"; exit 3; }
 
 # 1. mount -t ulpfs
 if mount -t ulpfs -o settle=50,defaults,_netdev,noauto "$STORE" "$MNT"; then
@@ -93,6 +94,7 @@ fi
 findmnt -n -M "$MNT" >/dev/null 2>&1 && b "still mounted at the end"
 exit $((fails > 0))
 EOF
+cp "$FS_SRCDIR/tests/ns_detach_fuse.sh" "$WORK/"
 # The namespace dies with unshare; its mounts with it.  The daemon, if one
 # survives (it cannot reach its mount any more), is found by its store.
 timeout -k 5 120 unshare -m --propagation private bash "$WORK/inner.sh" "$ULPFS" "$STORE" "$MNT" "$SB" "$WORK" >"$WORK/inner.log" 2>&1

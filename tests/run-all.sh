@@ -78,7 +78,7 @@ summary() {
 	local log
 	for log in "${failed_logs[@]}"; do
 		echo "failed checks in ${log#./}:"
-		grep -E '(^|[] ])(FAIL|FAILED|not ok)[: ]' "$log" 2>/dev/null | head -n 20 | sed 's/^/    /' ||
+		grep -E '(^|[] ])(FAIL|FAILED|FATAL|not ok)[: ]' "$log" 2>/dev/null | head -n 20 | sed 's/^/    /' ||
 			echo "    (no FAIL line in the log)"
 	done
 	printf 'elapsed: %ds\n' "$((SECONDS - start_time))"

@@ -30,6 +30,7 @@
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 
+S3S_HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 S3S_DIR=""
 S3S_PIDS=()     # every process we started (memcached and Swift servers)
 S3S_PROXY_PID=""
@@ -52,14 +53,16 @@ for s in socks:
 EOF
 }
 
-# s3s_spawn NAME CONF: one Swift server in its own mount namespace.  unshare
-# and the inner bash exec, so $! is the server's own PID (workers = 0: no
-# forked workers to chase).
+# s3s_spawn NAME CONF: one Swift server in its own mount namespace, with
+# the copies of other tests' FUSE mounts detached (tests/ns_detach_fuse.sh).
+# unshare and the inner bash exec, so $! is the server's own PID (workers =
+# 0: no forked workers to chase).
 s3s_spawn() {
 	local name=$1 conf=$2
 	unshare -m --propagation private bash -c \
-		'mount --bind "$1/etc" /etc/swift && exec "$2" "$3"' \
-		s3s "$S3S_DIR" "swift-$name-server" "$conf" \
+		'bash "$1" && mount --bind "$2/etc" /etc/swift && exec "$3" "$4"' \
+		s3s "$S3S_HERE/ns_detach_fuse.sh" \
+		"$S3S_DIR" "swift-$name-server" "$conf" \
 		>>"$S3S_DIR/log/$name.log" 2>&1 &
 	S3S_PIDS+=("$!")
 	[ "$name" != proxy ] || S3S_PROXY_PID=$!
