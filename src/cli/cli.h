@@ -75,6 +75,7 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A line of /proc/self/mountinfo (cli_mountinfo.c). */
 typedef struct cli_mount_ent {
 	char *target, *fstype, *source;
+	char dev[32]; /* "MAJOR:MINOR" of its superblock */
 } cli_mount_ent;
 void cli_mount_ent_free(cli_mount_ent *e);
 /* The topmost mount on path (by_source: the ulpfs mount whose source is
@@ -82,6 +83,10 @@ void cli_mount_ent_free(cli_mount_ent *e);
 int cli_find_mount(const char *path, int by_source, cli_mount_ent *out);
 /* The innermost ulpfs mount that the absolute path lies in: 1, 0, -1. */
 int cli_find_mount_of(const char *path, cli_mount_ent *out);
+/* Processes in other mount namespaces than ours that still hold a mount
+ * of the superblock dev ("MAJOR:MINOR"): one PID per namespace, up to max
+ * in pids.  Their number of namespaces (which may exceed max), or -1. */
+int cli_mount_holders(const char *dev, long *pids, int max);
 
 int cmd_pack(int argc, char **argv);
 int cmd_unpack(int argc, char **argv);

@@ -1,11 +1,16 @@
 /*
  * cli_mountinfo.c - finding ulpfs mounts in /proc/self/mountinfo: a mount
- * has fstype fuse.ulpfs and the store's absolute path as its source.
+ * has fstype fuse.ulpfs and the store's absolute path as its source.  And
+ * finding the copies of a mount that other mount namespaces hold.
  */
 #define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -74,6 +79,7 @@ static int scan(const char *path, int mode, cli_mount_ent *out)
 			continue;
 		unescape(target);
 		unescape(src);
+		const char *dev = fld[2];
 		if (mode == 1 ? (strcmp(type, "fuse.ulpfs") != 0 ||
 		                 strcmp(src, path) != 0)
 		    : mode == 2
@@ -86,6 +92,7 @@ static int scan(const char *path, int mode, cli_mount_ent *out)
 		out->target = strdup(target);
 		out->fstype = strdup(type);
 		out->source = strdup(src);
+		snprintf(out->dev, sizeof(out->dev), "%s", dev);
 		if (!out->target || !out->fstype || !out->source) {
 			cli_mount_ent_free(out);
 			found = -1;
@@ -106,4 +113,77 @@ int cli_find_mount(const char *path, int by_source, cli_mount_ent *out)
 int cli_find_mount_of(const char *path, cli_mount_ent *out)
 {
 	return scan(path, 2, out);
+}
+
+/* Whether a mountinfo file lists a mount of the superblock dev. */
+static int lists_dev(const char *mountinfo, const char *dev)
+{
+	FILE *f = fopen(mountinfo, "re");
+	char *line = NULL;
+	size_t cap = 0, n = strlen(dev);
+	int found = 0;
+	if (!f)
+		return 0; /* the process is gone, or not ours to read */
+	while (!found && getline(&line, &cap, f) > 0) {
+		/* ID PARENT MAJ:MIN ... */
+		char *p = strchr(line, ' ');
+		p = p ? strchr(p + 1, ' ') : NULL;
+		found = p && strncmp(p + 1, dev, n) == 0 && p[1 + n] == ' ';
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+int cli_mount_holders(const char *dev, long *pids, int max)
+{
+	char self[64] = "", ns[64], path[64];
+	ssize_t k = readlink("/proc/self/ns/mnt", self, sizeof(self) - 1);
+	if (k < 0)
+		return -1;
+	self[k] = 0;
+	DIR *d = opendir("/proc");
+	if (!d)
+		return -1;
+	/* Namespaces already looked at: each is read once, through the
+	 * first of its processes met. */
+	char(*seen)[64] = NULL;
+	int nseen = 0, cap = 0, holders = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		if (!isdigit((unsigned char)e->d_name[0]))
+			continue;
+		long pid = strtol(e->d_name, NULL, 10);
+		snprintf(path, sizeof(path), "/proc/%ld/ns/mnt", pid);
+		k = readlink(path, ns, sizeof(ns) - 1);
+		if (k < 0)
+			continue;
+		ns[k] = 0;
+		if (strcmp(ns, self) == 0)
+			continue;
+		int i;
+		for (i = 0; i < nseen && strcmp(seen[i], ns) != 0; i++)
+			;
+		if (i < nseen)
+			continue;
+		if (nseen == cap) {
+			int ncap = cap ? 2 * cap : 16;
+			char(*g)[64] = realloc(seen, (size_t)ncap * sizeof(*g));
+			if (!g) {
+				holders = -1;
+				break;
+			}
+			seen = g, cap = ncap;
+		}
+		snprintf(seen[nseen++], sizeof(seen[0]), "%s", ns);
+		snprintf(path, sizeof(path), "/proc/%ld/mountinfo", pid);
+		if (lists_dev(path, dev)) {
+			if (holders < max)
+				pids[holders] = pid;
+			holders++;
+		}
+	}
+	free(seen);
+	closedir(d);
+	return holders;
 }

@@ -737,6 +737,72 @@ static int do_unmount(const char *target)
 	return -1;
 }
 
+/* After the unmount in this namespace, the kernel ends the daemon's
+ * session only once no other mount namespace holds a copy of the mount
+ * (one made by unshare -m, a container or a service with PrivateTmp while
+ * the store was mounted).  Copies keep being served, as a local
+ * filesystem's would; then commit what is closed and say who holds it. */
+static void report_holders(const cli_mount_ent *ent, long daemon,
+                           const long *pids, int n)
+{
+	json_t *req = json_pack("{s:s}", "op", "sync");
+	int src = CLI_FAIL;
+	if (!req || cli_remote(ent->source, req, cli_local_sink(), &src) < 0)
+		src = CLI_FAIL;
+	json_decref(req);
+	char list[256] = "";
+	size_t len = 0;
+	for (int i = 0; i < n && i < 8 && len < sizeof(list) - 24; i++)
+		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%ld",
+		                        i ? ", " : "", pids[i]);
+	cli_err("%s: unmounted here, but %d other mount namespace%s still "
+	        "hold%s a copy of the mount (process%s %s%s), made while it "
+	        "was mounted: %s; the daemon (PID %ld) goes on serving %s "
+	        "and keeps the store open until %s unmounted there (nsenter "
+	        "-t %ld -m umount %s) or those processes exit",
+	        ent->target, n, n == 1 ? "" : "s", n == 1 ? "s" : "",
+	        n == 1 ? "" : "es", list, n > 8 ? ", ..." : "",
+	        src == CLI_OK ? "every file closed so far is committed"
+	                      : "committing what is closed failed",
+	        daemon, n == 1 ? "it" : "them", n == 1 ? "it is" : "they are",
+	        pids[0], ent->target);
+}
+
+/* Wait until the daemon has closed the store (it holds lock until then):
+ * 1 closed, 0 not (the mount lives on in another namespace: reported),
+ * -1 error (reported). */
+static int wait_store_closed(int lfd, const char *lock,
+                             const cli_mount_ent *ent, long daemon)
+{
+	for (unsigned i = 0;; i++) {
+		if (flock(lfd, LOCK_SH | LOCK_NB) == 0)
+			return 1;
+		if (errno == EINTR)
+			continue;
+		if (errno != EWOULDBLOCK) {
+			cli_err("%s: %s", lock, strerror(errno));
+			return -1;
+		}
+		if (i == 10 && isatty(STDERR_FILENO))
+			cli_err("waiting for the daemon to finish encoding "
+			        "(%s)...",
+			        ent->source);
+		/* Encoding what is queued may take minutes; a copy of the
+		 * mount elsewhere would keep it open for ever.  Look for one
+		 * after a second, then every ten. */
+		if (i % 100 == 10 && ent->dev[0]) {
+			long pids[8];
+			int n = cli_mount_holders(ent->dev, pids, 8);
+			if (n > 0) {
+				report_holders(ent, daemon, pids, n);
+				return 0;
+			}
+		}
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+}
+
 int cmd_umount(int argc, char **argv)
 {
 	cli_mount_ent ent = { 0 };
@@ -802,21 +868,12 @@ int cmd_umount(int argc, char **argv)
 		goto out;
 	if (lfd < 0)
 		goto out; /* unmounted, but not known to be drained */
-	if (flock(lfd, LOCK_SH | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK) {
-			cli_err("%s: %s", lock, strerror(errno));
-			goto out;
-		}
-		if (isatty(STDERR_FILENO))
-			cli_err("waiting for the daemon to finish encoding "
-			        "(%s)...",
-			        ent.source);
-		while (flock(lfd, LOCK_SH) < 0) {
-			if (errno != EINTR) {
-				cli_err("%s: %s", lock, strerror(errno));
-				goto out;
-			}
-		}
+	int w = wait_store_closed(lfd, lock, &ent, pid);
+	if (w < 0)
+		goto out;
+	if (w == 0) {
+		rc = CLI_FAIL; /* still mounted elsewhere: said why */
+		goto out;
 	}
 	flock(lfd, LOCK_UN);
 	if (pid)
