@@ -789,8 +789,9 @@ static int wait_store_closed(int lfd, const char *lock,
 			        ent->source);
 		/* Encoding what is queued may take minutes; a copy of the
 		 * mount elsewhere would keep it open for ever.  Look for one
-		 * after a second, then every ten. */
-		if (i % 100 == 10 && ent->dev[0]) {
+		 * after three seconds (a namespace that detaches its copies
+		 * first has done so by then), then every ten. */
+		if (i % 100 == 30 && ent->dev[0]) {
 			long pids[8];
 			int n = cli_mount_holders(ent->dev, pids, 8);
 			if (n > 0) {
