@@ -18,9 +18,10 @@ path), close, whole-file rewrites, reopening an existing (committed) file
 without O_TRUNC and patching it, rename (files, directories, over existing
 targets, into a directory's own subdirectory), renameat2 RENAME_NOREPLACE
 and RENAME_EXCHANGE (when the plain directory's filesystem has them),
-unlink, mkdir, rmdir, mknod (sockets), hard links, user.* extended
-attributes (set with XATTR_CREATE/REPLACE, get, list, remove), "ulpfs
-sync", and remounts (every --remount-every
+unlink, mkdir, rmdir, mknod (sockets: FIFOs would block the tester's
+own opens, and device nodes open on the plain side but not in the nodev
+mount), hard links, chmod, user.* extended attributes (set with
+XATTR_CREATE/REPLACE, get, list, remove), "ulpfs sync", and remounts (every --remount-every
 operations, all descriptors closed first on both sides).  The names come
 from a small fixed set (directories d0 d1 d2 and d0/n d1/n d2/n, files
 f0..f5 in each and in the root) so that operations collide.
@@ -181,7 +182,7 @@ class Tester:
             (3, self.op_mmap), (10, self.op_close), (3, self.op_truncate), (5, self.op_patch),
             (4, self.op_rewrite), (2, self.op_readpath), (6, self.op_rename), (4, self.op_unlink),
             (3, self.op_mkdir), (3, self.op_rmdir), (1, self.op_stat),
-            (2, self.op_mknod), (3, self.op_link), (3, self.op_xattr),
+            (2, self.op_mknod), (3, self.op_link), (3, self.op_xattr), (2, self.op_chmod),
         ]
         if self.rename2:
             self.ops.append((2, self.op_rename2))
@@ -719,6 +720,14 @@ class Tester:
         # device nodes open on the plain side but not in the (nodev) mount.
         rel = self.pick_file(0.2)
         self.run("mknod", rel, lambda side: os.mknod(self.p(side, rel), stat.S_IFSOCK | 0o640), paths=[rel])
+
+    def op_chmod(self):
+        # No set-id bits: as root (CAP_FSETID) a write keeps them on ext4,
+        # which tests/fs_errors.py covers for both users.
+        rel = self.pick_any()
+        mode = self.rng.choice([0o644, 0o600, 0o755, 0o700, 0o444, 0o1777, 0o000])
+        self.run("chmod", "%s %s" % (rel, oct(mode)),
+                 lambda side: os.chmod(self.p(side, rel), mode, follow_symlinks=False), paths=[rel])
 
     def op_link(self):
         src = self.pick_file(0.9) if self.rng.random() < 0.95 else self.pick_any()
