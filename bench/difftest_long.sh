@@ -31,7 +31,7 @@ while [ $# -gt 0 ]; do
 done
 ULPFS=$(bench_find_ulpfs "$TOP") || { echo "difftest_long.sh: no ulpfs binary (build first, or set ULPFS)" >&2; exit 2; }
 export ULPFS
-fstype=$(df -T --output=fstype "${TMPDIR:-/tmp}" | tail -n1 | tr -d ' ')
+fstype=$(df --output=fstype "${TMPDIR:-/tmp}" | tail -n1 | tr -d ' ')
 if [ "$fstype" = tmpfs ]; then
 	echo "difftest_long.sh: ${TMPDIR:-/tmp} is tmpfs; set TMPDIR to a directory on a disk filesystem (ext4)" >&2
 	exit 2

@@ -132,10 +132,17 @@ int ulp_ns_rmdir(ulp_store *st, uint64_t parent, const char *name);
 
 #define ULP_RENAME_NOREPLACE 1u
 #define ULP_RENAME_EXCHANGE 2u
+#define ULP_RENAME_WHITEOUT 4u
 /* POSIX rename: replaces an existing target (a file, or an empty directory
  * by a directory: -EISDIR, -ENOTDIR, -ENOTEMPTY otherwise), moves whole
  * directories, refuses to move a directory into itself (-EINVAL).
- * NOREPLACE: -EEXIST if the target exists; EXCHANGE swaps two entries. */
+ * NOREPLACE: -EEXIST if the target exists; EXCHANGE swaps two entries;
+ * WHITEOUT (overlayfs) leaves a whiteout, a character device 0:0 owned by
+ * uid:gid, at the old name in the same transaction (not with EXCHANGE). */
+int ulp_ns_rename_as(ulp_store *st, uint64_t parent, const char *name,
+                     uint64_t newparent, const char *newname, unsigned flags,
+                     uid_t uid, gid_t gid);
+/* The same, without WHITEOUT. */
 int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
                   uint64_t newparent, const char *newname, unsigned flags);
 
