@@ -81,8 +81,8 @@ typedef struct ulp_fs_node_ops {
 /* The live tree (fs_ops.c). */
 extern const ulp_fs_node_ops ulp_fs_live_ops;
 /* The control directory (fs_ctl.c): .ulpfs itself; versions/ and its
- * mirror directories; snapshots/ and the directories below it; a version
- * file; a node id of the control range that names nothing. */
+ * mirror directories; snapshots/ and every entry below it (fs_snap.c); a
+ * version file; a node id of the control range that names nothing. */
 extern const ulp_fs_node_ops ulp_ctl_root_ops, ulp_ctl_versions_ops,
 	ulp_ctl_snapshots_ops, ulp_ctl_vfile_ops, ulp_ctl_none_ops;
 
