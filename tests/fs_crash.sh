@@ -73,9 +73,10 @@ if mode == "write":
         log(ev="done", path=path, sha=sha(b), size=len(b))
 
     d = "it%d" % it
-    os.makedirs(os.path.join(mnt, d), exist_ok=True)
     n = 0
     try:
+        # In the try: on a loaded machine the kill may come first.
+        os.makedirs(os.path.join(mnt, d), exist_ok=True)
         for n in range(100000):
             op = rng.random()
             path = "%s/f%d" % (d, n % 12)

@@ -18,20 +18,24 @@ path), close, whole-file rewrites, reopening an existing (committed) file
 without O_TRUNC and patching it, rename (files, directories, over existing
 targets, into a directory's own subdirectory), renameat2 RENAME_NOREPLACE
 and RENAME_EXCHANGE (when the plain directory's filesystem has them),
-unlink, mkdir, rmdir, mknod (sockets), hard links, user.* extended
-attributes (set with XATTR_CREATE/REPLACE, get, list, remove), "ulpfs
-sync", and remounts (every --remount-every
+unlink, mkdir, rmdir, mknod (sockets: FIFOs would block the tester's
+own opens, and device nodes open on the plain side but not in the nodev
+mount), hard links, chmod, user.* extended attributes (set with
+XATTR_CREATE/REPLACE, get, list, remove), "ulpfs sync", and remounts (every --remount-every
 operations, all descriptors closed first on both sides).  The names come
 from a small fixed set (directories d0 d1 d2 and d0/n d1/n d2/n, files
 f0..f5 in each and in the root) so that operations collide.
 
 With --passthrough (the mount writes in FUSE passthrough mode) it makes
-no writer open and no truncate(2) of a file while a read-only descriptor of it is open that
-was opened beside a writer and no writer is open any more: the kernel
-holds such a reader's backing file (the staging file of the content since
-committed) and allows one backing file per inode, so that open (and the
-truncate, which would not reach the readers) fails with ETXTBSY there, as ulpfs(1) documents and tests/fs_writes.sh checks.  Such
-operations are counted as "skip-pt" and not run on either side.
+no writer open and no truncate(2) of a file while a read-only descriptor of
+it is open that was opened beside a writer, or after a write and before the
+next "ulpfs sync" or remount (while the content may still be staged), and
+no writer is open any more: the kernel holds such a reader's backing file
+(the staging file of the content since committed) and allows one backing
+file per inode, so that open (and the truncate, which would not reach the
+readers) fails with ETXTBSY there, as ulpfs(1) documents and
+tests/fs_writes.sh checks.  Such operations are counted as "skip-pt" and
+not run on either side.
 
 The sequence depends only on --seed (printed at start; random when not
 given) and on the other options: the same options reproduce the same
@@ -146,7 +150,9 @@ class Slot:
     def __init__(self, sid, fds, path, acc, append):
         self.sid, self.fds, self.path, self.acc, self.append = sid, fds, path, acc, append
         self.ino = os.fstat(fds[1]).st_ino  # the plain side's: names the file
-        self.beside_writer = False  # read-only, opened while a writer was open
+        # read-only, opened while a writer was open or the content was
+        # written since the last sync (it may read the staging file)
+        self.beside_writer = False
 
     @property
     def readable(self):
@@ -175,13 +181,14 @@ class Tester:
             self.ctl = (open(a.ctl_req, "w", buffering=1), open(a.ctl_resp, "r"))
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.rename2 = self.probe_renameat2()
+        self.unsynced = set()  # plain-side inodes written since the last sync
         self.ops = [
             (12, self.op_open), (16, self.op_pwrite), (5, self.op_write), (6, self.op_pread),
             (3, self.op_read), (2, self.op_lseek), (4, self.op_ftruncate), (2, self.op_fsync),
             (3, self.op_mmap), (10, self.op_close), (3, self.op_truncate), (5, self.op_patch),
             (4, self.op_rewrite), (2, self.op_readpath), (6, self.op_rename), (4, self.op_unlink),
             (3, self.op_mkdir), (3, self.op_rmdir), (1, self.op_stat),
-            (2, self.op_mknod), (3, self.op_link), (3, self.op_xattr),
+            (2, self.op_mknod), (3, self.op_link), (3, self.op_xattr), (2, self.op_chmod),
         ]
         if self.rename2:
             self.ops.append((2, self.op_rename2))
@@ -470,8 +477,8 @@ class Tester:
                 self.new = []
             elif ra[0] == "ok" and rb[0] == "ok":
                 s = Slot(self.next_sid, fds, rel, acc, bool(fl & os.O_APPEND))
-                s.beside_writer = acc == os.O_RDONLY and any(
-                    o.ino == s.ino and o.acc != os.O_RDONLY for o in self.slots.values())
+                s.beside_writer = acc == os.O_RDONLY and (s.ino in self.unsynced or any(
+                    o.ino == s.ino and o.acc != os.O_RDONLY for o in self.slots.values()))
                 self.next_sid += 1
                 self.slots[s.sid] = s
                 self.hist[-1] += " = fd#%d" % s.sid
@@ -573,6 +580,8 @@ class Tester:
 
     def close_slot(self, s):
         del self.slots[s.sid]
+        if s.acc != os.O_RDONLY:
+            self.unsynced.add(s.ino)
 
         def fn(side):
             fd, s.fds[side] = s.fds[side], None
@@ -592,6 +601,7 @@ class Tester:
         if self.pt_blocked(rel):
             return
         self.run("truncate", "%s len=%d" % (rel, n), lambda side: os.truncate(self.p(side, rel), n), paths=[rel])
+        self.wrote(rel)
 
     def op_patch(self):
         """Reopen an existing (often committed) file without O_TRUNC and
@@ -613,6 +623,7 @@ class Tester:
                 os.close(fd)
 
         self.run("patch", "%s off=%d len=%d" % (rel, off, n), fn, paths=[rel])
+        self.wrote(rel)
 
     def op_rewrite(self):
         rel = self.pick_file(0.8)
@@ -626,6 +637,7 @@ class Tester:
                 return f.write(data)
 
         self.run("rewrite", "%s len=%d" % (rel, n), fn, paths=[rel])
+        self.wrote(rel)
 
     def op_readpath(self):
         rel = self.pick_file(0.9)
@@ -720,6 +732,14 @@ class Tester:
         rel = self.pick_file(0.2)
         self.run("mknod", rel, lambda side: os.mknod(self.p(side, rel), stat.S_IFSOCK | 0o640), paths=[rel])
 
+    def op_chmod(self):
+        # No set-id bits: as root (CAP_FSETID) a write keeps them on ext4,
+        # which tests/fs_errors.py covers for both users.
+        rel = self.pick_any()
+        mode = self.rng.choice([0o644, 0o600, 0o755, 0o700, 0o444, 0o1777, 0o000])
+        self.run("chmod", "%s %s" % (rel, oct(mode)),
+                 lambda side: os.chmod(self.p(side, rel), mode, follow_symlinks=False), paths=[rel])
+
     def op_link(self):
         src = self.pick_file(0.9) if self.rng.random() < 0.95 else self.pick_any()
         dst = self.pick_file(0.3)
@@ -760,6 +780,14 @@ class Tester:
             return 0 if r.returncode == 0 else ("ulpfs sync failed", r.returncode, r.stderr.strip())
 
         self.run("sync", "", fn, paths=[""])
+        self.unsynced.clear()
+
+    def wrote(self, rel):
+        """rel's content was written by path (see pt_blocked)."""
+        try:
+            self.unsynced.add(os.stat(self.p(1, rel)).st_ino)
+        except OSError:
+            pass
 
     def close_all(self):
         for sid in sorted(self.slots):
@@ -787,6 +815,7 @@ class Tester:
         self.limit = 180.0
         self.nremount += 1
         self.counts["remount"] += 1
+        self.unsynced.clear()
         self.remount_secs = getattr(self, "remount_secs", 0.0) + time.monotonic() - t0
         self.check_tree("after remount #%d (%s)" % (self.nremount, why))
         return True

@@ -45,8 +45,12 @@ difftest_run() {
 	exec 3<>"$req" 4<>"$resp"
 	fs_bg "$PY" "$DIFFTEST" --mnt "$mnt" --plain "$plain" --ctl-req "$req" --ctl-resp "$resp" $pt "$@" 3<&- 4<&-
 	pid=$FS_BG_LAST
+	# A read that times out keeps what it had read of a line in cmd:
+	# carried over (a request arriving just as the timeout fires).
+	local part=""
 	while :; do
 		if IFS= read -r -t 2 cmd <&3; then
+			cmd=$part$cmd part=""
 			case $cmd in
 			remount)
 				fs_remount "$store" "$mnt" 3<&- 4<&-
@@ -54,8 +58,9 @@ difftest_run() {
 				;;
 			*) die "unknown request from fs_difftest.py: '$cmd'" ;;
 			esac
-		elif ! pid_alive "$pid"; then
-			break
+		else
+			part=$part$cmd
+			pid_alive "$pid" || break
 		fi
 	done
 	wait "$pid"

@@ -2,6 +2,7 @@
 # tests/fs_local.sh - ulpfs behaves as a local filesystem (issue 13):
 #   special files (FIFOs, sockets, character and block devices) with
 #   rename, unlink, chmod, chown, utimens, kept across a remount;
+#   renameat2 RENAME_WHITEOUT;
 #   extended attributes (user.*, trusted.*, security.*, POSIX ACLs) through
 #   setfattr/getfattr, setfacl/getfacl, cp -a and rsync -aX, across a
 #   remount, with their errors (ENODATA, EEXIST, ERANGE, E2BIG) and ACLs
@@ -56,6 +57,18 @@ check "after remount: device kept mode, owner, numbers" \
 check "after remount: socket kept its mtime" test "$(stat -c '%Y' "$MNT/sock")" = "$(date -d '2001-02-03 04:05:06' +%s)"
 check "after remount: FIFO gone, device under its name" test "$(stat -c '%F' "$MNT/fifo2")" = "block special file"
 check "rm of special files" rm "$MNT/null" "$MNT/sock" "$MNT/fifo2"
+# renameat2 RENAME_WHITEOUT (overlayfs' upper layer): the old name becomes
+# a whiteout, a character device 0:0, in the same rename.
+echo wh >"$MNT/wh-src"
+check "renameat2 RENAME_WHITEOUT" "$PY" -c "
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+a, b = sys.argv[1].encode(), sys.argv[2].encode()
+if libc.renameat2(-100, a, -100, b, 4) != 0:
+    sys.exit(os.strerror(ctypes.get_errno()))" "$MNT/wh-src" "$MNT/wh-dst"
+check "the whiteout is a character device 0:0" test "$(stat -c '%F %t:%T %a' "$MNT/wh-src")" = "character special file 0:0 0"
+check "the file moved" test "$(cat "$MNT/wh-dst")" = wh
+check "rm of the whiteout" rm "$MNT/wh-src" "$MNT/wh-dst"
 
 step "extended attributes: setfattr/getfattr, errors"
 echo data >"$MNT/x.txt"

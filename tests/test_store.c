@@ -791,7 +791,7 @@ Test(store, reopen_keeps_everything)
 	                                -1, &s, NULL),
 	             SQLITE_OK);
 	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(s, 0), 5);
+	cr_assert_eq(sqlite3_column_int(s, 0), 6);
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	free(v.p);
@@ -1502,8 +1502,10 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 
 	/* What a version-2 ulpfs left: no baselines table, no flips (version
-	 * 4), none of version 5's rdev column, xattrs and trigger; a name per
-	 * inode. */
+	 * 4), none of version 5's rdev column, xattrs and trigger (a name per
+	 * inode), nor version 6's snapshot nodes. */
+	cat_sql("DROP TABLE snapshot_xattrs");
+	cat_sql("DROP TABLE snapshot_nodes");
 	cat_sql("DROP TRIGGER inodes_drop_xattrs");
 	cat_sql("DROP TABLE xattrs");
 	cat_sql("ALTER TABLE inodes DROP COLUMN rdev");
@@ -1523,11 +1525,12 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             5);
+	             6);
 	cr_assert_eq(cat_sql("SELECT count(*) FROM sqlite_master WHERE name"
 	                     " IN ('xattrs', 'inodes_drop_xattrs',"
-	                     " 'dirents_ino')"),
-	             3);
+	                     " 'dirents_ino', 'snapshot_nodes',"
+	                     " 'snapshot_xattrs')"),
+	             5);
 
 	st = open_default();
 	expect_content(st, ino, v.p, v.len);
@@ -1536,11 +1539,11 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 
 	/* A catalog from a newer ulpfs is refused, untouched. */
-	cat_sql("UPDATE meta SET value = 6 WHERE key = 'schema_version'");
+	cat_sql("UPDATE meta SET value = 7 WHERE key = 'schema_version'");
 	cr_assert_eq(ulp_store_open(store_dir(), NULL, &st), -EPROTO);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             6);
+	             7);
 	free(v.p);
 }
 
@@ -1643,6 +1646,89 @@ Test(store, xattrs)
 	cr_assert_eq(ulp_ns_rmdir(st, d.ino, "sub"), 0);
 	cr_assert_eq(cat_sql("SELECT count(*) FROM xattrs"), 2);
 	ulp_store_close(st);
+}
+
+/* Snapshots keep whole inodes (schema 6): special files, symlinks, empty
+ * directories, owners, xattrs, hard links, across a reopen; deleting the
+ * snapshot drops what it recorded. */
+static int count_name(void *opaque, const char *name)
+{
+	(void)name;
+	(*(int *)opaque)++;
+	return 0;
+}
+
+Test(store, snapshot_nodes)
+{
+	ulp_store *st = open_default();
+	ulp_attr d, e, fi, sl, a;
+	ulp_snapshot_node n;
+	char buf[64];
+	int names = 0;
+
+	cr_assert_eq(ulp_ns_mkdir(st, ULP_ROOT_INO, "d", S_IFDIR | 0750, 5, 6,
+	                          &d),
+	             0);
+	cr_assert_eq(ulp_ns_mkdir(st, d.ino, "empty", S_IFDIR | 0700, 0, 0, &e),
+	             0);
+	cr_assert_eq(ulp_ns_mknod(st, d.ino, "null", S_IFCHR | 0600,
+	                          makedev(1, 3), 12, 34, &a),
+	             0);
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "trusted.t", "v", 1, 0), 0);
+	cr_assert_eq(ulp_ns_symlink(st, d.ino, "sl", "null", 0, 0, &sl), 0);
+	uint64_t f = put_file(st, d.ino, "f", "data", 4);
+	cr_assert_eq(ulp_ns_link(st, f, ULP_ROOT_INO, "f2", &fi), 0);
+	sync_ok(st);
+	cr_assert_eq(ulp_snapshot_create(st, "s", NULL, 0, NULL), 0);
+	/* Changes after it do not show. */
+	cr_assert_eq(ulp_xattr_set(st, a.ino, "trusted.t", "w", 1, 0), 0);
+	cr_assert_eq(ulp_ns_unlink(st, d.ino, "null"), 0);
+	cr_assert_eq(ulp_ns_rmdir(st, d.ino, "empty"), 0);
+	ulp_store_close(st);
+
+	st = open_default();
+	cr_assert_eq(ulp_snapshot_node_get(st, "s", "d/null", &n), 0);
+	cr_assert(n.recorded);
+	cr_assert_eq(n.a.mode, S_IFCHR | 0600);
+	cr_assert_eq(n.a.rdev, makedev(1, 3));
+	cr_assert_eq(n.a.uid, 12);
+	cr_assert_eq(ulp_snapshot_xattr_get(st, "s", n.a.ino, "trusted.t", buf,
+	                                    sizeof buf),
+	             1);
+	cr_assert_eq(buf[0], 'v', "the value the snapshot saw");
+	cr_assert_eq(ulp_snapshot_xattr_list(st, "s", n.a.ino, buf, sizeof buf),
+	             10);
+	cr_assert_eq(ulp_snapshot_node_get(st, "s", "d", &n), 0);
+	cr_assert_eq(n.a.mode, S_IFDIR | 0750);
+	cr_assert_eq(n.a.gid, 6);
+	cr_assert_eq(n.a.nlink, 3, "d and its subdirectory empty");
+	cr_assert_eq(ulp_snapshot_node_get(st, "s", "d/empty", &n), 0);
+	cr_assert(S_ISDIR(n.a.mode));
+	cr_assert_eq(ulp_snapshot_readlink(st, "s", "d/sl", buf, sizeof buf),
+	             0);
+	cr_assert_str_eq(buf, "null");
+	cr_assert_eq(ulp_snapshot_readlink(st, "s", "d/f", buf, sizeof buf),
+	             -EINVAL);
+	cr_assert_eq(ulp_snapshot_node_get(st, "s", "d/f", &n), 0);
+	cr_assert_eq(n.a.nlink, 2);
+	cr_assert_eq(n.a.size, 4);
+	cr_assert_neq(n.version, 0);
+	uint64_t ino = n.a.ino;
+	cr_assert_eq(ulp_snapshot_node_get(st, "s", "f2", &n), 0);
+	cr_assert_eq(n.a.ino, ino, "hard links: one inode");
+	cr_assert_eq(ulp_snapshot_node_get(st, "s", "d/none", &n), -ENOENT);
+	cr_assert_eq(ulp_snapshot_children(st, "s", "d", count_name, &names),
+	             0);
+	cr_assert_eq(names, 4, "empty, f, null, sl");
+	cr_assert_eq(ulp_snapshot_xattr_get(st, "s", 999999, "trusted.t", buf,
+	                                    sizeof buf),
+	             -ENOENT);
+	cr_assert_eq(ulp_snapshot_delete(st, "s"), 0);
+	cr_assert_eq(ulp_snapshot_node_get(st, "s", "d", &n), -ENOENT);
+	ulp_store_close(st);
+	cr_assert_eq(cat_sql("SELECT (SELECT count(*) FROM snapshot_nodes) +"
+	                     " (SELECT count(*) FROM snapshot_xattrs)"),
+	             0, "deleting a snapshot drops what it recorded");
 }
 
 Test(store, hard_links)

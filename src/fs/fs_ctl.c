@@ -14,15 +14,16 @@
  * the file had when each was committed.  Nothing here can be changed
  * (EROFS).
  *
- * snapshots/ holds one directory per snapshot; below it the pinned files
- * appear at the paths they had when the snapshot was taken, as the same
- * read-only version files (node id of the version), so that loaders open
- * an old checkpoint unmodified (fs_snap.c).
+ * snapshots/ holds one directory per snapshot; below it its entries
+ * appear at the paths they had when the snapshot was taken, with the
+ * attributes and extended attributes they had, files reading as their
+ * pinned versions, so that loaders open an old checkpoint unmodified
+ * (fs_snap.c).
  *
  * Node ids: the store's inode numbers and version ids stay below 2^61, so
  * the top bits mark synthetic nodes (ULP_CTL_*), and fs_node.c picks one
- * of the kinds' tables at the end of this file from them: .ulpfs itself,
- * the versions tree, the snapshots tree, a version file.  The kernel caches their
+ * of the kinds' tables from them: .ulpfs itself, the versions tree and a
+ * version file (at the end of this file), the snapshots tree (fs_snap.c).  The kernel caches their
  * attributes and names for the usual timeouts; version files are immutable
  * and keep their page cache.
  */

@@ -29,7 +29,7 @@
 #define ULP_CTL_K_VDIR (1ull << 62)  /* versions/ mirror of a live inode */
 #define ULP_CTL_K_VFILE (1ull << 61) /* one version, by version id */
 #define ULP_CTL_PAYLOAD ((1ull << 61) - 1)
-/* A directory in .ulpfs/snapshots/NAME/...: both kind bits, payload an
+/* An entry of .ulpfs/snapshots/NAME/...: both kind bits, payload an
  * index into ulp_fs.sdirs (1-based). */
 #define ULP_CTL_K_SDIR (ULP_CTL_K_VDIR | ULP_CTL_K_VFILE)
 #define ULP_CTL_KINDS ULP_CTL_K_SDIR
@@ -43,9 +43,9 @@
 #define ULP_IO_BUCKETS 256
 /* How an open file's reads and writes travel. */
 enum {
-	ULP_IO_CACHED = 0, /* requests from the page cache */
-	ULP_IO_DIRECT = 1, /* direct_io: a request per read(2)/write(2) */
-	ULP_IO_PT = 2,     /* FUSE passthrough to the staging file */
+	ULP_IO_CACHED = 0,   /* requests from the page cache */
+	ULP_IO_DIRECT = 1,   /* direct_io: a request per read(2)/write(2) */
+	ULP_IO_PT = 2,       /* FUSE passthrough to the staging file */
 	ULP_IO_PT_WRITE = 3, /* the same, for a writer */
 };
 struct ulp_io_node;
@@ -93,14 +93,20 @@ struct ulp_fs {
 	unsigned nflushed;
 	pthread_cond_t released_cv;
 
-	/* Directories of .ulpfs/snapshots seen so far, (snapshot, path)
-	 * each; a node id names one by index, so they live as long as the
-	 * mount (a few per snapshot viewed). */
+	/* Entries of .ulpfs/snapshots seen so far: (snapshot, inode number
+	 * when it was taken) each, so that hard links share a node id, or
+	 * (snapshot, path) where nothing was recorded; path: one of its
+	 * names.  A node id names one by index, so they live as long as the
+	 * mount; a hash of the keys (heads: 1-based indices, 0 ends a
+	 * chain) finds them (fs_snap.c). */
 	pthread_mutex_t sdirs_mu;
 	struct ulp_sdir {
 		char *snap, *path;
+		uint64_t sino;
+		size_t next;
 	} * sdirs;
 	size_t nsdirs, capsdirs;
+	size_t *sdir_heads, nheads;
 };
 
 static inline ulp_fs *ulp_fs_of(fuse_req_t req)

@@ -324,14 +324,20 @@ static int in_control(fuse_ino_t parent, const char *name)
 	return ulp_fs_node(parent)->control || ulp_fs_is_reserved(parent, name);
 }
 
+/* Reply err (when non-zero) and return it: the dispatchers below go on to
+ * the kind's operation only when the checks above found nothing. */
+static int refuse(fuse_req_t req, int err)
+{
+	if (err)
+		fuse_reply_err(req, err);
+	return err;
+}
+
 void ulp_fs_op_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode, dev_t rdev)
 {
 	const ulp_fs_node_ops *n = ulp_fs_node(parent);
-	int err = new_err(n->mknod != NULL, parent, name);
-	if (err)
-		fuse_reply_err(req, err);
-	else
+	if (!refuse(req, new_err(n->mknod != NULL, parent, name)))
 		n->mknod(req, parent, name, mode, rdev);
 }
 
@@ -339,10 +345,7 @@ void ulp_fs_op_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
                      mode_t mode)
 {
 	const ulp_fs_node_ops *n = ulp_fs_node(parent);
-	int err = new_err(n->mkdir != NULL, parent, name);
-	if (err)
-		fuse_reply_err(req, err);
-	else
+	if (!refuse(req, new_err(n->mkdir != NULL, parent, name)))
 		n->mkdir(req, parent, name, mode);
 }
 
@@ -350,10 +353,7 @@ void ulp_fs_op_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
                        const char *name)
 {
 	const ulp_fs_node_ops *n = ulp_fs_node(parent);
-	int err = new_err(n->symlink != NULL, parent, name);
-	if (err)
-		fuse_reply_err(req, err);
-	else
+	if (!refuse(req, new_err(n->symlink != NULL, parent, name)))
 		n->symlink(req, link, parent, name);
 }
 
@@ -361,30 +361,21 @@ void ulp_fs_op_create(fuse_req_t req, fuse_ino_t parent, const char *name,
                       mode_t mode, struct fuse_file_info *fi)
 {
 	const ulp_fs_node_ops *n = ulp_fs_node(parent);
-	int err = new_err(n->create != NULL, parent, name);
-	if (err)
-		fuse_reply_err(req, err);
-	else
+	if (!refuse(req, new_err(n->create != NULL, parent, name)))
 		n->create(req, parent, name, mode, fi);
 }
 
 void ulp_fs_op_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	const ulp_fs_node_ops *n = ulp_fs_node(parent);
-	int err = change_err(n->unlink != NULL, parent, name);
-	if (err)
-		fuse_reply_err(req, err);
-	else
+	if (!refuse(req, change_err(n->unlink != NULL, parent, name)))
 		n->unlink(req, parent, name);
 }
 
 void ulp_fs_op_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	const ulp_fs_node_ops *n = ulp_fs_node(parent);
-	int err = change_err(n->rmdir != NULL, parent, name);
-	if (err)
-		fuse_reply_err(req, err);
-	else
+	if (!refuse(req, change_err(n->rmdir != NULL, parent, name)))
 		n->rmdir(req, parent, name);
 }
 
@@ -402,9 +393,7 @@ void ulp_fs_op_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
 	if (err == EROFS &&
 	    in_control(parent, name) != in_control(newparent, newname))
 		err = EXDEV;
-	if (err)
-		fuse_reply_err(req, err);
-	else
+	if (!refuse(req, err))
 		n->rename(req, parent, name, newparent, newname, flags);
 }
 
@@ -421,8 +410,6 @@ void ulp_fs_op_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
 		err = EEXIST;
 	if (!err && !n->link)
 		err = EROFS;
-	if (err)
-		fuse_reply_err(req, err);
-	else
+	if (!refuse(req, err))
 		n->link(req, ino, newparent, newname);
 }

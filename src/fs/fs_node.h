@@ -81,8 +81,8 @@ typedef struct ulp_fs_node_ops {
 /* The live tree (fs_ops.c). */
 extern const ulp_fs_node_ops ulp_fs_live_ops;
 /* The control directory (fs_ctl.c): .ulpfs itself; versions/ and its
- * mirror directories; snapshots/ and the directories below it; a version
- * file; a node id of the control range that names nothing. */
+ * mirror directories; snapshots/ and every entry below it (fs_snap.c); a
+ * version file; a node id of the control range that names nothing. */
 extern const ulp_fs_node_ops ulp_ctl_root_ops, ulp_ctl_versions_ops,
 	ulp_ctl_snapshots_ops, ulp_ctl_vfile_ops, ulp_ctl_none_ops;
 
@@ -121,6 +121,18 @@ void ulp_fs_live_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                           size_t size);
 void ulp_fs_live_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void ulp_fs_live_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
+/* getxattr and listxattr replies (fs_xattr.c) over a kind's getter:
+ * ACL names refused where the kernel does not enforce them, sizes capped,
+ * the length for size 0, ERANGE, ENODATA. */
+typedef ssize_t (*ulp_fs_xattr_get_fn)(ulp_fs *fs, fuse_ino_t ino,
+                                       const char *name, void *buf,
+                                       size_t size);
+typedef ssize_t (*ulp_fs_xattr_list_fn)(ulp_fs *fs, fuse_ino_t ino, char *buf,
+                                        size_t size);
+void ulp_fs_reply_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                           size_t size, ulp_fs_xattr_get_fn get);
+void ulp_fs_reply_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size,
+                            ulp_fs_xattr_list_fn list);
 /* Reply to an open of version file ino (version id version) with a
  * read-only handle that keeps its page cache (fs_file.c). */
 void ulp_fs_open_version(fuse_req_t req, fuse_ino_t ino, uint64_t version,

@@ -14,7 +14,7 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <stdio.h> /* RENAME_NOREPLACE, RENAME_EXCHANGE */
+#include <stdio.h> /* RENAME_NOREPLACE, RENAME_EXCHANGE, RENAME_WHITEOUT */
 #include <string.h>
 #include <sys/statvfs.h>
 
@@ -253,21 +253,23 @@ static void live_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
                         fuse_ino_t newparent, const char *newname,
                         unsigned int flags)
 {
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	unsigned uf = 0;
 	if (flags & RENAME_NOREPLACE)
 		uf |= ULP_RENAME_NOREPLACE;
 	if (flags & RENAME_EXCHANGE)
 		uf |= ULP_RENAME_EXCHANGE;
-	/* RENAME_WHITEOUT (overlayfs) and unknown flags; EXCHANGE together
-	 * with NOREPLACE is contradictory. */
-	if ((flags & ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE)) ||
-	    uf == (ULP_RENAME_NOREPLACE | ULP_RENAME_EXCHANGE)) {
+	if (flags & RENAME_WHITEOUT)
+		uf |= ULP_RENAME_WHITEOUT;
+	/* Unknown flags; the store refuses contradictory ones, and
+	 * RENAME_EXCHANGE where it cannot swap, with -EINVAL. */
+	if (flags &
+	    ~(unsigned)(RENAME_NOREPLACE | RENAME_EXCHANGE | RENAME_WHITEOUT)) {
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
-	/* The store answers -EINVAL for RENAME_EXCHANGE if it cannot swap. */
-	int rc = ulp_ns_rename(ulp_fs_of(req)->st, parent, name, newparent,
-	                       newname, uf);
+	int rc = ulp_ns_rename_as(ulp_fs_of(req)->st, parent, name, newparent,
+	                          newname, uf, ctx->uid, ctx->gid);
 	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
 }
 

@@ -5,8 +5,9 @@
  * POSIX ACLs (system.posix_acl_access, _default) are offered only when
  * the kernel enforces them (mounted with default_permissions, so that
  * init asked for FUSE_CAP_POSIX_ACL): an ACL nobody checks would be a
- * lie.  These are the live tree's; the control directory's kinds have
- * none (fs_node.c answers for them).
+ * lie.  These are the live tree's; snapshots' entries answer through
+ * the same replies with what the snapshot recorded (fs_snap.c), and the
+ * control directory's other kinds have none (fs_node.c answers for them).
  */
 #include "config.h"
 
@@ -61,10 +62,9 @@ static void reply_sized(fuse_req_t req, ssize_t rc, size_t size,
 		fuse_reply_buf(req, buf, (size_t)rc);
 }
 
-void ulp_fs_live_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
-                          size_t size)
+void ulp_fs_reply_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                           size_t size, ulp_fs_xattr_get_fn get)
 {
-	ulp_fs *fs = ulp_fs_of(req);
 	char *buf = NULL;
 	ssize_t rc;
 
@@ -76,14 +76,14 @@ void ulp_fs_live_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	rc = ulp_xattr_get(fs->st, ino, name, buf, size);
+	rc = get(ulp_fs_of(req), ino, name, buf, size);
 	reply_sized(req, rc, size, buf);
 	free(buf);
 }
 
-void ulp_fs_live_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+void ulp_fs_reply_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size,
+                            ulp_fs_xattr_list_fn list)
 {
-	ulp_fs *fs = ulp_fs_of(req);
 	char *buf = NULL;
 	ssize_t rc;
 
@@ -93,9 +93,31 @@ void ulp_fs_live_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	rc = ulp_xattr_list(fs->st, ino, buf, size);
+	rc = list(ulp_fs_of(req), ino, buf, size);
 	reply_sized(req, rc, size, buf);
 	free(buf);
+}
+
+static ssize_t live_get(ulp_fs *fs, fuse_ino_t ino, const char *name, void *buf,
+                        size_t size)
+{
+	return ulp_xattr_get(fs->st, ino, name, buf, size);
+}
+
+static ssize_t live_list(ulp_fs *fs, fuse_ino_t ino, char *buf, size_t size)
+{
+	return ulp_xattr_list(fs->st, ino, buf, size);
+}
+
+void ulp_fs_live_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+                          size_t size)
+{
+	ulp_fs_reply_getxattr(req, ino, name, size, live_get);
+}
+
+void ulp_fs_live_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	ulp_fs_reply_listxattr(req, ino, size, live_list);
 }
 
 void ulp_fs_live_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)

@@ -205,13 +205,48 @@ static const char SCHEMA_V5_LOCALFS[] =
 	"ALTER TABLE dirents_v5 RENAME TO dirents;"
 	"CREATE INDEX dirents_ino ON dirents(ino, id);";
 
+/* Version 6: snapshots keep whole inodes, not only the versions of files
+ * (issue 13).  snapshot_nodes: every entry below a pinned path, with the
+ * attributes its inode had (ino: its number then, shared by hard links;
+ * nlink: the names it has within the snapshot; version: a regular file's
+ * pinned version, also in snapshot_items, which keeps it alive);
+ * snapshot_xattrs: the extended attributes (ACLs included) of those
+ * inodes.  Snapshots taken before have no rows here: their files and
+ * directories are shown as before (version files below directories that
+ * the paths imply). */
+static const char SCHEMA_V6_SNAPNODES[] =
+	"CREATE TABLE snapshot_nodes("
+	" snapshot INTEGER NOT NULL REFERENCES snapshots(id)"
+	"  ON DELETE CASCADE,"
+	" path TEXT NOT NULL,"
+	" ino INTEGER NOT NULL,"
+	" kind INTEGER NOT NULL,"
+	" mode INTEGER NOT NULL,"
+	" uid INTEGER NOT NULL,"
+	" gid INTEGER NOT NULL,"
+	" rdev INTEGER NOT NULL,"
+	" nlink INTEGER NOT NULL,"
+	" size INTEGER NOT NULL,"
+	" atime INTEGER NOT NULL,"
+	" mtime INTEGER NOT NULL,"
+	" ctime INTEGER NOT NULL,"
+	" target TEXT,"
+	" version INTEGER,"
+	" PRIMARY KEY(snapshot, path)) WITHOUT ROWID;"
+	"CREATE INDEX snapshot_nodes_ino ON snapshot_nodes(snapshot, ino);"
+	"CREATE TABLE snapshot_xattrs("
+	" snapshot INTEGER NOT NULL REFERENCES snapshots(id)"
+	"  ON DELETE CASCADE,"
+	" ino INTEGER NOT NULL,"
+	" name TEXT NOT NULL,"
+	" value BLOB NOT NULL,"
+	" PRIMARY KEY(snapshot, ino, name)) WITHOUT ROWID;";
+
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
-	{ SCHEMA_V1, v1_root },
-	{ SCHEMA_V2, NULL },
-	{ SCHEMA_V3, NULL },
-	{ SCHEMA_V4, NULL },
-	{ SCHEMA_V5_LOCALFS, NULL },
+	{ SCHEMA_V1, v1_root },      { SCHEMA_V2, NULL },
+	{ SCHEMA_V3, NULL },         { SCHEMA_V4, NULL },
+	{ SCHEMA_V5_LOCALFS, NULL }, { SCHEMA_V6_SNAPNODES, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)

@@ -274,16 +274,9 @@ int ulp_ns_symlink(ulp_store *st, uint64_t parent, const char *name,
 	return rc;
 }
 
-int ulp_ns_readlink(ulp_store *st, uint64_t ino, char *buf, size_t size)
+int ulp_ns_target_of(ulp_store *st, sqlite3_stmt *s, char *buf, size_t size)
 {
-	static const char Q[] = "SELECT kind, target FROM inodes WHERE ino = ?";
-	int rc;
-
-	if (size == 0)
-		return -ERANGE;
-	pthread_mutex_lock(&st->mu);
-	sqlite3_stmt *s = ulp_cat_q(st->cat, Q, "u", ino);
-	rc = ulp_cat_step(st->cat, s);
+	int rc = ulp_cat_step(st->cat, s);
 	if (rc == 1) {
 		const char *t = (const char *)sqlite3_column_text(s, 1);
 		if (sqlite3_column_int(s, 0) != ULP_KIND_SYMLINK || !t) {
@@ -296,6 +289,18 @@ int ulp_ns_readlink(ulp_store *st, uint64_t ino, char *buf, size_t size)
 	} else if (rc == 0) {
 		rc = -ENOENT;
 	}
+	return rc;
+}
+
+int ulp_ns_readlink(ulp_store *st, uint64_t ino, char *buf, size_t size)
+{
+	static const char Q[] = "SELECT kind, target FROM inodes WHERE ino = ?";
+	int rc;
+
+	if (size == 0)
+		return -ERANGE;
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_ns_target_of(st, ulp_cat_q(st->cat, Q, "u", ino), buf, size);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }

@@ -1,6 +1,6 @@
 /*
- * rename.c - POSIX rename, RENAME_NOREPLACE and RENAME_EXCHANGE, in one
- * transaction.
+ * rename.c - POSIX rename, RENAME_NOREPLACE, RENAME_EXCHANGE and
+ * RENAME_WHITEOUT, in one transaction.
  *
  * Paths and history: a rename removes the source path (and, for a
  * directory, every path below it), so history kept under those paths is
@@ -124,7 +124,25 @@ typedef struct rn {
 	const char *old_path;
 	const char *dst_path; /* of a replaced file */
 	int64_t now;
+	uid_t uid; /* owner of a whiteout */
+	gid_t gid;
 } rn;
+
+/* The whiteout RENAME_WHITEOUT leaves at the old name: a character device
+ * 0:0 with no permission bits, as the kernel's vfs_whiteout makes. */
+static int whiteout(ulp_store *st, const rn *r)
+{
+	ulp_cat_inode w = { .kind = ULP_KIND_SPECIAL,
+		            .mode = S_IFCHR,
+		            .uid = r->uid,
+		            .gid = r->gid,
+		            .nlink = 1,
+		            .atime = r->now,
+		            .mtime = r->now,
+		            .ctime = r->now };
+	int rc = ulp_cat_inode_insert(st->cat, &w, NULL);
+	return rc < 0 ? rc : ulp_cat_link(st->cat, r->parent, r->name, w.ino);
+}
 
 /* The rename itself, one transaction (mu held). */
 static int rename_txn(ulp_store *st, const rn *r, ulp_obj_list *dead,
@@ -148,6 +166,8 @@ static int rename_txn(ulp_store *st, const rn *r, ulp_obj_list *dead,
 	if (rc == 0)
 		rc = ulp_cat_exec(st->cat, Q_MOVE, "usus", r->newparent,
 		                  r->newname, r->parent, r->name);
+	if (rc == 0 && (r->flags & ULP_RENAME_WHITEOUT))
+		rc = whiteout(st, r);
 	/* The replaced target goes once the source holds its name (so its
 	 * current version is seen to keep a path). */
 	if (rc == 0 && r->have_dst) {
@@ -211,6 +231,16 @@ static int preserve_target(ulp_store *st, uint64_t parent, const char *name,
 int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
                   uint64_t newparent, const char *newname, unsigned flags)
 {
+	if (flags & ULP_RENAME_WHITEOUT)
+		return -EINVAL;
+	return ulp_ns_rename_as(st, parent, name, newparent, newname, flags, 0,
+	                        0);
+}
+
+int ulp_ns_rename_as(ulp_store *st, uint64_t parent, const char *name,
+                     uint64_t newparent, const char *newname, unsigned flags,
+                     uid_t uid, gid_t gid)
+{
 	ulp_obj_list dead = { 0 };
 	ulp_inode *held = NULL;
 	char *old_path = NULL, *dst_path = NULL;
@@ -218,11 +248,15 @@ int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
 		 .newparent = newparent,
 		 .name = name,
 		 .newname = newname,
-		 .flags = flags };
+		 .flags = flags,
+		 .uid = uid,
+		 .gid = gid };
 	int rc, tried = 0;
 
-	if (flags & ~(ULP_RENAME_NOREPLACE | ULP_RENAME_EXCHANGE) ||
-	    flags == (ULP_RENAME_NOREPLACE | ULP_RENAME_EXCHANGE))
+	if (flags & ~(ULP_RENAME_NOREPLACE | ULP_RENAME_EXCHANGE |
+	              ULP_RENAME_WHITEOUT) ||
+	    ((flags & ULP_RENAME_EXCHANGE) &&
+	     (flags & (ULP_RENAME_NOREPLACE | ULP_RENAME_WHITEOUT))))
 		return -EINVAL;
 	if (name && strlen(name) > ULP_NAME_MAX)
 		return -ENAMETOOLONG;

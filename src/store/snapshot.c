@@ -66,7 +66,11 @@ int ulp_snapshot_create(ulp_store *st, const char *name,
 			                  paths[i]);
 		if (rc == 0 && nitems)
 			*nitems += (uint64_t)ulp_cat_changes(st->cat);
+		if (rc == 0)
+			rc = ulp_snap_tree_pin(st, id, ino, paths[i]);
 	}
+	if (rc == 0)
+		rc = ulp_snap_tree_finish(st, id);
 	if (rc == 0)
 		rc = ulp_cat_commit(st->cat);
 	else
@@ -178,46 +182,17 @@ int ulp_snapshot_get(ulp_store *st, const char *name, ulp_snapshot_info *out)
 	return rc;
 }
 
-/* Collect strings of a one-column query first: callbacks may call into
- * the store. */
-typedef struct strv {
-	char **v;
-	size_t n, cap;
-} strv;
-
-static int strv_add(strv *a, const char *s)
-{
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 16;
-		char **v = realloc(a->v, nc * sizeof *v);
-		if (!v)
-			return -ENOMEM;
-		a->v = v;
-		a->cap = nc;
-	}
-	if (!(a->v[a->n] = strdup(s ? s : "")))
-		return -ENOMEM;
-	a->n++;
-	return 0;
-}
-
-static void strv_free(strv *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->v[i]);
-	free(a->v);
-}
-
 int ulp_snapshot_list(ulp_store *st, ulp_snapshot_fn fn, void *opaque)
 {
-	strv names = { 0 };
+	ulp_strv names = { 0 };
 	int rc;
 
 	pthread_mutex_lock(&st->mu);
 	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_SNAP_NAMES, "");
 	while ((rc = ulp_cat_step(st->cat, s)) == 1)
-		if ((rc = strv_add(&names, (const char *)sqlite3_column_text(
-						   s, 0))) < 0) {
+		if ((rc = ulp_strv_add(
+			     &names, (const char *)sqlite3_column_text(s, 0))) <
+		    0) {
 			ulp_cat_done(s);
 			break;
 		}
@@ -232,7 +207,7 @@ int ulp_snapshot_list(ulp_store *st, ulp_snapshot_fn fn, void *opaque)
 		if (rc == 0)
 			rc = fn(opaque, names.v[i], &info);
 	}
-	strv_free(&names);
+	ulp_strv_free(&names);
 	return rc;
 }
 

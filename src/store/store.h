@@ -132,10 +132,17 @@ int ulp_ns_rmdir(ulp_store *st, uint64_t parent, const char *name);
 
 #define ULP_RENAME_NOREPLACE 1u
 #define ULP_RENAME_EXCHANGE 2u
+#define ULP_RENAME_WHITEOUT 4u
 /* POSIX rename: replaces an existing target (a file, or an empty directory
  * by a directory: -EISDIR, -ENOTDIR, -ENOTEMPTY otherwise), moves whole
  * directories, refuses to move a directory into itself (-EINVAL).
- * NOREPLACE: -EEXIST if the target exists; EXCHANGE swaps two entries. */
+ * NOREPLACE: -EEXIST if the target exists; EXCHANGE swaps two entries;
+ * WHITEOUT (overlayfs) leaves a whiteout, a character device 0:0 owned by
+ * uid:gid, at the old name in the same transaction (not with EXCHANGE). */
+int ulp_ns_rename_as(ulp_store *st, uint64_t parent, const char *name,
+                     uint64_t newparent, const char *newname, unsigned flags,
+                     uid_t uid, gid_t gid);
+/* The same, without WHITEOUT. */
 int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
                   uint64_t newparent, const char *newname, unsigned flags);
 
@@ -410,5 +417,41 @@ int ulp_snapshot_items(ulp_store *st, const char *name, const char *prefix,
  * prefix of pinned paths; "" is the snapshot's root), -ENOENT. */
 int ulp_snapshot_lookup(ulp_store *st, const char *name, const char *path,
                         uint64_t *vid);
+
+/* An entry of a snapshot as it was when the snapshot was taken: the
+ * attributes of its inode (a.ino: the inode's number then, which its hard
+ * links in the snapshot share; a.nlink: its names in the snapshot) and, for
+ * a regular file, its pinned version.  recorded 0: nothing was recorded
+ * (a snapshot taken before catalog schema 6, or a directory above a pinned
+ * subtree): only a.mode's type (S_IFREG with version, or S_IFDIR) is set.
+ * target: a symlink's, in ulp_snapshot_nodes only. */
+typedef struct ulp_snapshot_node {
+	ulp_attr a;
+	uint64_t version;
+	int recorded;
+	const char *target;
+} ulp_snapshot_node;
+/* Entry path ("" the snapshot's root) of snapshot name: 0 or -ENOENT. */
+int ulp_snapshot_node_get(ulp_store *st, const char *name, const char *path,
+                          ulp_snapshot_node *out);
+typedef int (*ulp_snapshot_name_fn)(void *opaque, const char *name);
+/* The names directly below directory path, sorted (fn returns non-zero to
+ * stop; a negative value is returned). */
+int ulp_snapshot_children(ulp_store *st, const char *name, const char *path,
+                          ulp_snapshot_name_fn fn, void *opaque);
+/* A symlink's target, as ulp_ns_readlink. */
+int ulp_snapshot_readlink(ulp_store *st, const char *name, const char *path,
+                          char *buf, size_t size);
+/* The extended attributes inode ino (a.ino of a recorded entry) had when
+ * the snapshot was taken, as ulp_xattr_get and ulp_xattr_list. */
+ssize_t ulp_snapshot_xattr_get(ulp_store *st, const char *name, uint64_t ino,
+                               const char *xname, void *buf, size_t size);
+ssize_t ulp_snapshot_xattr_list(ulp_store *st, const char *name, uint64_t ino,
+                                char *buf, size_t size);
+typedef int (*ulp_snapshot_node_fn)(void *opaque, const char *path,
+                                    const ulp_snapshot_node *n);
+/* Every recorded entry of a snapshot, parents before children. */
+int ulp_snapshot_nodes(ulp_store *st, const char *name, ulp_snapshot_node_fn fn,
+                       void *opaque);
 
 #endif /* ULP_STORE_H */

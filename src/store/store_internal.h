@@ -411,6 +411,27 @@ int ulp_ns_path_exists(ulp_store *st, const char *path);
  * them) in [*lo, *hi): "a/b/" to "a/b0"; for "" (the root), every path.
  * Both strings are malloc()ed. */
 int ulp_path_range(const char *path, char **lo, char **hi);
+
+/* A symlink's target from a query of (kind, target) (namespace.c; mu
+ * held): as ulp_ns_readlink. */
+int ulp_ns_target_of(ulp_store *st, sqlite3_stmt *s, char *buf, size_t size);
+
+/* Within a snapshot's transaction (snap_tree.c): record every entry below
+ * (ino, path) of snapshot snap, then, once all paths are in, the links
+ * and extended attributes. */
+int ulp_snap_tree_pin(ulp_store *st, int64_t snap, uint64_t ino,
+                      const char *path);
+int ulp_snap_tree_finish(ulp_store *st, int64_t snap);
+
+/* A growing array of strings (util.c): strings collected under mu, to be
+ * used after it is released. */
+typedef struct ulp_strv {
+	char **v;
+	size_t n, cap;
+} ulp_strv;
+/* Append a copy of s (NULL: ""): 0 or -ENOMEM. */
+int ulp_strv_add(ulp_strv *a, const char *s);
+void ulp_strv_free(ulp_strv *a);
 /* Within a rename's transaction: the current versions of live files at
  * old_path (or below it) take the corresponding path under new_path. */
 int ulp_versions_repath(ulp_store *st, const char *old_path,

@@ -97,3 +97,26 @@ void ulp_stage_name(uint64_t ino, char buf[32])
 {
 	snprintf(buf, 32, "%llu", (unsigned long long)ino);
 }
+
+int ulp_strv_add(ulp_strv *a, const char *s)
+{
+	if (a->n == a->cap) {
+		size_t nc = a->cap ? a->cap * 2 : 16;
+		char **v = realloc(a->v, nc * sizeof *v);
+		if (!v)
+			return -ENOMEM;
+		a->v = v;
+		a->cap = nc;
+	}
+	if (!(a->v[a->n] = strdup(s ? s : "")))
+		return -ENOMEM;
+	a->n++;
+	return 0;
+}
+
+void ulp_strv_free(ulp_strv *a)
+{
+	for (size_t i = 0; i < a->n; i++)
+		free(a->v[i]);
+	free(a->v);
+}

@@ -120,6 +120,48 @@ out:
 	return rc;
 }
 
+/* The value a query of one blob column found, as getxattr(2) returns it:
+ * its length (copied into buf unless size is 0), -ERANGE, -ENODATA. */
+static ssize_t value_of(ulp_store *st, sqlite3_stmt *s, void *buf, size_t size)
+{
+	int r = ulp_cat_step(st->cat, s);
+	ssize_t rc;
+
+	if (r != 1)
+		return r < 0 ? r : -ENODATA;
+	size_t n = (size_t)sqlite3_column_bytes(s, 0);
+	if (size && n > size) {
+		rc = -ERANGE;
+	} else {
+		if (size && n)
+			memcpy(buf, sqlite3_column_blob(s, 0), n);
+		rc = (ssize_t)n;
+	}
+	ulp_cat_done(s);
+	return rc;
+}
+
+/* The names a query of one text column found, as listxattr(2) returns
+ * them: NUL-terminated, the total length, or -ERANGE. */
+static ssize_t names_of(ulp_store *st, sqlite3_stmt *s, char *buf, size_t size)
+{
+	size_t len = 0;
+	int rc;
+
+	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+		const char *n = (const char *)sqlite3_column_text(s, 0);
+		size_t k = strlen(n ? n : "") + 1;
+		if (size && len + k > size) {
+			ulp_cat_done(s);
+			return -ERANGE;
+		}
+		if (size)
+			memcpy(buf + len, n ? n : "", k);
+		len += k;
+	}
+	return rc < 0 ? rc : (ssize_t)len;
+}
+
 ssize_t ulp_xattr_get(ulp_store *st, uint64_t ino, const char *name, void *buf,
                       size_t size)
 {
@@ -130,24 +172,9 @@ ssize_t ulp_xattr_get(ulp_store *st, uint64_t ino, const char *name, void *buf,
 		return rc;
 	pthread_mutex_lock(&st->mu);
 	rc = ulp_cat_inode_get(st->cat, ino, &row);
-	if (rc == 0) {
-		sqlite3_stmt *s = ulp_cat_q(st->cat, Q_GET, "us", ino, name);
-		int r = ulp_cat_step(st->cat, s);
-		if (r == 1) {
-			size_t n = (size_t)sqlite3_column_bytes(s, 0);
-			if (size && n > size) {
-				rc = -ERANGE;
-			} else {
-				if (size && n)
-					memcpy(buf, sqlite3_column_blob(s, 0),
-					       n);
-				rc = (ssize_t)n;
-			}
-			ulp_cat_done(s);
-		} else {
-			rc = r < 0 ? r : -ENODATA;
-		}
-	}
+	if (rc == 0)
+		rc = value_of(st, ulp_cat_q(st->cat, Q_GET, "us", ino, name),
+		              buf, size);
 	pthread_mutex_unlock(&st->mu);
 	return rc;
 }
@@ -157,27 +184,64 @@ ssize_t ulp_xattr_list(ulp_store *st, uint64_t ino, char *buf, size_t size)
 	static const char Q[] = "SELECT name FROM xattrs WHERE ino = ? ORDER "
 				"BY name";
 	ulp_cat_inode row;
-	size_t len = 0;
-	int rc;
+	ssize_t rc;
 
 	pthread_mutex_lock(&st->mu);
 	rc = ulp_cat_inode_get(st->cat, ino, &row);
-	sqlite3_stmt *s = rc == 0 ? ulp_cat_q(st->cat, Q, "u", ino) : NULL;
-	while (rc == 0 && (rc = ulp_cat_step(st->cat, s)) == 1) {
-		const char *n = (const char *)sqlite3_column_text(s, 0);
-		size_t k = strlen(n ? n : "") + 1;
-		if (size && len + k > size) {
-			ulp_cat_done(s);
-			rc = -ERANGE;
-			break;
-		}
-		if (size)
-			memcpy(buf + len, n ? n : "", k);
-		len += k;
-		rc = 0;
-	}
+	if (rc == 0)
+		rc = names_of(st, ulp_cat_q(st->cat, Q, "u", ino), buf, size);
 	pthread_mutex_unlock(&st->mu);
-	return rc < 0 ? rc : (ssize_t)len;
+	return rc;
+}
+
+/* A snapshot's copy of an inode's attributes (snap_tree.c pins them):
+ * -ENOENT when the snapshot has no such inode. */
+static const char Q_SNAP_HAS[] = "SELECT 1 FROM snapshot_nodes AS n"
+				 " JOIN snapshots AS s ON s.id = n.snapshot"
+				 " WHERE s.name = ? AND n.ino = ? LIMIT 1";
+
+ssize_t ulp_snapshot_xattr_get(ulp_store *st, const char *snap, uint64_t ino,
+                               const char *name, void *buf, size_t size)
+{
+	static const char Q[] = "SELECT x.value FROM snapshot_xattrs AS x"
+				" JOIN snapshots AS s ON s.id = x.snapshot"
+				" WHERE s.name = ? AND x.ino = ? AND x.name = "
+	                        "?";
+	int64_t one;
+	ssize_t rc = check_name(name);
+
+	if (rc < 0)
+		return rc;
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_cat_int(st->cat, &one, Q_SNAP_HAS, "su", snap, ino);
+	if (rc == 1)
+		rc = value_of(st, ulp_cat_q(st->cat, Q, "sus", snap, ino, name),
+		              buf, size);
+	else if (rc == 0)
+		rc = -ENOENT;
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+ssize_t ulp_snapshot_xattr_list(ulp_store *st, const char *snap, uint64_t ino,
+                                char *buf, size_t size)
+{
+	static const char Q[] = "SELECT x.name FROM snapshot_xattrs AS x"
+				" JOIN snapshots AS s ON s.id = x.snapshot"
+				" WHERE s.name = ? AND x.ino = ? ORDER BY "
+	                        "x.name";
+	int64_t one;
+	ssize_t rc;
+
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_cat_int(st->cat, &one, Q_SNAP_HAS, "su", snap, ino);
+	if (rc == 1)
+		rc = names_of(st, ulp_cat_q(st->cat, Q, "su", snap, ino), buf,
+		              size);
+	else if (rc == 0)
+		rc = -ENOENT;
+	pthread_mutex_unlock(&st->mu);
+	return rc;
 }
 
 int ulp_xattr_remove(ulp_store *st, uint64_t ino, const char *name)
