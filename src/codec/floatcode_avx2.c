@@ -6,7 +6,7 @@
  * Delta, eight elements per step: the symbol gives the residual's leading
  * bits, sign and raw bit count arithmetically (floatcode_avx2.h), a
  * prefix sum of the raw bit counts gives each element's bit position, and
- * the raw bits are fetched per lane.  Same results as the portable loops,
+ * the raw bits are cut out of one load of the step's bytes.  Same results as the portable loops,
  * which finish what these leave.
  */
 #include "floatcode_avx2.h"
@@ -17,16 +17,14 @@ ULP_AVX2 size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp,
 {
 	uint64_t pos = *posp;
 	size_t i = 0;
-	/* a step reads at most 8 x 14 raw bits past pos, 4 bytes a lane */
-	for (; i + 8 <= n && (pos >> 3) + 24 <= rawlen; i += 8) {
+	/* a step's raw bits (at most 8 x 14) lie in the 16 bytes from
+	 * pos / 8, which one load fetches (see v8_window_bits) */
+	for (; i + 8 <= n && (pos >> 3) + 16 <= rawlen; i += 8) {
 		__m256i s = v8_u8(sym + i), nraw, inc;
-		__m256i bp = v8_bitpos(s, pos, &nraw, &inc);
-		__m256i word =
-			_mm256_i32gather_epi32((const int *)(const void *)rawp,
-		                               _mm256_srli_epi32(bp, 3), 1);
-		__m256i low = _mm256_srlv_epi32(
-			word, _mm256_and_si256(bp, _mm256_set1_epi32(7)));
-		__m256i d = v8_residual(s, nraw, low);
+		__m256i off = v8_bitoff(s, pos, &nraw, &inc);
+		__m256i win = _mm256_broadcastsi128_si256(_mm_loadu_si128(
+			(const __m128i *)(const void *)(rawp + (pos >> 3))));
+		__m256i d = v8_residual(s, nraw, v8_window_bits(win, off));
 		__m256i o = _mm256_add_epi32(v8_ord16(v8_u16(ref + 2 * i)), d);
 		v8_store_u16(dst + 2 * i,
 		             v8_unord16(_mm256_and_si256(
@@ -41,34 +39,16 @@ ULP_AVX2 size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp,
                                  size_t rawlen, const uint8_t *ref, size_t n,
                                  uint8_t *dst, uint64_t *posp)
 {
-	const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
 	uint64_t pos = *posp;
 	size_t i = 0;
-	/* a step reads at most 8 x 30 raw bits past pos, 8 bytes a lane */
-	for (; i + 8 <= n && (pos >> 3) + 48 <= rawlen; i += 8) {
+	/* a step's raw bits (at most 8 x 30) lie in the 32 bytes from
+	 * pos / 8 */
+	for (; i + 8 <= n && (pos >> 3) + 32 <= rawlen; i += 8) {
 		__m256i s = v8_u8(sym + i), nraw, inc;
-		__m256i bp = v8_bitpos(s, pos, &nraw, &inc);
-		/* up to 7 + 30 bits a lane: 64-bit words, by scalar loads
-		 * (a vpgatherdd costs about 3 ns on the AMD EPYC measured) */
-		uint32_t o[8] __attribute__((aligned(32)));
-		uint64_t wv[8] __attribute__((aligned(32)));
-		_mm256_store_si256((__m256i *)(void *)o,
-		                   _mm256_srli_epi32(bp, 3));
-		for (int j = 0; j < 8; j++)
-			memcpy(&wv[j], rawp + o[j], 8);
-		__m256i sh = _mm256_and_si256(bp, _mm256_set1_epi32(7));
-		__m256i w0 = _mm256_srlv_epi64(
-			_mm256_load_si256((const __m256i *)(const void *)wv),
-			_mm256_cvtepu32_epi64(_mm256_castsi256_si128(sh)));
-		__m256i w1 = _mm256_srlv_epi64(
-			_mm256_load_si256(
-				(const __m256i *)(const void *)(wv + 4)),
-			_mm256_cvtepu32_epi64(_mm256_extracti128_si256(sh, 1)));
-		w0 = _mm256_permutevar8x32_epi32(w0, even);
-		w1 = _mm256_permutevar8x32_epi32(w1, even);
-		__m256i low = _mm256_inserti128_si256(
-			w0, _mm256_castsi256_si128(w1), 1);
-		__m256i d = v8_residual(s, nraw, low);
+		__m256i off = v8_bitoff(s, pos, &nraw, &inc);
+		__m256i win = _mm256_loadu_si256(
+			(const __m256i *)(const void *)(rawp + (pos >> 3)));
+		__m256i d = v8_residual(s, nraw, v8_window_bits(win, off));
 		__m256i r = _mm256_loadu_si256(
 			(const __m256i *)(const void *)(ref + 4 * i));
 		_mm256_storeu_si256(
