@@ -71,7 +71,13 @@ size_t ulp_sa16_avx2(const uint8_t *a, const uint8_t *b, const uint8_t *rawp,
                      size_t rawlen, size_t n, unsigned mbits, unsigned topbits,
                      uint8_t *dst);
 
-/* The same for fp32 (8 exponent bits, 3 top mantissa bits). */
+/* ulp_sa16_avx2 for fp32 (8 exponent bits, 3 top mantissa bits, 20 raw
+ * bits). */
+size_t ulp_sa32_avx2(const uint8_t *a, const uint8_t *b, const uint8_t *rawp,
+                     size_t rawlen, size_t n, uint8_t *dst);
+
+/* ulp_sa16_pass_avx2 (below) for fp32 (8 exponent bits, 3 top mantissa
+ * bits). */
 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a, uint8_t *b,
                           struct ulp_bitw *bw);
 

@@ -147,3 +147,33 @@ ULP_AVX2 size_t ulp_sa16_avx2(const uint8_t *a, const uint8_t *b,
 	}
 	return i;
 }
+
+ULP_AVX2 size_t ulp_sa32_avx2(const uint8_t *a, const uint8_t *b,
+                              const uint8_t *rawp, size_t rawlen, size_t n,
+                              uint8_t *dst)
+{
+	const __m256i off = _mm256_setr_epi32(0, 20, 40, 60, 80, 100, 120, 140);
+	const __m256i lm = _mm256_set1_epi32((1 << 20) - 1);
+	size_t i = 0;
+	/* eight elements' 20-bit raw fields are 20 bytes from byte
+	 * 20 * (i / 8): one 32-byte window */
+	for (; i + 8 <= n && (i / 8) * 20 + 32 <= rawlen; i += 8) {
+		__m256i win = _mm256_loadu_si256(
+			(const __m256i *)(const void *)(rawp + (i / 8) * 20));
+		__m256i raw = _mm256_and_si256(v8_window_bits(win, off), lm);
+		__m256i av = v8_u8(a + i);
+		__m256i bv = v8_u8(b + i);
+		__m256i c = _mm256_or_si256(
+			_mm256_or_si256(
+				_mm256_slli_epi32(_mm256_srli_epi32(bv, 3), 31),
+				_mm256_slli_epi32(av, 23)),
+			_mm256_or_si256(
+				_mm256_slli_epi32(
+					_mm256_and_si256(bv,
+		                                         _mm256_set1_epi32(7)),
+					20),
+				raw));
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i), c);
+	}
+	return i;
+}
