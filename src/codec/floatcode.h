@@ -97,8 +97,9 @@ size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
 
 /* The standalone pass over 16-bit elements (exponent bits at most 8):
  * exponents into a, sign and topbits mantissa bits into b, the other
- * mantissa bits appended to bw, for a prefix of the n elements; returns
- * how many. */
+ * mantissa bits (at most 7) appended to bw, for a prefix of the n
+ * elements; returns how many.  Does nothing unless bw is at a byte
+ * boundary, since it writes whole bytes. */
 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
                           unsigned emask, unsigned topbits, uint8_t *a,
                           uint8_t *b, struct ulp_bitw *bw);
