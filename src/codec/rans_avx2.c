@@ -146,11 +146,14 @@ enc8(__m256i x, const ulp_rans_esym *const *eb, const uint8_t *sym,
 	unsigned m = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(keep)) &
 	             0xff;
 	unsigned cnt = (unsigned)__builtin_popcount(m);
-	if (cnt) {
-		/* the emitting lanes' words, in lane order, end at *wp */
+	{
+		/* the emitting lanes' words, in lane order, end at *wp.
+		 * Stored whether any lane emits or not (the 8 words below *wp
+		 * are free): a branch on it mispredicts on skewed data */
 		uint64_t bytes = _pdep_u64(m, 0x0101010101010101ull) * 0xff;
 		uint64_t perm = _pext_u64(0x0706050403020100ull, bytes);
-		perm = cnt == 8 ? perm : perm << (8 * (8 - cnt));
+		/* two shifts: 8 * (8 - cnt) is 64 for cnt 0 */
+		perm = (perm << (4 * (8 - cnt))) << (4 * (8 - cnt));
 		__m256i pv = _mm256_cvtepu8_epi32(
 			_mm_cvtsi64_si128((long long)perm));
 		__m256i wv = _mm256_permutevar8x32_epi32(
