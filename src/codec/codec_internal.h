@@ -185,13 +185,6 @@ struct ulp_object {
 	uint32_t max_len; /* largest chunk's logical length */
 };
 
-/* ulp_writer_add_chunk with the payload's XXH3-64 computed by the
- * caller: the encoding threads hash their payloads while they are in
- * cache, so that the one thread writing the object does less. */
-int ulp_writer_add_hashed(ulp_writer *w, uint64_t off, uint32_t len,
-                          const void *enc, size_t enc_len,
-                          uint64_t decoded_xxh3, uint64_t payload_xxh3);
-
 /* Whether an encoded chunk reads reference bytes (ULP_ERR_CORRUPT if its
  * runs list cannot be parsed). */
 int ulp_chunk_needs_ref(const uint8_t *enc, size_t len, int *needs);

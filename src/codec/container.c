@@ -78,14 +78,6 @@ int ulp_writer_new(ulp_write_fn write, void *opaque, const uint8_t *ref_hash,
 int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
                          const void *enc, size_t enc_len, uint64_t decoded_xxh3)
 {
-	return ulp_writer_add_hashed(w, off, len, enc, enc_len, decoded_xxh3,
-	                             XXH3_64bits(enc, enc_len));
-}
-
-int ulp_writer_add_hashed(ulp_writer *w, uint64_t off, uint32_t len,
-                          const void *enc, size_t enc_len,
-                          uint64_t decoded_xxh3, uint64_t payload_xxh3)
-{
 	uint8_t e[ULP_OBJ_INDEX_ENTRY] = { 0 };
 	int needs, rc;
 	if (w->failed)
@@ -100,7 +92,7 @@ int ulp_writer_add_hashed(ulp_writer *w, uint64_t off, uint32_t len,
 	ulp_put32(e + 4, (uint32_t)enc_len);
 	ulp_put32(e + 8, needs ? ULP_IDX_FLAG_NEEDS_REF : 0);
 	ulp_put64(e + 16, decoded_xxh3);
-	ulp_put64(e + 24, payload_xxh3);
+	ulp_put64(e + 24, XXH3_64bits(enc, enc_len));
 	if (ulp_buf_reserve(&w->index, w->index.len + sizeof(e)))
 		return ULP_ERR_NOMEM;
 	rc = w_out(w, enc, enc_len);

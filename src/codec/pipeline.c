@@ -20,7 +20,7 @@ typedef struct enc_slot {
 	int done;
 	int rc;
 	ulp_buf buf;
-	uint64_t dec_hash, pay_hash;
+	uint64_t dec_hash;
 	ulp_stats st;
 } enc_slot;
 
@@ -80,12 +80,10 @@ static void *worker(void *arg)
 			slot->buf.len = enc_len;
 		}
 		uint64_t h = rc ? 0 : XXH3_64bits(src, len);
-		uint64_t ph = rc ? 0 : XXH3_64bits(slot->buf.p, enc_len);
 		pthread_mutex_lock(&p->mu);
 		slot->rc = rc;
 		slot->st = st;
 		slot->dec_hash = h;
-		slot->pay_hash = ph;
 		slot->done = 1;
 		if (rc)
 			p->abort = 1;
@@ -123,9 +121,8 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 		rc = s->rc;
 		ulp_plan_chunk_range(p->plan, i, &off, &len);
 		if (!rc)
-			rc = ulp_writer_add_hashed(w, off, len, s->buf.p,
-			                           s->buf.len, s->dec_hash,
-			                           s->pay_hash);
+			rc = ulp_writer_add_chunk(w, off, len, s->buf.p,
+			                          s->buf.len, s->dec_hash);
 		if (!rc) {
 			XXH3_128bits_update(hs, job->cur + off, len);
 			if (stats)
