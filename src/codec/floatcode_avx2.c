@@ -1,13 +1,13 @@
 /*
  * floatcode_avx2.c - AVX2 decoding kernels of the float codec: delta
- * reconstruction (16 and 32 bits), standalone reconstruction (16 bits)
- * and the context pass.
+ * reconstruction (16 and 32 bits), standalone reconstruction (16 and 32
+ * bits) and the context pass.
  *
  * Delta, eight elements per step: the symbol gives the residual's leading
  * bits, sign and raw bit count arithmetically (floatcode_avx2.h), a
  * prefix sum of the raw bit counts gives each element's bit position, and
- * the raw bits are cut out of one load of the step's bytes.  Same results as the portable loops,
- * which finish what these leave.
+ * the raw bits are cut out of one load of the step's bytes.  Same results
+ * as the portable loops, which finish what these leave.
  */
 #include "floatcode_avx2.h"
 
