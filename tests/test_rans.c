@@ -873,6 +873,43 @@ Test(bitio, put_get_roundtrip)
 	free(v);
 }
 
+/* Runs of word-mode puts between byte-mode ones write the bytes that
+ * byte-mode puts alone write. */
+Test(bitio, word_mode_same_bytes)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x574f5244ull);
+	const size_t n = 30000;
+	uint8_t *a = tu_xmalloc(8 * n + 8), *b = tu_xmalloc(8 * n + 8);
+	memset(a, 0x5a, 8 * n + 8);
+	memset(b, 0xa5, 8 * n + 8);
+	ulp_bitw wa = { a, 0, 0 }, wb = { b, 0, 0 };
+	int word = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (tu_below(&r, 50) == 0) { /* switch mode now and then */
+			if (word)
+				ulp_bitw_word_end(&wb);
+			word = !word;
+		}
+		unsigned w = (unsigned)tu_below(&r, word ? 65 : 57);
+		uint64_t v = w == 64 ? tu_next(&r)
+		                     : tu_next(&r) & ((1ull << w) - 1);
+		ulp_bitw_put64(&wa, v, w);
+		if (word)
+			ulp_bitw_put_word(&wb, v, w);
+		else
+			ulp_bitw_put(&wb, v, w);
+	}
+	if (word)
+		ulp_bitw_word_end(&wb);
+	size_t la = (size_t)(ulp_bitw_finish(&wa) - a);
+	size_t lb = (size_t)(ulp_bitw_finish(&wb) - b);
+	TU_ASSERT(la == lb, "byte mode %zu bytes, word mode %zu", la, lb);
+	TU_MEMEQ(b, a, la, "word-mode bytes");
+	free(a);
+	free(b);
+}
+
 Test(bitio, overrun_and_left)
 {
 	uint8_t buf[16] = { 0 };

@@ -41,6 +41,31 @@ static inline void ulp_bitw_put64(ulp_bitw *w, uint64_t v, unsigned n)
 	ulp_bitw_put(w, v, n);
 }
 
+/* Word mode, for runs of puts that want fewer, longer pieces: append
+ * the low n bits of v (n <= 64, v < 2^n) with up to 63 bits kept in
+ * acc, so fill may exceed 7 until ulp_bitw_word_end.  Branch-free like
+ * ulp_bitw_put; the bytes written are the same. */
+static inline void ulp_bitw_put_word(ulp_bitw *w, uint64_t v, unsigned n)
+{
+	unsigned t = w->fill + n, full = t >> 6;
+	w->acc |= v << w->fill;
+	memcpy(w->p, &w->acc, 8);
+	w->p += 8 * full;
+	/* the bits of v that did not fit: v >> (64 - fill), 0 if fill is 0 */
+	uint64_t rest = (v >> 1) >> (63 - w->fill);
+	w->acc = full ? rest : w->acc;
+	w->fill = t & 63;
+}
+
+/* Back from word mode to ulp_bitw_put's state (fill < 8). */
+static inline void ulp_bitw_word_end(ulp_bitw *w)
+{
+	memcpy(w->p, &w->acc, 8);
+	w->p += w->fill >> 3;
+	w->acc >>= w->fill & 56;
+	w->fill &= 7;
+}
+
 /* Flush the partial byte; returns the end pointer. */
 static inline uint8_t *ulp_bitw_finish(ulp_bitw *w)
 {

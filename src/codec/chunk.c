@@ -16,9 +16,9 @@
  */
 #include <stdlib.h>
 
-#include <xxhash.h>
 #include <zstd.h>
 
+#include "hash.h"
 #include "codec_internal.h"
 #include "floatcode.h"
 

@@ -18,8 +18,7 @@
  */
 #include <stdlib.h>
 
-#include <xxhash.h>
-
+#include "hash.h"
 #include "codec_internal.h"
 
 struct ulp_writer {

@@ -853,6 +853,8 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (W == 16 && ulp_rans_simd())
 		i = ulp_sa16_avx2(a, b, rawp, rawlen, n, f.mbits, sa_topbits(f),
 		                  dst);
+	if (W == 32 && ulp_rans_simd())
+		i = ulp_sa32_avx2(a, b, rawp, rawlen, n, dst);
 	if (W <= 32) {
 		/* element i's raw bits start at bit i * nraw: independent
 		 * loads instead of a serial bit reader, while 8 bytes remain */

@@ -71,7 +71,13 @@ size_t ulp_sa16_avx2(const uint8_t *a, const uint8_t *b, const uint8_t *rawp,
                      size_t rawlen, size_t n, unsigned mbits, unsigned topbits,
                      uint8_t *dst);
 
-/* The same for fp32 (8 exponent bits, 3 top mantissa bits). */
+/* ulp_sa16_avx2 for fp32 (8 exponent bits, 3 top mantissa bits, 20 raw
+ * bits). */
+size_t ulp_sa32_avx2(const uint8_t *a, const uint8_t *b, const uint8_t *rawp,
+                     size_t rawlen, size_t n, uint8_t *dst);
+
+/* ulp_sa16_pass_avx2 (below) for fp32 (8 exponent bits, 3 top mantissa
+ * bits). */
 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a, uint8_t *b,
                           struct ulp_bitw *bw);
 
@@ -91,8 +97,9 @@ size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
 
 /* The standalone pass over 16-bit elements (exponent bits at most 8):
  * exponents into a, sign and topbits mantissa bits into b, the other
- * mantissa bits appended to bw, for a prefix of the n elements; returns
- * how many. */
+ * mantissa bits (at most 7) appended to bw, for a prefix of the n
+ * elements; returns how many.  Does nothing unless bw is at a byte
+ * boundary, since it writes whole bytes. */
 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
                           unsigned emask, unsigned topbits, uint8_t *a,
                           uint8_t *b, struct ulp_bitw *bw);

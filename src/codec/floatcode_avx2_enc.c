@@ -94,7 +94,8 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		v8_store_u8(sym + i, v8_symbol(mag, bitlen32(mag), ng, &nraw));
 		v8_store_u8(ctx + i, _mm256_srli_epi32(r, 23));
 		/* raw bits: pairs of lanes into four runs of at most 60
-		 * bits, each written as two pieces of at most 32 */
+		 * bits, each one put in word mode (the puts' chain through
+		 * the writer's state bounded this loop at eight pieces) */
 		__m256i c1,
 			r1 = v8_merge_pairs(v8_low_bits(mag, nraw), nraw, &c1);
 		uint64_t v[4] __attribute__((aligned(32)));
@@ -102,12 +103,11 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		_mm256_store_si256((__m256i *)(void *)v, r1);
 		_mm256_store_si256((__m256i *)(void *)cn, c1);
 		for (int j = 0; j < 4; j++) {
-			unsigned nl = cn[j] < 32 ? (unsigned)cn[j] : 32;
-			ulp_bitw_put(bw, v[j] & 0xffffffffu, nl);
-			ulp_bitw_put(bw, v[j] >> 32, (unsigned)cn[j] - nl);
+			ulp_bitw_put_word(bw, v[j], (unsigned)cn[j]);
 			bits += cn[j];
 		}
 	}
+	ulp_bitw_word_end(bw);
 	*raw_bits += bits;
 	return i;
 }
@@ -116,6 +116,8 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
                                    unsigned emask, unsigned topbits, uint8_t *a,
                                    uint8_t *b, ulp_bitw *bw)
 {
+	if (bw->fill || mbits - topbits > 7)
+		return 0; /* the steps below write whole bytes */
 	const unsigned lowm = mbits - topbits;
 	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
 	const __m128i cl = _mm_cvtsi32_si128((int)lowm);
@@ -137,8 +139,9 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		__m256i low = _mm256_and_si256(m, lm);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
-		/* eight fixed-width fields into two runs (8 x 13 bits at most
-		 * for the 16-bit formats) */
+		/* eight fixed-width fields (8 x 7 bits at most for the 16-bit
+		 * formats) are lowm whole bytes: one store, and no bit
+		 * writer's chain from one step to the next */
 		__m256i r1 = _mm256_or_si256(
 			_mm256_and_si256(low, lo32),
 			_mm256_sllv_epi64(_mm256_srli_epi64(low, 32),
@@ -146,16 +149,19 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		__m256i r2 = _mm256_or_si256(
 			r1, _mm256_sll_epi64(_mm256_srli_si256(r1, 8),
 		                             _mm_cvtsi32_si128(2 * (int)lowm)));
-		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 0),
-		             4 * lowm);
-		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 2),
-		             4 * lowm);
+		uint64_t v = (uint64_t)_mm256_extract_epi64(r2, 0) |
+		             (uint64_t)_mm256_extract_epi64(r2, 2)
+		                     << (4 * lowm);
+		memcpy(bw->p, &v, 8);
+		bw->p += lowm;
 	}
 	return i;
 }
 ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
                                    uint8_t *b, ulp_bitw *bw)
 {
+	if (bw->fill)
+		return 0; /* the steps below write whole bytes */
 	/* fp32: 8 exponent bits, sign and 3 mantissa bits, 20 raw bits */
 	const __m256i m20 = _mm256_set1_epi32((1 << 20) - 1);
 	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
@@ -172,14 +178,17 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 		__m256i low = _mm256_and_si256(c, m20);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
-		/* pairs of 20-bit fields into four runs of 40 bits */
+		/* pairs of 20-bit fields into four runs of 40 bits, five
+		 * whole bytes each: four stores (each one's zero top bytes
+		 * overwritten by the next), no bit writer's chain */
 		__m256i r1 = _mm256_or_si256(
 			_mm256_and_si256(low, lo32),
 			_mm256_slli_epi64(_mm256_srli_epi64(low, 32), 20));
-		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 0), 40);
-		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 1), 40);
-		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 2), 40);
-		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r1, 3), 40);
+		uint64_t v[4] __attribute__((aligned(32)));
+		_mm256_store_si256((__m256i *)(void *)v, r1);
+		for (int j = 0; j < 4; j++)
+			memcpy(bw->p + 5 * j, &v[j], 8);
+		bw->p += 20;
 	}
 	return i;
 }

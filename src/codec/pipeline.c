@@ -11,8 +11,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include <xxhash.h>
-
+#include "hash.h"
 #include "codec_internal.h"
 
 /* A slot's buffer belongs to the worker that claimed its chunk until

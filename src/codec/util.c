@@ -3,8 +3,7 @@
  */
 #include <stdlib.h>
 
-#include <xxhash.h>
-
+#include "hash.h"
 #include "codec_internal.h"
 
 const char *ulp_strerror(int err)
