@@ -490,7 +490,9 @@ static void write_url(const ulp_bucket *b); /* with the open, below */
 
 int ulp_bucket_attach(ulp_bucket *b, ulp_store *st)
 {
+	pthread_mutex_lock(&b->mu); /* the object cache's trims read it */
 	b->st = st;
+	pthread_mutex_unlock(&b->mu);
 	write_url(b); /* after the store's open: a new store starts empty */
 	if (b->o.read_only)
 		return 0;
@@ -512,7 +514,9 @@ void ulp_bucket_detach(ulp_bucket *b)
 	if (b->have_thread)
 		pthread_join(b->thread, NULL);
 	b->have_thread = 0;
+	pthread_mutex_lock(&b->mu);
 	b->st = NULL;
+	pthread_mutex_unlock(&b->mu);
 }
 
 /* ---------------------------------------------------------------- open */

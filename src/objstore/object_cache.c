@@ -114,20 +114,38 @@ static int by_age(const void *a, const void *b)
 	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
 }
 
-/* The files of one cache directory, keep left out. */
-static void list_dir(const char *dir, int objects, const char *keep, cfile **v,
-                     size_t *n, size_t *cap, uint64_t *total)
+/* Whether an object of objects/ may be evicted: only once its version has
+ * committed, which it does only after its upload.  Until then (renamed
+ * into objects/, upload under way) it is the only copy.  Without the store
+ * (before the attach, after the detach) no object can be told safe. */
+static int evictable(ulp_store *st, const char *name)
+{
+	return st && ulp_store_object_live(st, name) == 1;
+}
+
+/* The files of one cache directory that may go, keep left out; st: the
+ * store that says which objects of objects/ are safe to evict (NULL for
+ * fetched/, whose ranges all are).  total counts them all. */
+static void list_dir(const char *dir, int objects, ulp_store *st,
+                     const char *keep, cfile **v, size_t *n, size_t *cap,
+                     uint64_t *total)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	while (d && (e = readdir(d))) {
 		struct stat sb;
 		char *p = NULL;
-		if (e->d_name[0] == '.' || !strcmp(e->d_name, keep) ||
+		if (e->d_name[0] == '.' ||
 		    (objects && strlen(e->d_name) != 32) ||
 		    asprintf(&p, "%s/%s", dir, e->d_name) < 0)
 			continue;
 		if (stat(p, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+			free(p);
+			continue;
+		}
+		*total += (uint64_t)sb.st_size;
+		if (!strcmp(e->d_name, keep) ||
+		    (objects && !evictable(st, e->d_name))) {
 			free(p);
 			continue;
 		}
@@ -142,18 +160,16 @@ static void list_dir(const char *dir, int objects, const char *keep, cfile **v,
 			*cap = nc;
 		}
 		(*v)[*n] = (cfile){ p, sb.st_mtime, (uint64_t)sb.st_size };
-		*total += (uint64_t)sb.st_size;
 		(*n)++;
 	}
 	if (d)
 		closedir(d);
 }
 
-/* Keep objects/ and fetched/ together under the object_cache bound: every
- * object in objects/ is also in the bucket (it commits only then), so the
- * oldest go first, never keep (the object just written, or the range just
- * fetched: the likeliest next read); readers holding one open keep their
- * descriptor. */
+/* Keep objects/ and fetched/ together under the object_cache bound: the
+ * oldest evictable files go first, never keep (the object just written, or
+ * the range just fetched: the likeliest next read); readers holding one
+ * open keep their descriptor. */
 void ulp_ocache_trim(ulp_bucket *b, const char *keep)
 {
 	char *od = NULL, *fd = NULL;
@@ -163,12 +179,15 @@ void ulp_ocache_trim(ulp_bucket *b, const char *keep)
 		free(od);
 		return;
 	}
+	pthread_mutex_lock(&b->mu);
+	ulp_store *st = b->st;
+	pthread_mutex_unlock(&b->mu);
 	pthread_mutex_lock(&b->trim_mu);
 	cfile *v = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t total = 0;
-	list_dir(od, 1, keep, &v, &n, &cap, &total);
-	list_dir(fd, 0, keep, &v, &n, &cap, &total);
+	list_dir(od, 1, st, keep, &v, &n, &cap, &total);
+	list_dir(fd, 0, NULL, keep, &v, &n, &cap, &total);
 	qsort(v, n, sizeof *v, by_age);
 	for (size_t i = 0; i < n; i++) {
 		if (total > b->o.object_cache && unlink(v[i].path) == 0)
