@@ -17,7 +17,7 @@
 #                            listing, which may lag the writes
 #   s3_exists KEY            0 when the object KEY exists (a HEAD: not the
 #                            listing, which may lag)
-#   s3_wait_listing SECONDS CMD...   run CMD until it succeeds or SECONDS
+#   s3_wait_for SECONDS CMD...   run CMD until it succeeds or SECONDS
 #                            passed; its last status
 #   s3_umount_unuploaded MNT PATTERN   ulpfs umount MNT must exit non-zero
 #                            saying what is not uploaded (grep PATTERN)
@@ -137,7 +137,7 @@ s3_exists() {
 # container listing in the same request but with a timeout (a loaded
 # machine may miss it, and the listing catches up later): whatever is
 # checked through the listing is waited for, with a deadline.
-s3_wait_listing() {
+s3_wait_for() {
 	local secs=$1 end
 	shift
 	end=$((SECONDS + secs))
@@ -155,7 +155,7 @@ s3_objects_match() {
 
 s3_expect_objects() {
 	local when=$1 prefix=$2 cat=$3 want
-	if s3_wait_listing "${S3_LIST_WAIT:-60}" s3_objects_match "$prefix" "$cat"; then
+	if s3_wait_for "${S3_LIST_WAIT:-60}" s3_objects_match "$prefix" "$cat"; then
 		ok "$when: the bucket holds exactly the $(s3_live_objects "$cat" | wc -l) objects the catalog names"
 	else
 		want=$(s3_live_objects "$cat")

@@ -51,14 +51,14 @@ fs_umount "$MNT"
 
 step "what is in the bucket, seen by awscli and s3cmd"
 # umount returned after the daemon had uploaded, published and deleted
-# all it would: only the listing may still lag (s3_wait_listing).
+# all it would: only the listing may still lag (s3_wait_for).
 P=runs/node-0
 s3_exists "$P/CATALOG" && ok "CATALOG pointer present" || bad "no CATALOG pointer"
 s3_exists "$P/LEASE" && bad "the lease outlived the umount" || ok "lease released at umount"
 ptr=$($S3_AWS s3 cp "s3://$S3_BUCKET/$P/CATALOG" - 2>/dev/null)
 [ -n "$ptr" ] && s3_exists "$P/$ptr" && ok "the pointer names a snapshot that exists ($ptr)" || bad "pointer '$ptr' names no object"
 few_snapshots() { [ "$(s3_keys "$P/catalog/" | wc -l)" -le 2 ]; }
-if s3_wait_listing 60 few_snapshots; then
+if s3_wait_for 60 few_snapshots; then
 	ok "$(s3_keys "$P/catalog/" | wc -l) catalog snapshot(s) kept"
 else
 	bad "$(s3_keys "$P/catalog/" | wc -l) catalog snapshots kept (old ones not deleted)"

@@ -19,7 +19,8 @@ typedef struct mount_s3 {
 	char *cache_dir; /* -o cache_dir=DIR (malloc'ed, absolute) */
 	uint64_t object_cache;
 	unsigned publish_s;
-	int read_only; /* -o ro */
+	long upload_delay_s; /* 0: the default; < 0: none (upload_delay=0) */
+	int read_only;       /* -o ro */
 	ulp_bucket *bucket;
 } mount_s3;
 

@@ -114,19 +114,22 @@ static int by_age(const void *a, const void *b)
 	return (x->mtime > y->mtime) - (x->mtime < y->mtime);
 }
 
-/* Whether an object of objects/ may be evicted: only once its version has
- * committed, which it does only after its upload.  Until then (renamed
- * into objects/, upload under way) it is the only copy.  Without the store
- * (before the attach, after the detach) no object can be told safe. */
-static int evictable(ulp_store *st, const char *name)
+/* Whether an object of objects/ may be evicted: only once it is in the
+ * bucket.  Until then (renamed into objects/ with its upload under way, or
+ * deferred: uploads.c) it is the only copy.  An object that is neither
+ * pending nor uploading is in the bucket once its version has committed;
+ * without the store (before the attach, after the detach) no object can
+ * be told safe. */
+static int evictable(ulp_bucket *b, ulp_store *st, const char *name)
 {
-	return st && ulp_store_object_live(st, name) == 1;
+	return st && ulp_store_object_live(st, name) == 1 &&
+	       !ulp_bucket_pending(b, name);
 }
 
 /* The files of one cache directory that may go, keep left out; st: the
  * store that says which objects of objects/ are safe to evict (NULL for
  * fetched/, whose ranges all are).  total counts them all. */
-static void list_dir(const char *dir, int objects, ulp_store *st,
+static void list_dir(ulp_bucket *b, const char *dir, int objects, ulp_store *st,
                      const char *keep, cfile **v, size_t *n, size_t *cap,
                      uint64_t *total)
 {
@@ -145,7 +148,7 @@ static void list_dir(const char *dir, int objects, ulp_store *st,
 		}
 		*total += (uint64_t)sb.st_size;
 		if (!strcmp(e->d_name, keep) ||
-		    (objects && !evictable(st, e->d_name))) {
+		    (objects && !evictable(b, st, e->d_name))) {
 			free(p);
 			continue;
 		}
@@ -186,8 +189,8 @@ void ulp_ocache_trim(ulp_bucket *b, const char *keep)
 	cfile *v = NULL;
 	size_t n = 0, cap = 0;
 	uint64_t total = 0;
-	list_dir(od, 1, st, keep, &v, &n, &cap, &total);
-	list_dir(fd, 0, NULL, keep, &v, &n, &cap, &total);
+	list_dir(b, od, 1, st, keep, &v, &n, &cap, &total);
+	list_dir(b, fd, 0, NULL, keep, &v, &n, &cap, &total);
 	qsort(v, n, sizeof *v, by_age);
 	for (size_t i = 0; i < n; i++) {
 		if (total > b->o.object_cache && unlink(v[i].path) == 0)

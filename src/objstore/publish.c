@@ -1,8 +1,9 @@
 /*
  * publish.c - the catalog between the cache directory and the bucket.
  *
- * Publish: VACUUM INTO a temporary file (a consistent snapshot, taken from
- * a read-only connection while the store keeps writing), upload it under a
+ * Publish: the deferred uploads flushed (uploads.c), VACUUM INTO a
+ * temporary file (a consistent snapshot, taken from a read-only
+ * connection while the store keeps writing), upload it under a
  * new name catalog/<UTC stamp>-<nonce>.db, then overwrite the small pointer
  * object CATALOG with that name.  A reader sees either the old pointer or
  * the new one, and both name complete snapshots; the one before the
@@ -294,8 +295,15 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 	int rc = db && tmp && key && ptr ? 0 : -ENOMEM;
 	ulp_s3_status st = { 0, "", "" };
 	if (!rc) {
+		/* Every object the snapshot names is in the bucket first:
+		 * the deferred ones are uploaded, and puts until the
+		 * snapshot is taken upload before they commit (uploads.c). */
+		ulp_up_gate(b, 1);
+		rc = ulp_up_flush(b);
 		unlink(tmp);
-		rc = vacuum_into(db, tmp);
+		if (!rc)
+			rc = vacuum_into(db, tmp);
+		ulp_up_gate(b, 0);
 	}
 	int fd = -1;
 	if (!rc && (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0)
