@@ -10,7 +10,9 @@
 #     every checkpoint, every version of latest/* and every snapshot exact,
 #     writes refused (EROFS);
 #   - clear errors: wrong credentials, a missing bucket, a second writer
-#     while the lease is held.
+#     while the lease is held;
+#   - catalog snapshots a crash left behind are deleted by the next
+#     writer's mount.
 #
 # FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
 # Environment: ULPFS (the binary; make check sets it).
@@ -119,6 +121,13 @@ export AWS_SECRET_ACCESS_KEY=$good_secret
 s3_mount_fails "missing bucket" "no such bucket" \
 	"s3://no-such-bucket-$RANDOM/x" "$WORK/cache-nb" "$WORK/mnt-nb"
 s3_mount_fails "malformed URL" "s3://BUCKET" "s3:///x" "$WORK/cache-u" "$WORK/mnt-u"
+# Catalog snapshots a crash left behind (older than the pointer's, and one
+# uploaded without its pointer): the next writer's mount deletes them.
+echo stale >"$WORK/stale.db"
+STALE=(20000101T000000Z-00000001 20000101T000000Z-00000002 29991231T235959Z-00000003)
+for n in "${STALE[@]}"; do
+	$S3_AWS s3 cp --quiet "$WORK/stale.db" "s3://$S3_BUCKET/$P/catalog/$n.db" || die "cannot upload a stale snapshot"
+done
 s3_mount "$URL" "$WORK/cache3" "$MNT"
 s3_mount_fails "a second writer while the lease is held" "mounted for writing elsewhere" \
 	"$URL" "$WORK/cache4" "$WORK/mnt4"
@@ -126,5 +135,11 @@ s3_mount "$URL" "$WORK/cache5" "$WORK/mnt5" ro
 fs_compare_trees "$PLAIN/${STEPS[-1]}" "$WORK/mnt5/latest" "a read-only mount next to the writer"
 fs_umount "$WORK/mnt5"
 fs_umount "$MNT"
+left=0
+for n in "${STALE[@]}"; do s3_exists "$P/catalog/$n.db" && left=$((left + 1)); done
+[ "$left" = 0 ] && ok "the writer's mount deleted the ${#STALE[@]} stale catalog snapshots" ||
+	bad "$left of ${#STALE[@]} stale catalog snapshots left"
+ptr=$($S3_AWS s3 cp "s3://$S3_BUCKET/$P/CATALOG" - 2>/dev/null)
+[ -n "$ptr" ] && s3_exists "$P/$ptr" && ok "the pointer's snapshot is there ($ptr)" || bad "pointer '$ptr' names no object"
 
 fs_finish

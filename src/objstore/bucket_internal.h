@@ -125,5 +125,8 @@ void ulp_ocache_trim(ulp_bucket *b, const char *keep);
 /* publish.c */
 int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen);
 int ulp_publish_now(ulp_bucket *b, int only_if_changed);
+/* A writer's mount: delete the catalog snapshots crashes left (all but the
+ * pointer's and the one before it). */
+void ulp_publish_sweep(ulp_bucket *b);
 
 #endif
