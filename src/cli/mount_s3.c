@@ -160,8 +160,8 @@ int mount_s3_umount_report(const char *store)
 		return 0; /* uploaded after all (by a later mount) */
 	cli_err("%lld staged file(s) and %lld object(s) of closed files NOT "
 	        "uploaded to %s (%s error, %" PRIu64 " failed uploads; the "
-	                                             "last: %s); they stay in "
-	                                             "%s and the next "
+	        "last: %s); they stay in "
+	        "%s and the next "
 	        "mount uploads them",
 	        (long long)(staged > 0 ? staged : 0), (long long)e.pending,
 	        e.url, e.permanent ? "a permanent" : "a transient", e.failures,
@@ -169,13 +169,10 @@ int mount_s3_umount_report(const char *store)
 	return -1;
 }
 
-int mount_s3_open_cmd(mount_s3 **out, const char *dir, int read_only,
-                      ulp_store_opts *sopts)
+/* The bucket url (malloc'ed, taken over) of the store in dir, opened. */
+static int open_cmd(mount_s3 **out, char *url, const char *dir, int read_only,
+                    ulp_store_opts *sopts)
 {
-	*out = NULL;
-	char *url = ulp_bucket_url_of(dir);
-	if (!url)
-		return 0;
 	mount_s3 *m = calloc(1, sizeof *m);
 	char err[512];
 	if (!m || !(m->cache_dir = strdup(dir))) {
@@ -194,4 +191,24 @@ int mount_s3_open_cmd(mount_s3 **out, const char *dir, int read_only,
 	}
 	*out = m;
 	return 0;
+}
+
+int mount_s3_open_cmd(mount_s3 **out, const char *dir, int read_only,
+                      ulp_store_opts *sopts)
+{
+	*out = NULL;
+	char *url = ulp_bucket_url_of(dir);
+	return url ? open_cmd(out, url, dir, read_only, sopts) : 0;
+}
+
+int mount_s3_open_url(mount_s3 **out, const char *url, const char *dir,
+                      int read_only, ulp_store_opts *sopts)
+{
+	*out = NULL;
+	char *u = strdup(url);
+	if (!u) {
+		cli_err("out of memory");
+		return -1;
+	}
+	return open_cmd(out, u, dir, read_only, sopts);
 }

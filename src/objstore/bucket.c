@@ -73,10 +73,13 @@ char *ulp_bucket_default_cache(const char *url)
 	char *bucket, *prefix, err[64];
 	if (ulp_bucket_parse_url(url, &bucket, &prefix, err, sizeof err))
 		return NULL;
-	size_t n = strlen(bucket) + 3 * strlen(prefix) + 40;
+	const char *root = getenv("ULPFS_CACHE_ROOT");
+	if (!root || root[0] != '/')
+		root = "/var/cache/ulpfs";
+	size_t n = strlen(root) + strlen(bucket) + 3 * strlen(prefix) + 40;
 	char *out = malloc(n);
 	if (out) {
-		int k = snprintf(out, n, "/var/cache/ulpfs/%s/", bucket);
+		int k = snprintf(out, n, "%s/%s/", root, bucket);
 		for (const char *p = prefix; *p; p++)
 			k += snprintf(out + k, n - (size_t)k,
 			              *p == '/' ? "%%2F" : "%c", *p);
@@ -586,6 +589,7 @@ int ulp_bucket_attach(ulp_bucket *b, ulp_store *st)
 	write_url(b); /* after the store's open: a new store starts empty */
 	if (b->o.read_only)
 		return 0;
+	ulp_publish_sweep(b);
 	int rc = sweep_orphans(b);
 	if (rc)
 		ulp_bucket_log("orphan sweep of s3://%s/%s failed: %s",

@@ -57,7 +57,8 @@ int ulp_bucket_is_url(const char *s);
  * trailing slash).  -EINVAL with err filled on a malformed URL. */
 int ulp_bucket_parse_url(const char *url, char **bucket, char **prefix,
                          char *err, size_t errlen);
-/* /var/cache/ulpfs/BUCKET/PREFIX-with-slashes-as-%2F, malloc'ed. */
+/* ROOT/BUCKET/PREFIX-with-slashes-as-%2F, malloc'ed; ROOT is
+ * $ULPFS_CACHE_ROOT when that is an absolute path, else /var/cache/ulpfs. */
 char *ulp_bucket_default_cache(const char *url);
 
 /*
