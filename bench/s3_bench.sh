@@ -4,9 +4,10 @@
 #   1. bytes: the quickstart trajectory (bench/make_trajectory.py --quick)
 #      written through a local store and through s3://; objects uploaded
 #      vs the local store's objects/, catalog snapshots on top, the raw
-#      bytes that were not uploaded, and what the bucket keeps at the end
-#      (uploads also carry the objects that flips of older versions
-#      replaced);
+#      bytes that were not uploaded, and what the bucket keeps at the end;
+#      the same with upload_delay=0 (each object uploaded before its
+#      version commits, so also the standalone objects that flips of older
+#      versions replace) as the baseline;
 #   2. upload throughput: the local store's encoded objects uploaded by
 #      ulpfs's client (bench/s3put -j 4) and by "aws s3 cp --recursive";
 #   3. cold read: the newest checkpoint read from a fresh read-only mount
@@ -64,21 +65,46 @@ mount_it "$W/local" "$W/mnt-l"
 umount_it "$W/mnt-l"
 local_obj=$(du -sb "$W/local/objects" | cut -f1)
 
-mount_it "s3://$S3_BUCKET/bench" "$W/mnt-s" "cache_dir=$W/cache"
-(cd "$W/plain" && cp -r step-* "$W/mnt-s/")
-"$ULPFS" sync "$W/mnt-s"
-umount_it "$W/mnt-s"
-line=$(grep "uploaded .* objects" "$W/cache/daemon.log" | tail -n 1)
-up_obj=$(sed -E 's/.*objects \(([0-9]+) bytes\).*/\1/' <<<"$line")
-up_cat=$(sed -E 's/.*snapshots \(([0-9]+) bytes\).*/\1/' <<<"$line")
-ncat=$(sed -E 's/.* and ([0-9]+) catalog.*/\1/' <<<"$line")
+# uploaded BYTES-VAR CATALOG-BYTES-VAR NCAT-VAR CACHE: from the daemon's
+# traffic summary at its close
+uploaded() {
+	local line
+	line=$(grep "uploaded .* objects" "$4/daemon.log" | tail -n 1)
+	printf -v "$1" '%s' "$(sed -E 's/.*objects \(([0-9]+) bytes\).*/\1/' <<<"$line")"
+	printf -v "$2" '%s' "$(sed -E 's/.*snapshots \(([0-9]+) bytes\).*/\1/' <<<"$line")"
+	printf -v "$3" '%s' "$(sed -E 's/.* and ([0-9]+) catalog.*/\1/' <<<"$line")"
+}
+# write_s3 PREFIX CACHE OPTS TIMES-VAR: the trajectory through a bucket
+# mount, one sync, umount; "cp .. s, sync .. s, umount .. s" into TIMES-VAR
+write_s3() {
+	local mnt=$W/mnt-$1 t0 t1 t2 t3
+	mount_it "s3://$S3_BUCKET/$1" "$mnt" "cache_dir=$2${3:+,$3}"
+	t0=$(now)
+	(cd "$W/plain" && cp -r step-* "$mnt/")
+	t1=$(now)
+	"$ULPFS" sync "$mnt"
+	t2=$(now)
+	umount_it "$mnt"
+	t3=$(now)
+	printf -v "$4" 'cp %.2f s, sync %.2f s, umount %.2f s' "$(echo "$t1 - $t0" | bc -l)" \
+		"$(echo "$t2 - $t1" | bc -l)" "$(echo "$t3 - $t2" | bc -l)"
+}
+# The same trajectory with each object uploaded before its version commits
+# (upload_delay=0): the baseline of the deferred uploads below.
+write_s3 bench-now "$W/cache-now" upload_delay=0 times_now
+uploaded up_now cat_now ncat_now "$W/cache-now"
+write_s3 bench "$W/cache" "" times_def
+uploaded up_obj up_cat ncat "$W/cache"
 printf 'raw files              %12d bytes\n' "$raw"
 printf 'local store objects/   %12d bytes\n' "$local_obj"
-printf 'uploaded objects       %12d bytes  (%.4f x the local objects)\n' "$up_obj" "$(echo "$up_obj / $local_obj" | bc -l)"
+printf 'uploaded objects       %12d bytes  (%.4f x the local objects; deferred uploads, the default)\n' "$up_obj" "$(echo "$up_obj / $local_obj" | bc -l)"
 printf 'uploaded catalogs      %12d bytes  (%d snapshots)\n' "$up_cat" "$ncat"
+printf 'upload_delay=0         %12d bytes  (%.4f x the local objects; each object before its commit) + %d bytes of %d catalogs\n' \
+	"$up_now" "$(echo "$up_now / $local_obj" | bc -l)" "$cat_now" "$ncat_now"
+printf 'write, sync, umount    deferred: %s; upload_delay=0: %s\n' "$times_def" "$times_now"
 # Reverse chains re-encode an older version against its successor (a new
-# object, uploaded; the one it replaces deleted): uploads exceed what the
-# bucket keeps.
+# object; the one it replaces deleted): uploaded at once (upload_delay=0),
+# both go up; deferred, the replaced one mostly never does.
 rest=$($S3_AWS s3 ls --recursive --summarize "s3://$S3_BUCKET/bench/objects/" | awk '/Total Size/ { print $3 }')
 printf 'bucket objects at rest %12d bytes  (%.4f x the local objects, %.1f%% of the raw bytes saved)\n' \
 	"$rest" "$(echo "$rest / $local_obj" | bc -l)" "$(echo "100 * ($raw - $rest) / $raw" | bc -l)"

@@ -7,7 +7,10 @@
 #     read-only commands work and gc refuses;
 #   - snapshot create, prune and gc change the store and publish it: a
 #     fresh read-only mount from the bucket alone sees the change, the
-#     pruned version's object is gone from the bucket, the lease released.
+#     pruned version's object is gone from the bucket, the lease released;
+#   - --store s3://BUCKET/PREFIX: the same commands from a cache directory
+#     of their own (seeded from the bucket), clear errors for a prefix
+#     with nothing published and a malformed URL.
 #
 # FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
 #
@@ -33,7 +36,6 @@ run() { # WHAT CMD...: the command must succeed; its stdout in $WORK/out
 		bad "$what: ulpfs $* failed: $(head -c 300 "$WORK/err")"
 	fi
 }
-bucket_objects() { s3_keys cmds/objects/ | sed 's|.*/||' | sort; }
 
 step "a store written through a mount, then its local objects evicted"
 s3_mount "$URL" "$C1" "$MNT"
@@ -78,15 +80,40 @@ run "prune --store" prune --store "$C1" --keep-last 1 f
 run "gc --store" gc --store "$C1"
 run "log --store after prune" log --store "$C1" f
 [ "$(grep '^ *[0-9]' "$WORK/out" | grep -vc '(deleted)')" = 1 ] && ok "prune kept one version of f" || bad "log after prune: $(cat "$WORK/out")"
-s3_keys cmds/ | grep -qx 'cmds/LEASE' && bad "a command left the lease behind" || ok "no lease left behind"
-want=$(s3_live_objects "$C1/catalog.db")
-[ "$want" = "$(bucket_objects)" ] && ok "the bucket holds exactly the $(wc -l <<<"$want") objects the catalog names" ||
-	bad "bucket objects differ from the catalog's: $(diff <(echo "$want") <(bucket_objects) | head -5 | tr '\n' ' ')"
+s3_exists cmds/LEASE && bad "a command left the lease behind" || ok "no lease left behind"
+s3_expect_objects "after the commands" cmds "$C1/catalog.db"
 s3_mount "$URL" "$WORK/cache3" "$MNT" ro
 [ -d "$MNT/.ulpfs/snapshots/s2" ] && ok "a fresh mount sees snapshot s2" || bad "snapshot s2 not published"
 cmp -s "$MNT/f" "$WORK/v/f.2" && ok "f exact from the fresh mount" || bad "f differs from the fresh mount"
 [ "$("$ULPFS" log "$MNT/f" 2>/dev/null | grep '^ *[0-9]' | grep -vc '(deleted)')" = 1 ] && ok "the fresh mount sees the prune" ||
 	bad "the prune was not published"
 fs_umount "$MNT"
+
+step "--store s3://BUCKET/PREFIX: commands from the bucket alone"
+# its default cache directory, under ULPFS_CACHE_ROOT (not /var/cache)
+export ULPFS_CACHE_ROOT=$WORK/croot
+run "log --store $URL" log --store "$URL" f
+[ "$(grep '^ *[0-9]' "$WORK/out" | grep -vc '(deleted)')" = 1 ] && ok "log from the URL sees the published prune" ||
+	bad "log from the URL: $(cat "$WORK/out")"
+[ -f "$WORK/croot/$S3_BUCKET/cmds/catalog.db" ] && ok "the catalog seeded into \$ULPFS_CACHE_ROOT/$S3_BUCKET/cmds" ||
+	bad "no catalog under $WORK/croot: $(find "$WORK/croot" | head -5 | tr '\n' ' ')"
+run "cat --store $URL f" cat --store "$URL" f
+cmp -s "$WORK/out" "$WORK/v/f.2" && ok "cat f from the URL: exact" || bad "cat f from the URL differs"
+run "snapshot create --store $URL" snapshot create --store "$URL" s3 f
+s3_mount "$URL" "$WORK/cache4" "$MNT" ro
+[ -d "$MNT/.ulpfs/snapshots/s3" ] && ok "a fresh mount sees the snapshot made through the URL" || bad "snapshot s3 not published"
+fs_umount "$MNT"
+if "$ULPFS" log --store "s3://$S3_BUCKET/nothing-here" f >"$WORK/out" 2>&1; then
+	bad "log --store of a prefix with nothing published succeeded"
+else
+	grep -q "no catalog published there" "$WORK/out" && ok "a prefix with nothing published: $(head -c 200 "$WORK/out")" ||
+		bad "unexpected error for an empty prefix: $(cat "$WORK/out")"
+fi
+if "$ULPFS" log --store "s3:///x" f >"$WORK/out" 2>&1; then
+	bad "log --store s3:///x succeeded"
+else
+	grep -q "s3://BUCKET" "$WORK/out" && ok "a malformed URL: $(head -c 200 "$WORK/out")" || bad "malformed URL: $(cat "$WORK/out")"
+fi
+unset ULPFS_CACHE_ROOT
 
 fs_finish

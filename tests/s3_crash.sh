@@ -11,7 +11,13 @@
 #   - the server stopped for good: umount says what was not uploaded and
 #     exits non-zero, so does the daemon's log, the staged files survive
 #     for the next mount;
+#   - kill -9 while uploads are deferred (-o upload_delay, the default):
+#     the versions committed locally, their objects not in the bucket yet;
+#     the remount uploads them, every closed file is exact, no orphans;
 #   - at the end a fresh read-only mount from the bucket alone sees it all.
+# The steps before the deferred one upload each object before its version
+# commits (upload_delay=0), so that a kill lands inside an upload and a
+# failed upload keeps the file staged.
 #
 # FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
 #
@@ -31,18 +37,8 @@ done
 for i in 1 2 3; do head -c 3000000 /dev/urandom >"$DATA/b/f$i.bin"; done
 head -c 2000000 /dev/urandom >"$DATA/c/late.bin"
 
-bucket_objects() { s3_keys crash/objects/ | sed 's|.*/||' | sort; }
 # no_orphans WHEN: the bucket holds exactly the objects the catalog names
-no_orphans() {
-	local want have
-	want=$(s3_live_objects "$WORK/cache1/catalog.db")
-	have=$(bucket_objects)
-	if [ "$want" = "$have" ] && [ -n "$have" ]; then
-		ok "no orphans $1: the bucket holds exactly the $(wc -l <<<"$have") objects the catalog names"
-	else
-		bad "bucket objects differ from the catalog's $1: $(diff <(echo "$want") <(echo "$have") | head -5 | tr '\n' ' ')"
-	fi
-}
+no_orphans() { s3_expect_objects "no orphans $1" crash "$WORK/cache1/catalog.db"; }
 
 step "kill -9 of the daemon during multipart uploads"
 pending() {
@@ -65,7 +61,7 @@ for delay in 0.3 0.1 0.02 0.6; do
 	copies+=("$dir")
 	# the expected tree (the end compares the whole mount with it)
 	[ "$dir" = a ] || cp -r "$DATA/a" "$DATA/$dir"
-	s3_mount "$URL" "$WORK/cache1" "$MNT"
+	s3_mount "$URL" "$WORK/cache1" "$MNT" upload_delay=0
 	before=$(ls "$WORK/cache1/objects" 2>/dev/null | sort)
 	cp -r "$DATA/a" "$MNT/$dir" || bad "cp -r into the mount"
 	fs_bg "$ULPFS" sync "$MNT"
@@ -82,14 +78,14 @@ for delay in 0.3 0.1 0.02 0.6; do
 	left=$(pending)
 	[ -n "$left" ] && [ "$left" != 0 ] && break
 	say "no multipart upload was in flight at that kill: syncing, then again"
-	s3_mount "$URL" "$WORK/cache1" "$MNT"
+	s3_mount "$URL" "$WORK/cache1" "$MNT" upload_delay=0
 	"$ULPFS" sync "$MNT" >/dev/null 2>&1 || bad "sync after a kill that missed"
 	fs_umount "$MNT"
 done
 [ -n "$left" ] && [ "$left" != 0 ] && ok "the kill interrupted $left multipart upload(s)" ||
 	bad "no multipart upload was in flight at any of ${#copies[@]} kills (the kill tests nothing): ${left:-?}"
 killed_ids=$(upload_ids)
-s3_mount "$URL" "$WORK/cache1" "$MNT"
+s3_mount "$URL" "$WORK/cache1" "$MNT" upload_delay=0
 # The mount aborts them before it opens the store, saying so on its
 # standard error (s3_mount keeps it in mount-N.log).  Its own encoders may
 # then begin new multipart uploads of what was staged: only the uploads
@@ -112,7 +108,7 @@ fs_umount "$MNT"
 no_orphans "after kill -9 and remount"
 
 step "the server stopped during writes, then restarted"
-s3_mount "$URL" "$WORK/cache1" "$MNT"
+s3_mount "$URL" "$WORK/cache1" "$MNT" upload_delay=0
 s3_server_halt
 say "server stopped"
 cp -r "$DATA/b" "$MNT/b" && ok "writes go on into staging while the server is down" || bad "cp with the server down"
@@ -145,10 +141,38 @@ else
 fi
 [ "$(fs_staged_count "$WORK/cache1")" -ge 1 ] && ok "the staged file survived the umount" || bad "the staged file is gone"
 s3_server_resume || die "the server did not come back"
-s3_mount "$URL" "$WORK/cache1" "$MNT"
+s3_mount "$URL" "$WORK/cache1" "$MNT" upload_delay=0
 "$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1 && ok "next mount uploads it" || bad "sync: $(cat "$WORK/sync.log")"
 fs_compare_trees "$DATA/c" "$MNT/c" "the file staged across the outage"
 fs_umount "$MNT"
+
+step "kill -9 while uploads are deferred"
+mkdir -p "$DATA/d"
+for i in 1 2 3; do head -c $((7000000 + i)) /dev/urandom >"$DATA/d/f$i.bin"; done
+s3_mount "$URL" "$WORK/cache1" "$MNT" upload_delay=3600
+before=$(s3_bucket_objects crash | wc -l)
+cp -r "$DATA/d" "$MNT/d" || bad "cp -r d into the mount"
+staged_drained() { [ "$(fs_staged_count "$WORK/cache1")" = 0 ]; }
+s3_wait_for 120 staged_drained || bad "d/ still staged after 120 s"
+live=$(s3_live_objects "$WORK/cache1/catalog.db" | wc -l)
+[ "$live" -ge $((before + 3)) ] && ok "d/ committed locally ($live live objects, $before in the bucket)" ||
+	bad "the catalog names $live objects, the bucket $before before d/"
+kill -9 "$FS_LAST_PID" && say "killed daemon $FS_LAST_PID with its uploads deferred"
+fs_force_umount "$MNT"
+[ "$(s3_bucket_objects crash | wc -l)" = "$before" ] && ok "nothing of d/ had been uploaded" ||
+	bad "objects of d/ were uploaded before their delay"
+s3_mount "$URL" "$WORK/cache1" "$MNT" upload_delay=3600
+# the daemon says so on the mount's standard error (s3_mount keeps it)
+# d/f*.bin take b/f*.bin as their predecessors (the same base names), which
+# were re-encoded against them: their new objects are missing too.
+missing=$(sed -nE 's/.* ([0-9]+) object\(s\) of committed versions were not in the bucket.*/\1/p' "$WORK/mount-$FS_NMOUNT.log")
+[ -n "$missing" ] && [ "$missing" -ge 3 ] && [ "$missing" -le "$live" ] &&
+	ok "the remount finds the $missing objects the bucket lacks (d/ and the deltas of b/ against it)" ||
+	bad "the remount did not report the missing objects: $(cat "$WORK/mount-$FS_NMOUNT.log")"
+"$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1 && ok "sync uploads them" || bad "sync: $(cat "$WORK/sync.log")"
+fs_compare_trees "$DATA/d" "$MNT/d" "closed files after kill -9 with deferred uploads"
+fs_umount "$MNT"
+no_orphans "after kill -9 with deferred uploads"
 
 step "a fresh read-only mount from the bucket alone"
 s3_mount "$URL" "$WORK/cache-fresh" "$MNT" ro

@@ -10,6 +10,15 @@
 #                            with a message matching PATTERN (grep -E -i)
 #   s3_keys PREFIX           the bucket's keys under PREFIX, one a line
 #   s3_live_objects CATALOG  the objects a catalog's versions name, sorted
+#   s3_bucket_objects PREFIX the objects under PREFIX/objects/, sorted
+#   s3_expect_objects WHEN PREFIX CATALOG   ok when the bucket's objects
+#                            under PREFIX are exactly the catalog's, waiting
+#                            (deadline S3_LIST_WAIT, default 60 s) for the
+#                            listing, which may lag the writes
+#   s3_exists KEY            0 when the object KEY exists (a HEAD: not the
+#                            listing, which may lag)
+#   s3_wait_for SECONDS CMD...   run CMD until it succeeds or SECONDS
+#                            passed; its last status
 #   s3_umount_unuploaded MNT PATTERN   ulpfs umount MNT must exit non-zero
 #                            saying what is not uploaded (grep PATTERN)
 #
@@ -114,4 +123,42 @@ c = sqlite3.connect(sys.argv[1])
 for (o,) in c.execute("SELECT DISTINCT object FROM versions WHERE state <> 2 AND object IS NOT NULL AND object <> \"\""):
     print(o)
 ' "$1" | sort
+}
+
+s3_bucket_objects() {
+	s3_keys "$1/objects/" | sed 's|.*/||' | sort
+}
+
+s3_exists() {
+	$S3_AWS s3api head-object --bucket "$S3_BUCKET" --key "$1" >/dev/null 2>&1
+}
+
+# Swift answers a PUT or DELETE once the object is stored, and updates the
+# container listing in the same request but with a timeout (a loaded
+# machine may miss it, and the listing catches up later): whatever is
+# checked through the listing is waited for, with a deadline.
+s3_wait_for() {
+	local secs=$1 end
+	shift
+	end=$((SECONDS + secs))
+	until "$@"; do
+		[ "$SECONDS" -ge "$end" ] && return 1
+		sleep 0.5
+	done
+}
+
+s3_objects_match() {
+	local want
+	want=$(s3_live_objects "$2")
+	[ -n "$want" ] && [ "$want" = "$(s3_bucket_objects "$1")" ]
+}
+
+s3_expect_objects() {
+	local when=$1 prefix=$2 cat=$3 want
+	if s3_wait_for "${S3_LIST_WAIT:-60}" s3_objects_match "$prefix" "$cat"; then
+		ok "$when: the bucket holds exactly the $(s3_live_objects "$cat" | wc -l) objects the catalog names"
+	else
+		want=$(s3_live_objects "$cat")
+		bad "$when: bucket objects differ from the catalog's (want $(wc -l <<<"$want")): $(diff <(echo "$want") <(s3_bucket_objects "$prefix") | head -5 | tr '\n' ' ')"
+	fi
 }

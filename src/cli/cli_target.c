@@ -1,7 +1,7 @@
 /*
  * cli_target.c - which store a command acts on, and how it reaches it:
- * --store DIR, or the ulpfs mount that a path (or the working directory)
- * lies in; over the daemon's control socket when one holds the store,
+ * --store DIR (or s3://BUCKET/PREFIX, its default cache directory), or
+ * the ulpfs mount that a path (or the working directory) lies in; over the daemon's control socket when one holds the store,
  * else by opening the store here.
  */
 #define _GNU_SOURCE
@@ -36,10 +36,39 @@ static char *abs_of(const char *p)
 	return out;
 }
 
+/* --store s3://BUCKET/PREFIX: its default cache directory (bucket.h),
+ * where a mount of it without -o cache_dir keeps its store too. */
+static int find_url(cli_target *t, const char *url)
+{
+	char *bucket, *prefix, err[256];
+	if (ulp_bucket_parse_url(url, &bucket, &prefix, err, sizeof err)) {
+		cli_err("%s", err);
+		return CLI_USAGE;
+	}
+	free(bucket);
+	free(prefix);
+	t->url = strdup(url);
+	t->store = ulp_bucket_default_cache(url);
+	if (!t->url || !t->store) {
+		cli_err("out of memory");
+		return CLI_FAIL;
+	}
+	cli_mount_ent e = { 0 };
+	if (cli_find_mount(t->store, 1, &e) == 1) {
+		t->mnt = e.target;
+		e.target = NULL;
+	}
+	cli_mount_ent_free(&e);
+	t->explicit_store = 1;
+	return CLI_OK;
+}
+
 int cli_target_find(cli_target *t, const char *store, const char *hint)
 {
 	cli_mount_ent e = { 0 };
 	memset(t, 0, sizeof(*t));
+	if (store && ulp_bucket_is_url(store))
+		return find_url(t, store);
 	if (store) {
 		t->store = realpath(store, NULL);
 		if (!t->store) {
@@ -145,6 +174,11 @@ int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 		ulp_store_opts o;
 		memset(&o, 0, sizeof(o));
 		ulp_store_opts_default(&o);
+		/* A bucket store's cache: with the bucket, as a mount (which
+		 * seeds a new cache directory from the bucket's catalog). */
+		if (t->url && mount_s3_open_url(&t->s3, t->url, t->store,
+		                                !op_writes(req), &o) < 0)
+			return CLI_FAIL;
 		/* Never create a store by accident. */
 		char *cat = NULL;
 		if (asprintf(&cat, "%s/catalog.db", t->store) < 0)
@@ -152,12 +186,14 @@ int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 		int exists = access(cat, F_OK) == 0;
 		free(cat);
 		if (!exists) {
-			cli_err("%s: not a ulpfs store", t->store);
+			target_s3_free(t);
+			cli_err(t->url ? "%s: no catalog published there"
+			               : "%s: not a ulpfs store",
+			        t->url ? t->url : t->store);
 			return CLI_FAIL;
 		}
-		/* A bucket store's cache: with the bucket, as a mount. */
-		if (mount_s3_open_cmd(&t->s3, t->store, !op_writes(req), &o) <
-		    0)
+		if (!t->url && mount_s3_open_cmd(&t->s3, t->store,
+		                                 !op_writes(req), &o) < 0)
 			return CLI_FAIL;
 		r = ulp_store_open(t->store, &o, &t->st);
 		if (r < 0) {
@@ -188,6 +224,7 @@ void cli_target_free(cli_target *t)
 		        t->store);
 	target_s3_free(t);
 	free(t->store);
+	free(t->url);
 	free(t->mnt);
 	memset(t, 0, sizeof(*t));
 }

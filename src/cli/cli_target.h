@@ -12,6 +12,7 @@ typedef struct cli_target {
 	int explicit_store;  /* given with --store */
 	ulp_store *st;       /* opened here (no daemon), or NULL */
 	struct mount_s3 *s3; /* its bucket, when st is a bucket store's */
+	char *url; /* --store s3://...: store is its cache directory */
 } cli_target;
 
 /* From --store (may be NULL) or the mount that hint (a path argument, or

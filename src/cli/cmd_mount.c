@@ -107,6 +107,10 @@ static void mount_usage(FILE *f)
 	      "     object_cache=SIZE   objects kept in DIR (default 4G)\n"
 	      "     publish_interval=S  catalog published every S seconds "
 	      "(default 60)\n"
+	      "     upload_delay=S      objects wait S seconds before their "
+	      "upload (default\n"
+	      "                         300; 0: each version commits once "
+	      "in the bucket)\n"
 	      "     ro                  read-only: no lease, nothing written\n",
 	      f);
 }

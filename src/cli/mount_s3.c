@@ -44,6 +44,15 @@ int mount_s3_option(mount_s3 *m, const char *opt)
 		}
 		return 1;
 	}
+	if (KEY("upload_delay") && v) {
+		unsigned u;
+		if (cli_parse_uint(v, 86400, &u) < 0) {
+			cli_err("mount option '%s': invalid value", opt);
+			return -1;
+		}
+		m->upload_delay_s = u ? (long)u : -1;
+		return 1;
+	}
 	if (KEY("publish_interval") && v) {
 		unsigned u;
 		if (cli_parse_uint(v, 86400, &u) < 0 || !u) {
@@ -104,6 +113,7 @@ int mount_s3_open(mount_s3 *m, ulp_store_opts *sopts, char *err, size_t errlen)
 		               .object_cache = m->object_cache,
 		               .read_only = m->read_only,
 		               .publish_s = m->publish_s,
+		               .upload_delay_s = m->upload_delay_s,
 		               .quiet = m->url_buf != NULL };
 	if (ulp_bucket_open(&bo, &m->bucket, err, errlen) < 0)
 		return -1;
@@ -145,24 +155,24 @@ int mount_s3_umount_report(const char *store)
 	if (ulp_upload_errors_read(store, &e) != 1)
 		return 0;
 	int64_t staged = ulp_upload_errors_staged(store);
-	if (staged <= 0)
+	/* A later mount clears the file once it has uploaded the objects. */
+	if (staged <= 0 && e.pending <= 0)
 		return 0; /* uploaded after all (by a later mount) */
-	cli_err("%lld staged file(s) NOT uploaded to %s (%s error, %" PRIu64
-	        " failed uploads; the last: %s); they stay in %s/staging and "
-	        "the next mount uploads them",
-	        (long long)staged, e.url,
-	        e.permanent ? "a permanent" : "a transient", e.failures,
+	cli_err("%lld staged file(s) and %lld object(s) of closed files NOT "
+	        "uploaded to %s (%s error, %" PRIu64 " failed uploads; the "
+	        "last: %s); they stay in "
+	        "%s and the next "
+	        "mount uploads them",
+	        (long long)(staged > 0 ? staged : 0), (long long)e.pending,
+	        e.url, e.permanent ? "a permanent" : "a transient", e.failures,
 	        e.error, store);
 	return -1;
 }
 
-int mount_s3_open_cmd(mount_s3 **out, const char *dir, int read_only,
-                      ulp_store_opts *sopts)
+/* The bucket url (malloc'ed, taken over) of the store in dir, opened. */
+static int open_cmd(mount_s3 **out, char *url, const char *dir, int read_only,
+                    ulp_store_opts *sopts)
 {
-	*out = NULL;
-	char *url = ulp_bucket_url_of(dir);
-	if (!url)
-		return 0;
 	mount_s3 *m = calloc(1, sizeof *m);
 	char err[512];
 	if (!m || !(m->cache_dir = strdup(dir))) {
@@ -181,4 +191,24 @@ int mount_s3_open_cmd(mount_s3 **out, const char *dir, int read_only,
 	}
 	*out = m;
 	return 0;
+}
+
+int mount_s3_open_cmd(mount_s3 **out, const char *dir, int read_only,
+                      ulp_store_opts *sopts)
+{
+	*out = NULL;
+	char *url = ulp_bucket_url_of(dir);
+	return url ? open_cmd(out, url, dir, read_only, sopts) : 0;
+}
+
+int mount_s3_open_url(mount_s3 **out, const char *url, const char *dir,
+                      int read_only, ulp_store_opts *sopts)
+{
+	*out = NULL;
+	char *u = strdup(url);
+	if (!u) {
+		cli_err("out of memory");
+		return -1;
+	}
+	return open_cmd(out, u, dir, read_only, sopts);
 }

@@ -15,11 +15,12 @@
 
 typedef struct mount_s3 {
 	const char *url; /* NULL: a local store */
-	char *url_buf;   /* url, when this owns it (mount_s3_open_cmd) */
+	char *url_buf;   /* url, when this owns it (mount_s3_open_cmd/_url) */
 	char *cache_dir; /* -o cache_dir=DIR (malloc'ed, absolute) */
 	uint64_t object_cache;
 	unsigned publish_s;
-	int read_only; /* -o ro */
+	long upload_delay_s; /* 0: the default; < 0: none (upload_delay=0) */
+	int read_only;       /* -o ro */
 	ulp_bucket *bucket;
 } mount_s3;
 
@@ -42,6 +43,10 @@ void mount_s3_free(mount_s3 *m);
  * 0, or -1 after printing why. */
 int mount_s3_open_cmd(mount_s3 **out, const char *dir, int read_only,
                       ulp_store_opts *sopts);
+/* The same for --store s3://BUCKET/PREFIX with dir its cache directory
+ * (seeded from the bucket's catalog when it has none). */
+int mount_s3_open_url(mount_s3 **out, const char *url, const char *dir,
+                      int read_only, ulp_store_opts *sopts);
 /* ulpfs umount, after the daemon of store is gone: -1 after printing what
  * a bucket store could not upload (still staged), else 0. */
 int mount_s3_umount_report(const char *store);

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "objstore/bucket_internal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -72,10 +73,13 @@ char *ulp_bucket_default_cache(const char *url)
 	char *bucket, *prefix, err[64];
 	if (ulp_bucket_parse_url(url, &bucket, &prefix, err, sizeof err))
 		return NULL;
-	size_t n = strlen(bucket) + 3 * strlen(prefix) + 40;
+	const char *root = getenv("ULPFS_CACHE_ROOT");
+	if (!root || root[0] != '/')
+		root = "/var/cache/ulpfs";
+	size_t n = strlen(root) + strlen(bucket) + 3 * strlen(prefix) + 40;
 	char *out = malloc(n);
 	if (out) {
-		int k = snprintf(out, n, "/var/cache/ulpfs/%s/", bucket);
+		int k = snprintf(out, n, "%s/%s/", root, bucket);
 		for (const char *p = prefix; *p; p++)
 			k += snprintf(out + k, n - (size_t)k,
 			              *p == '/' ? "%%2F" : "%c", *p);
@@ -171,17 +175,8 @@ static void clear_failures(ulp_bucket *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
-static int hook_put(void *ctx, int dir_fd, const char *name)
+int ulp_bucket_upload(ulp_bucket *b, int dir_fd, const char *name)
 {
-	ulp_bucket *b = ctx;
-	if (b->o.read_only)
-		return -EROFS;
-	pthread_mutex_lock(&b->mu);
-	int nomem = !b->sweep_done &&
-	            names_add(&b->fresh, &b->nfresh, &b->capfresh, name) < 0;
-	pthread_mutex_unlock(&b->mu);
-	if (nomem)
-		return -ENOMEM; /* the sweep could take it for an orphan */
 	int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -205,9 +200,11 @@ static int hook_put(void *ctx, int dir_fd, const char *name)
 			st.code[0] || st.http
 				? ulp_s3_strstatus(&st, line, sizeof line)
 				: strerror(-rc);
-		ulp_bucket_log("upload of s3://%s/%s failed: %s (the file "
-		               "stays staged and is retried)",
-		               b->bucket, key ? key : name, why);
+		ulp_bucket_log("upload of s3://%s/%s failed: %s (%s)",
+		               b->bucket, key ? key : name, why,
+		               b->defer ? "retried; the local copy is kept"
+		                        : "the file stays staged and is "
+		                          "retried");
 		note_failure(b, key ? key : name, why, rc);
 	}
 	free(key);
@@ -216,14 +213,34 @@ static int hook_put(void *ctx, int dir_fd, const char *name)
 	return upload_errno(rc);
 }
 
+static int hook_put(void *ctx, int dir_fd, const char *name)
+{
+	ulp_bucket *b = ctx;
+	if (b->o.read_only)
+		return -EROFS;
+	pthread_mutex_lock(&b->mu);
+	int rc = !b->sweep_done
+	                 ? names_add(&b->fresh, &b->nfresh, &b->capfresh, name)
+	                 : 0;
+	if (!rc && b->defer)
+		rc = ulp_up_defer(b, name);
+	pthread_mutex_unlock(&b->mu);
+	if (rc < 0)
+		return rc; /* the sweep could take it for an orphan */
+	/* Deferred (uploads.c), or uploaded before its version commits. */
+	return rc == 1 ? 0 : ulp_bucket_upload(b, dir_fd, name);
+}
+
 static void hook_removed(void *ctx, const char *name)
 {
 	ulp_bucket *b = ctx;
 	if (b->o.read_only)
 		return;
 	pthread_mutex_lock(&b->mu);
-	/* out of memory: the next mount's sweep removes it */
-	names_add(&b->dead, &b->ndead, &b->capdead, name);
+	/* Never uploaded: nothing to delete.  Out of memory: the next
+	 * mount's sweep removes it. */
+	if (!ulp_up_forget(b, name))
+		names_add(&b->dead, &b->ndead, &b->capdead, name);
 	pthread_mutex_unlock(&b->mu);
 }
 
@@ -287,6 +304,19 @@ static int hook_synced(void *ctx)
 	ulp_bucket *b = ctx;
 	if (!b->o.read_only)
 		clear_failures(b);
+	/* Deferred uploads wait for the flips first: a version whose
+	 * successor has committed is about to become a delta, and its
+	 * standalone object would go up only to be deleted right after. */
+	pthread_mutex_lock(&b->mu);
+	ulp_store *st = b->st;
+	pthread_mutex_unlock(&b->mu);
+	if (b->defer && st && ulp_up_count(b) > 0) {
+		int rc = ulp_store_gc(st);
+		if (rc < 0)
+			ulp_bucket_log("s3://%s/%s: re-encoding before the "
+			               "upload: %s (uploading as it is)",
+			               b->bucket, b->prefix, strerror(-rc));
+	}
 	return ulp_bucket_publish(b);
 }
 
@@ -318,10 +348,12 @@ static deadlist take_dead(ulp_bucket *b)
 /* A publish failed: the names go back for the next one. */
 static void return_dead(ulp_bucket *b, deadlist d)
 {
+	pthread_mutex_lock(&b->mu);
 	for (size_t i = 0; i < d.n; i++) {
-		hook_removed(b, d.v[i]);
+		names_add(&b->dead, &b->ndead, &b->capdead, d.v[i]);
 		free(d.v[i]);
 	}
+	pthread_mutex_unlock(&b->mu);
 	free(d.v);
 }
 
@@ -360,8 +392,10 @@ int ulp_bucket_publish(ulp_bucket *b)
 typedef struct sweep {
 	ulp_bucket *b;
 	size_t plen;
-	char **keys;
+	char **keys; /* orphans */
 	size_t n, cap;
+	char **have; /* every object listed */
+	size_t nhave, caphave;
 	int err;
 } sweep;
 
@@ -370,6 +404,8 @@ static int sweep_cb(void *ctx, const char *key, uint64_t size)
 	(void)size;
 	sweep *s = ctx;
 	const char *name = key + s->plen;
+	if (names_add(&s->have, &s->nhave, &s->caphave, name) < 0)
+		return -ENOMEM;
 	int live = ulp_store_object_live(s->b->st, name);
 	if (live < 0)
 		return live;
@@ -421,9 +457,47 @@ static void abort_unfinished(ulp_bucket *b)
 	free(all);
 }
 
+static int by_name(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* Live objects of CACHE/objects the bucket lacks (have: sorted; listed 0:
+ * the listing failed): a crash came before their deferred upload
+ * (uploads.c).  Up they go, now. */
+static void upload_missing(ulp_bucket *b, int listed, char **have, size_t nhave)
+{
+	DIR *d = fdopendir(dup(b->obj_dir_fd));
+	struct dirent *e;
+	unsigned n = 0;
+	while (d && (e = readdir(d))) {
+		const char *name = e->d_name;
+		if (strlen(name) != 32 ||
+		    strspn(name, "0123456789abcdef") != 32 ||
+		    (nhave &&
+		     bsearch(&name, have, nhave, sizeof *have, by_name)) ||
+		    ulp_store_object_live(b->st, name) != 1)
+			continue;
+		n += ulp_up_recover(b, name) == 1;
+	}
+	if (d)
+		closedir(d);
+	if (n && listed)
+		ulp_bucket_log("s3://%s/%s: %u object(s) of committed versions "
+		               "were not in the bucket (a crash before their "
+		               "upload): uploading them",
+		               b->bucket, b->prefix, n);
+	else if (n)
+		ulp_bucket_log("s3://%s/%s: the bucket could not be listed: "
+		               "uploading the %u object(s) of the cache again "
+		               "(some may be missing from the bucket)",
+		               b->bucket, b->prefix, n);
+}
+
 /* Objects in the bucket no version names: uploads a crash cut off before
  * their commit, deletes a crash cut off after it.  Objects this mount is
- * uploading meanwhile (its encoders run already) are spared. */
+ * uploading meanwhile (its encoders run already) are spared.  Then the
+ * other way round: live objects the bucket lacks. */
 static int sweep_orphans(ulp_bucket *b)
 {
 	char *pfx = object_key(b, "");
@@ -432,12 +506,24 @@ static int sweep_orphans(ulp_bucket *b)
 	sweep s = { .b = b, .plen = strlen(pfx) };
 	ulp_s3_status st = { 0, "", "" };
 	int rc = ulp_s3_list(b->s3, pfx, sweep_cb, &s, &st);
-	for (size_t i = 0; i < s.n; i++) {
-		if (!rc && ulp_s3_delete(b->s3, s.keys[i], &st) == 0)
-			ulp_bucket_log("removed orphan s3://%s/%s", b->bucket,
-			               s.keys[i]);
-	}
+	/* The published catalog may still name them (the crash came after
+	 * the local commit that dropped them, before the publish): they go
+	 * with the next publish, as the catalog's own drops do. */
+	pthread_mutex_lock(&b->mu);
+	for (size_t i = 0; !rc && i < s.n; i++)
+		names_add(&b->dead, &b->ndead, &b->capdead, s.keys[i] + s.plen);
+	pthread_mutex_unlock(&b->mu);
+	if (!rc && s.n)
+		ulp_bucket_log("s3://%s/%s: %zu orphan object(s) (no version "
+		               "names them), deleted after the next publish",
+		               b->bucket, b->prefix, s.n);
+	/* Unlisted, the bucket counts as empty: an object it lacks must
+	 * not wait for its upload unknown to the cache's eviction. */
+	if (!rc)
+		qsort(s.have, s.nhave, sizeof *s.have, by_name);
+	upload_missing(b, !rc, s.have, rc ? 0 : s.nhave);
 	names_free(s.keys, s.n);
+	names_free(s.have, s.nhave);
 	free(pfx);
 	pthread_mutex_lock(&b->mu);
 	b->sweep_done = 1;
@@ -456,6 +542,7 @@ static void *bg_main(void *arg)
 	unsigned lease_every = b->o.lease_s / 3 ? b->o.lease_s / 3 : 1;
 	time_t next_pub = time(NULL) + b->o.publish_s;
 	time_t next_lease = time(NULL) + lease_every;
+	time_t last_pub = time(NULL);
 	pthread_mutex_lock(&b->mu);
 	while (!b->stopping) {
 		struct timespec ts;
@@ -472,13 +559,19 @@ static void *bg_main(void *arg)
 			else
 				next_lease = now + 2;
 		}
-		if (now >= next_pub) {
+		/* A periodic publish uploads what is pending first, so it
+		 * waits while an upload is deferred, up to upload_delay_s
+		 * after the last one (uploads.c). */
+		if (now >= next_pub &&
+		    (!b->defer || now - last_pub >= b->o.upload_delay_s ||
+		     !ulp_up_young(b))) {
 			deadlist d = take_dead(b);
 			if (ulp_publish_now(b, d.n == 0) == 0)
 				flush_dead(b, d);
 			else
 				return_dead(b, d);
 			next_pub = now + b->o.publish_s;
+			last_pub = now;
 		}
 		pthread_mutex_lock(&b->mu);
 	}
@@ -490,10 +583,13 @@ static void write_url(const ulp_bucket *b); /* with the open, below */
 
 int ulp_bucket_attach(ulp_bucket *b, ulp_store *st)
 {
+	pthread_mutex_lock(&b->mu); /* the object cache's trims read it */
 	b->st = st;
+	pthread_mutex_unlock(&b->mu);
 	write_url(b); /* after the store's open: a new store starts empty */
 	if (b->o.read_only)
 		return 0;
+	ulp_publish_sweep(b);
 	int rc = sweep_orphans(b);
 	if (rc)
 		ulp_bucket_log("orphan sweep of s3://%s/%s failed: %s",
@@ -512,22 +608,28 @@ void ulp_bucket_detach(ulp_bucket *b)
 	if (b->have_thread)
 		pthread_join(b->thread, NULL);
 	b->have_thread = 0;
+	pthread_mutex_lock(&b->mu);
 	b->st = NULL;
+	pthread_mutex_unlock(&b->mu);
 }
 
 /* ---------------------------------------------------------------- open */
 
 static void bucket_free(ulp_bucket *b)
 {
+	ulp_up_stop(b);
 	names_free(b->fresh, b->nfresh);
 	for (size_t i = 0; i < b->ndead; i++)
 		free(b->dead[i]);
 	free(b->dead);
 	ulp_s3_close(b->s3);
+	if (b->obj_dir_fd >= 0)
+		close(b->obj_dir_fd);
 	pthread_mutex_destroy(&b->mu);
 	pthread_mutex_destroy(&b->pub_mu);
 	pthread_mutex_destroy(&b->trim_mu);
 	pthread_cond_destroy(&b->cv);
+	pthread_cond_destroy(&b->flush_cv);
 	free(b->url);
 	free(b->cache_dir);
 	free(b->bucket);
@@ -579,6 +681,23 @@ static void write_url(const ulp_bucket *b)
 	free(p);
 }
 
+/* CACHE/objects, which the store creates too: deferred uploads read it
+ * after the store's close, and before its open (recovered objects). */
+static int open_objects(ulp_bucket *b, char *err, size_t errlen)
+{
+	char *p = NULL;
+	if (asprintf(&p, "%s/objects", b->cache_dir) < 0)
+		return -ENOMEM;
+	int rc = mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	if (!rc &&
+	    (b->obj_dir_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		rc = -errno;
+	if (rc)
+		snprintf(err, errlen, "%s: %s", p, strerror(-rc));
+	free(p);
+	return rc;
+}
+
 int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
                     size_t errlen)
 {
@@ -592,6 +711,8 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 	/* unknown until the first trim counts it */
 	atomic_store(&b->cached_bytes, ~0ull >> 1);
 	pthread_cond_init(&b->cv, NULL);
+	pthread_cond_init(&b->flush_cv, NULL);
+	b->obj_dir_fd = -1;
 	b->o = *o;
 	if (!b->o.object_cache)
 		b->o.object_cache = 4ull << 30;
@@ -599,6 +720,9 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 		b->o.publish_s = 60;
 	if (!b->o.lease_s)
 		b->o.lease_s = 120;
+	if (!b->o.upload_delay_s)
+		b->o.upload_delay_s = ULP_UPLOAD_DELAY_DEFAULT;
+	b->defer = !o->read_only && b->o.upload_delay_s > 0;
 	b->url = strdup(o->url);
 	b->cache_dir = strdup(o->cache_dir);
 	int rc = b->url && b->cache_dir ? 0 : -ENOMEM;
@@ -628,6 +752,11 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 		abort_unfinished(b);
 	if (!rc)
 		rc = ulp_publish_seed(b, err, errlen);
+	if (!rc && !o->read_only)
+		rc = open_objects(b, err, errlen);
+	if (!rc && !o->read_only && (rc = ulp_up_start(b)) < 0)
+		snprintf(err, errlen, "starting the uploaders: %s",
+		         strerror(-rc));
 	if (rc) {
 		if (b->leased)
 			ulp_lease_release(b);
@@ -638,26 +767,28 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 	return 0;
 }
 
-/* After the store's close: what is still staged was not uploaded (the
- * store commits a version only once its object is in the bucket).  The
- * file then says so to umount; with nothing staged it goes.  -EIO when
- * something was left behind, else rc. */
+/* After the store's close and the last publish: what is still staged was
+ * not encoded into an object, and what is still pending (uploads.c) was
+ * not uploaded.  The file then says so to umount; with neither it goes.
+ * -EIO when something was left behind, else rc. */
 static int close_failures(ulp_bucket *b, int rc)
 {
 	int64_t staged = ulp_upload_errors_staged(b->cache_dir);
-	if (staged == 0) {
+	int64_t pending = (int64_t)ulp_up_count(b);
+	if (staged == 0 && pending == 0) {
 		ulp_upload_errors_clear(b->cache_dir);
 		return rc;
 	}
 	if (staged < 0 || !b->uerr.failures)
 		return rc;
 	b->uerr.staged = staged;
+	b->uerr.pending = pending;
 	int wrc = ulp_upload_errors_write(b->cache_dir, &b->uerr);
-	ulp_bucket_log("s3://%s/%s: %lld staged file(s) NOT uploaded (last "
-	               "error: %s); they stay in %s/staging for the next "
-	               "mount",
-	               b->bucket, b->prefix, (long long)staged, b->uerr.error,
-	               b->cache_dir);
+	ulp_bucket_log("s3://%s/%s: %lld staged file(s) and %lld object(s) "
+	               "NOT uploaded (last error: %s); they stay in %s for "
+	               "the next mount",
+	               b->bucket, b->prefix, (long long)staged,
+	               (long long)pending, b->uerr.error, b->cache_dir);
 	if (wrc)
 		ulp_bucket_log("%s/%s: %s", b->cache_dir,
 		               ULP_UPLOAD_ERRORS_FILE, strerror(-wrc));

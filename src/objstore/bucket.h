@@ -3,8 +3,9 @@
  * (s3://BUCKET/PREFIX).  The store itself stays a local directory, the
  * cache directory: catalog.db, staging/ and objects/ (a bounded cache of
  * the objects this machine wrote).  In the bucket, under PREFIX/:
- *   objects/<name>        every object a live version needs, uploaded
- *                         before its version commits
+ *   objects/<name>        every object a published version needs,
+ *                         uploaded before the snapshot that names it
+ *                         (uploads.c: deferred by upload_delay_s)
  *   catalog/<stamp>.db    consistent catalog snapshots (VACUUM INTO),
  *                         each under a new name
  *   CATALOG               the pointer: the name of the newest snapshot
@@ -31,6 +32,9 @@
 
 typedef struct ulp_bucket ulp_bucket;
 
+/* upload_delay_s when none is given (ulp_bucket_opts) */
+#define ULP_UPLOAD_DELAY_DEFAULT 300
+
 typedef struct ulp_bucket_opts {
 	const char *url;       /* s3://BUCKET[/PREFIX] */
 	const char *cache_dir; /* the local store directory */
@@ -38,7 +42,13 @@ typedef struct ulp_bucket_opts {
 	int read_only;         /* no lease, nothing written to the bucket */
 	unsigned publish_s;    /* periodic catalog publish (0: 60 s) */
 	unsigned lease_s;      /* lease lifetime (0: 120 s; refreshed at 1/3) */
-	int quiet;             /* no traffic summary at close (commands) */
+	/* seconds an object waits in the cache before its upload, so that a
+	 * version replaced meanwhile (the previous newest, coded again as a
+	 * delta) is never uploaded standalone; a publish (sync, umount,
+	 * periodic) uploads every object first.  0: the default (300 s);
+	 * < 0: none, each object is uploaded before its version commits. */
+	long upload_delay_s;
+	int quiet; /* no traffic summary at close (commands) */
 } ulp_bucket_opts;
 
 /* 1 when s names a bucket store (s3://...). */
@@ -47,7 +57,8 @@ int ulp_bucket_is_url(const char *s);
  * trailing slash).  -EINVAL with err filled on a malformed URL. */
 int ulp_bucket_parse_url(const char *url, char **bucket, char **prefix,
                          char *err, size_t errlen);
-/* /var/cache/ulpfs/BUCKET/PREFIX-with-slashes-as-%2F, malloc'ed. */
+/* ROOT/BUCKET/PREFIX-with-slashes-as-%2F, malloc'ed; ROOT is
+ * $ULPFS_CACHE_ROOT when that is an absolute path, else /var/cache/ulpfs. */
 char *ulp_bucket_default_cache(const char *url);
 
 /*

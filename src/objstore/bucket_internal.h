@@ -13,6 +13,10 @@
 #include "objstore/s3_client.h"
 #include "objstore/upload_errors.h"
 
+/* Uploader threads of deferred uploads (several objects in flight, each
+ * multipart with its own parts in flight). */
+#define ULP_UPLOADERS 4
+
 struct ulp_bucket {
 	ulp_bucket_opts o;
 	char *url, *cache_dir, *bucket, *prefix;
@@ -55,6 +59,21 @@ struct ulp_bucket {
 	atomic_ullong cached_bytes;
 	pthread_mutex_t trim_mu;
 
+	/* uploads.c: objects whose upload waits (under mu) */
+	int defer;      /* upload_delay_s > 0 and a writer */
+	int obj_dir_fd; /* CACHE/objects, ours (uploads after the store's
+	                   close) */
+	struct ulp_pending *pend;
+	size_t npend, cappend;
+	int gate;   /* a publish is flushing: puts upload before commit */
+	int up_err; /* the last failure since the flush began */
+	int up_stop;
+	unsigned nup; /* uploader threads */
+	pthread_t up_thread[ULP_UPLOADERS];
+	pthread_cond_t up_cv;    /* uploaders: work is due, or stop */
+	pthread_cond_t flush_cv; /* flushers: an upload ended */
+	int have_up_cv;
+
 	char owner[512]; /* this mount's lease owner id */
 	int leased;
 	int lease_advisory; /* the server refused If-None-Match */
@@ -63,6 +82,32 @@ struct ulp_bucket {
 /* PREFIX/what, malloc'ed. */
 char *ulp_bucket_key(const ulp_bucket *b, const char *what);
 void ulp_bucket_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Upload CACHE/objects/name (dir_fd is that directory): counted, a
+ * failure logged and noted for stats and umount.  0 or -errno. */
+int ulp_bucket_upload(ulp_bucket *b, int dir_fd, const char *name);
+
+/* uploads.c (uploads.c says why and what stays true).  With mu held:
+ * ulp_up_defer queues name (1), or says to upload it now (0: a publish is
+ * flushing), or -ENOMEM; ulp_up_forget drops a pending name that is not
+ * in flight (1: it was never uploaded) or does nothing (0).  Without mu:
+ * the rest. */
+int ulp_up_defer(ulp_bucket *b, const char *name);
+int ulp_up_forget(ulp_bucket *b, const char *name);
+int ulp_up_start(ulp_bucket *b);
+void ulp_up_stop(ulp_bucket *b);
+/* A live object the bucket lacks (a crash before its upload): due now.
+ * 1 queued, 2 queued already (this mount's), -errno. */
+int ulp_up_recover(ulp_bucket *b, const char *name);
+/* Whether name waits for its upload (never evicted meanwhile). */
+int ulp_bucket_pending(ulp_bucket *b, const char *name);
+/* Whether some pending upload is not due yet. */
+int ulp_up_young(ulp_bucket *b);
+size_t ulp_up_count(ulp_bucket *b);
+/* Publishes: close the gate, flush (upload everything pending; 0 or the
+ * first error), snapshot, open it. */
+void ulp_up_gate(ulp_bucket *b, int closed);
+int ulp_up_flush(ulp_bucket *b);
 
 /* lease.c */
 int ulp_lease_acquire(ulp_bucket *b, char *err, size_t errlen);
@@ -80,5 +125,8 @@ void ulp_ocache_trim(ulp_bucket *b, const char *keep);
 /* publish.c */
 int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen);
 int ulp_publish_now(ulp_bucket *b, int only_if_changed);
+/* A writer's mount: delete the catalog snapshots crashes left (all but the
+ * pointer's and the one before it). */
+void ulp_publish_sweep(ulp_bucket *b);
 
 #endif

@@ -1,8 +1,9 @@
 /*
  * publish.c - the catalog between the cache directory and the bucket.
  *
- * Publish: VACUUM INTO a temporary file (a consistent snapshot, taken from
- * a read-only connection while the store keeps writing), upload it under a
+ * Publish: the deferred uploads flushed (uploads.c), VACUUM INTO a
+ * temporary file (a consistent snapshot, taken from a read-only
+ * connection while the store keeps writing), upload it under a
  * new name catalog/<UTC stamp>-<nonce>.db, then overwrite the small pointer
  * object CATALOG with that name.  A reader sees either the old pointer or
  * the new one, and both name complete snapshots; the one before the
@@ -294,8 +295,15 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 	int rc = db && tmp && key && ptr ? 0 : -ENOMEM;
 	ulp_s3_status st = { 0, "", "" };
 	if (!rc) {
+		/* Every object the snapshot names is in the bucket first:
+		 * the deferred ones are uploaded, and puts until the
+		 * snapshot is taken upload before they commit (uploads.c). */
+		ulp_up_gate(b, 1);
+		rc = ulp_up_flush(b);
 		unlink(tmp);
-		rc = vacuum_into(db, tmp);
+		if (!rc)
+			rc = vacuum_into(db, tmp);
+		ulp_up_gate(b, 0);
 	}
 	int fd = -1;
 	if (!rc && (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0)
@@ -345,4 +353,76 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 	free(ptr);
 	pthread_mutex_unlock(&b->pub_mu);
 	return rc;
+}
+
+/* ---------------------------------------------------------------- sweep */
+
+typedef struct snaps {
+	size_t plen; /* of PREFIX/ */
+	char **v;
+	size_t n, cap;
+} snaps;
+
+static int snap_cb(void *ctx, const char *key, uint64_t size)
+{
+	(void)size;
+	snaps *s = ctx;
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? 2 * s->cap : 16;
+		char **nv = realloc(s->v, nc * sizeof *nv);
+		if (!nv)
+			return -ENOMEM;
+		s->v = nv;
+		s->cap = nc;
+	}
+	if (!(s->v[s->n] = strdup(key + s->plen)))
+		return -ENOMEM;
+	s->n++;
+	return 0;
+}
+
+static int by_str(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+void ulp_publish_sweep(ulp_bucket *b)
+{
+	char *all = ulp_bucket_key(b, ""), *pfx = ulp_bucket_key(b, "catalog/");
+	snaps s = { .plen = all ? strlen(all) : 0 };
+	ulp_s3_status st = { 0, "", "" };
+	pthread_mutex_lock(&b->pub_mu);
+	int rc = all && pfx ? ulp_s3_list(b->s3, pfx, snap_cb, &s, &st)
+	                    : -ENOMEM;
+	/* Names sort by time: the one before the pointer's stays for a
+	 * reader that fetched the old pointer (the next publish deletes it),
+	 * every other is left by a crash and goes now. */
+	size_t keep = s.n;
+	if (!rc) {
+		qsort(s.v, s.n, sizeof *s.v, by_str);
+		for (size_t i = 0; i < s.n; i++)
+			if (strcmp(s.v[i], b->last_snapshot) < 0)
+				keep = i;
+	}
+	unsigned gone = 0;
+	for (size_t i = 0; !rc && i < s.n; i++) {
+		if (i == keep || !strcmp(s.v[i], b->last_snapshot))
+			continue;
+		char *key = ulp_bucket_key(b, s.v[i]);
+		gone += key && ulp_s3_delete(b->s3, key, &st) == 0;
+		free(key);
+	}
+	if (!rc && keep < s.n && !b->prev_snapshot[0])
+		snprintf(b->prev_snapshot, sizeof b->prev_snapshot, "%s",
+		         s.v[keep]);
+	pthread_mutex_unlock(&b->pub_mu);
+	if (gone)
+		ulp_bucket_log("s3://%s/%s: deleted %u stale catalog "
+		               "snapshot(s)",
+		               b->bucket, b->prefix, gone);
+	for (size_t i = 0; i < s.n; i++)
+		free(s.v[i]);
+	free(s.v);
+	free(all);
+	free(pfx);
 }

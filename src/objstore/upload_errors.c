@@ -44,9 +44,10 @@ int ulp_upload_errors_write(const char *cache_dir, const ulp_upload_errors *e)
 		one_line(c.error);
 		fprintf(f,
 		        "url %s\nfailures %" PRIu64 "\nfirst %lld\nlast %lld\n"
-		        "permanent %d\nstaged %" PRId64 "\nerror %s\n",
+		        "permanent %d\nstaged %" PRId64 "\npending %" PRId64
+		        "\nerror %s\n",
 		        c.url, c.failures, c.first, c.last, c.permanent,
-		        c.staged, c.error);
+		        c.staged, c.pending, c.error);
 		if (fclose(f) != 0)
 			rc = -errno;
 		if (!rc && rename(tmp, dst) < 0)
@@ -91,6 +92,8 @@ int ulp_upload_errors_read(const char *cache_dir, ulp_upload_errors *e)
 			e->permanent = atoi(v) != 0;
 		else if (!strcmp(line, "staged"))
 			e->staged = strtoll(v, NULL, 10);
+		else if (!strcmp(line, "pending"))
+			e->pending = strtoll(v, NULL, 10);
 	}
 	fclose(f);
 	return 1;

@@ -3,7 +3,8 @@
  * store could not upload, for "ulpfs stats" and "ulpfs umount" (which run
  * in other processes, and after the daemon is gone).  The daemon writes it
  * at each failed upload and removes it once everything closed is in the
- * bucket (a sync that succeeded, or a close with nothing left staged).
+ * bucket (a sync that succeeded, or a close with nothing left staged or
+ * pending).
  *
  * Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
  */
@@ -21,6 +22,8 @@ typedef struct ulp_upload_errors {
 	long long first, last; /* when (Unix time) */
 	int permanent;         /* 403, missing bucket: retrying won't help */
 	int64_t staged;        /* files staged at the daemon's close, or -1 */
+	int64_t pending;       /* objects of committed versions not uploaded
+	                          at the close (deferred uploads) */
 } ulp_upload_errors;
 
 /* Write it (atomically: a temporary, then rename).  0 or -errno. */
