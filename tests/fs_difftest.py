@@ -25,14 +25,6 @@ operations, all descriptors closed first on both sides).  The names come
 from a small fixed set (directories d0 d1 d2 and d0/n d1/n d2/n, files
 f0..f5 in each and in the root) so that operations collide.
 
-With --passthrough (the mount writes in FUSE passthrough mode) it makes
-no writer open and no truncate(2) of a file while a read-only descriptor of it is open that
-was opened beside a writer and no writer is open any more: the kernel
-holds such a reader's backing file (the staging file of the content since
-committed) and allows one backing file per inode, so that open (and the
-truncate, which would not reach the readers) fails with ETXTBSY there, as ulpfs(1) documents and tests/fs_writes.sh checks.  Such
-operations are counted as "skip-pt" and not run on either side.
-
 The sequence depends only on --seed (printed at start; random when not
 given) and on the other options: the same options reproduce the same
 sequence.  Every choice is made from the random generator and the state of
@@ -146,7 +138,6 @@ class Slot:
     def __init__(self, sid, fds, path, acc, append):
         self.sid, self.fds, self.path, self.acc, self.append = sid, fds, path, acc, append
         self.ino = os.fstat(fds[1]).st_ino  # the plain side's: names the file
-        self.beside_writer = False  # read-only, opened while a writer was open
 
     @property
     def readable(self):
@@ -412,21 +403,6 @@ class Tester:
                 self.check_slot(s)
         self.check_paths(list(paths) + [s.path for s in slots if s.path])
 
-    def pt_blocked(self, rel):
-        """Whether a writer open of rel meets the documented passthrough
-        limit (see the module's docstring); counted, then not run."""
-        if not self.a.passthrough:
-            return False
-        try:
-            ino = os.stat(self.p(1, rel)).st_ino
-        except OSError:
-            return False
-        mine = [s for s in self.slots.values() if s.ino == ino]
-        if any(s.acc != os.O_RDONLY for s in mine) or not any(s.beside_writer for s in mine):
-            return False
-        self.counts["skip-pt"] += 1
-        return True
-
     def pick_slot(self):
         if not self.slots:
             return None
@@ -448,8 +424,6 @@ class Tester:
         if acc != os.O_RDONLY and self.rng.random() < 0.2:
             fl |= os.O_APPEND
         mode = self.rng.choice([0o644, 0o600, 0o664, 0o755])
-        if acc != os.O_RDONLY and self.pt_blocked(rel):
-            return
         fds = [None, None]
         names = [n for n in ("O_CREAT", "O_EXCL", "O_TRUNC", "O_APPEND") if fl & getattr(os, n)]
         desc = "%s %s %s" % (rel, "|".join([{0: "O_RDONLY", 1: "O_WRONLY", 2: "O_RDWR"}[acc]] + names), oct(mode))
@@ -470,8 +444,6 @@ class Tester:
                 self.new = []
             elif ra[0] == "ok" and rb[0] == "ok":
                 s = Slot(self.next_sid, fds, rel, acc, bool(fl & os.O_APPEND))
-                s.beside_writer = acc == os.O_RDONLY and any(
-                    o.ino == s.ino and o.acc != os.O_RDONLY for o in self.slots.values())
                 self.next_sid += 1
                 self.slots[s.sid] = s
                 self.hist[-1] += " = fd#%d" % s.sid
@@ -589,8 +561,6 @@ class Tester:
     def op_truncate(self):
         rel = self.pick_file(0.85)
         n = min(self.gen_len(self.plain_size(rel)), MAX_FILE)
-        if self.pt_blocked(rel):
-            return
         self.run("truncate", "%s len=%d" % (rel, n), lambda side: os.truncate(self.p(side, rel), n), paths=[rel])
 
     def op_patch(self):
@@ -602,8 +572,6 @@ class Tester:
         n = min(self.gen_size(), 8192)
         data = self.gen_data(n, self.plain_base(rel, off, n))
         acc = self.rng.choice([os.O_RDWR, os.O_WRONLY])
-        if self.pt_blocked(rel):
-            return
 
         def fn(side):
             fd = os.open(self.p(side, rel), acc)
@@ -618,8 +586,6 @@ class Tester:
         rel = self.pick_file(0.8)
         n = self.gen_size() * self.rng.choice([1, 1, 4])
         data = self.gen_data(n, self.plain_base(rel, 0, n))
-        if self.pt_blocked(rel):
-            return
 
         def fn(side):
             with open(self.p(side, rel), "wb") as f:
@@ -852,8 +818,6 @@ def main():
     ap.add_argument("--remount-every", type=int, default=1000, help="0: only the final remount")
     ap.add_argument("--check-every", type=int, default=200, help="whole-tree comparison period")
     ap.add_argument("--sync-every", type=int, default=300, help="about one 'ulpfs sync' per N ops (0: none)")
-    ap.add_argument("--passthrough", action="store_true",
-                    help="the mount writes in passthrough mode (see above)")
     ap.add_argument("--verbose", action="store_true", help="print every operation")
     ap.add_argument("--report-every", type=float, default=30.0, help="progress line period (s)")
     a = ap.parse_args()

@@ -38,12 +38,10 @@ difftest_run() {
 	mkdir -p "$plain"
 	step "run $NRUN: fs_difftest.py $*"
 	fs_mount "$store" "$mnt"
-	local pt=
-	[ "$(fs_write_mode "$mnt")" = passthrough ] && pt=--passthrough
 	mkfifo "$req" "$resp" || die "mkfifo failed"
 	# Read-write opens of the FIFOs never block, whatever the tester does.
 	exec 3<>"$req" 4<>"$resp"
-	fs_bg "$PY" "$DIFFTEST" --mnt "$mnt" --plain "$plain" --ctl-req "$req" --ctl-resp "$resp" $pt "$@" 3<&- 4<&-
+	fs_bg "$PY" "$DIFFTEST" --mnt "$mnt" --plain "$plain" --ctl-req "$req" --ctl-resp "$resp" "$@" 3<&- 4<&-
 	pid=$FS_BG_LAST
 	while :; do
 		if IFS= read -r -t 2 cmd <&3; then

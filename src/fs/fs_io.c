@@ -22,6 +22,10 @@
  * not opened for passthrough cannot be mmapped while the inode has a
  * backing file.  So the opens of each inode are counted here, passthrough
  * and other, and a writer of an inode with other opens gets direct_io.
+ * The store keeps a registered staging file past its commit for as long
+ * as the kernel holds it (store/backing.c), so a later writer of the inode
+ * writes that same file: passthrough readers see its writes, as they
+ * would on a local filesystem.
  */
 #include "config.h"
 
@@ -77,7 +81,6 @@ struct ulp_io_node {
 	dev_t bdev;      /* the backing (staging) file */
 	ino_t bino;
 	unsigned npt, nother;
-	unsigned nwr; /* of npt, the writers' */
 	struct ulp_io_node *next;
 };
 
@@ -324,14 +327,16 @@ static int backing_new(ulp_fs *fs, struct ulp_io_node *n, ulp_file *f)
 	close(fd);
 	if (id < 0)
 		return id;
+	ulp_file_backing_hold(f);
 	n->backing = id;
 	n->bdev = sb.st_dev;
 	n->bino = sb.st_ino;
 	return 0;
 }
 
-/* Whether f's staging file is still n's backing file (a writer that came
- * after a passthrough reader outlived the commit gets a new one). */
+/* Whether f's staging file is n's backing file: always, as the store
+ * keeps it for the kernel; else (it could not) the writer is refused
+ * rather than failing in the kernel. */
 static int backing_same(const struct ulp_io_node *n, ulp_file *f)
 {
 	struct stat sb;
@@ -388,8 +393,6 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	}
 	if (mode == ULP_IO_PT) {
 		n->npt++;
-		if (wr)
-			n->nwr++;
 		tls_pt_unique = tls_unique;
 		tls_pt_id = n->backing;
 		fi->keep_cache = 0;
@@ -413,23 +416,20 @@ out:
 	/* Outside io_mu: it may wait for the staging limit. */
 	if (mode == ULP_IO_PT && wr && rc == 0)
 		ulp_file_set_passthrough(f);
-	if (rc < 0)
-		return rc;
-	return mode == ULP_IO_PT && wr ? ULP_IO_PT_WRITE : mode;
+	return rc < 0 ? rc : mode;
 }
 
-void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, int mode)
+void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, ulp_file *f, int mode)
 {
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
-	if (n && (mode == ULP_IO_PT || mode == ULP_IO_PT_WRITE) && n->npt > 0) {
-		if (mode == ULP_IO_PT_WRITE && n->nwr > 0)
-			n->nwr--;
+	if (n && mode == ULP_IO_PT && n->npt > 0) {
 		/* The kernel let go of the backing file before RELEASE. */
-		if (--n->npt == 0)
+		if (--n->npt == 0) {
 			ulp_fs_backing_close(fs, n->backing);
-	} else if (n && mode != ULP_IO_PT && mode != ULP_IO_PT_WRITE &&
-	           n->nother > 0) {
+			ulp_file_backing_release(f);
+		}
+	} else if (n && mode != ULP_IO_PT && n->nother > 0) {
 		n->nother--;
 	}
 	if (n)
@@ -444,15 +444,6 @@ int ulp_fs_io_passthrough(ulp_fs *fs, uint64_t ino)
 	int pt = n && n->npt;
 	pthread_mutex_unlock(&fs->io_mu);
 	return pt;
-}
-
-int ulp_fs_io_stale(ulp_fs *fs, uint64_t ino)
-{
-	pthread_mutex_lock(&fs->io_mu);
-	struct ulp_io_node *n = node_get(fs, ino, 0);
-	int stale = n && n->npt && !n->nwr;
-	pthread_mutex_unlock(&fs->io_mu);
-	return stale;
 }
 
 void ulp_fs_io_free(ulp_fs *fs)

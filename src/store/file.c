@@ -226,6 +226,26 @@ void ulp_file_set_passthrough(ulp_file *f)
 	pthread_mutex_unlock(&st->mu);
 }
 
+void ulp_file_backing_hold(ulp_file *f)
+{
+	pthread_mutex_lock(&f->st->mu);
+	f->in->bk_held++;
+	pthread_mutex_unlock(&f->st->mu);
+}
+
+void ulp_file_backing_release(ulp_file *f)
+{
+	ulp_store *st = f->st;
+	ulp_inode *in = f->in;
+
+	pthread_rwlock_wrlock(&in->data);
+	pthread_mutex_lock(&st->mu);
+	if (in->bk_held > 0 && --in->bk_held == 0 && in->bk_kept)
+		ulp_stage_drop(st, in); /* committed: nothing else needs it */
+	pthread_mutex_unlock(&st->mu);
+	pthread_rwlock_unlock(&in->data);
+}
+
 int ulp_file_fsync(ulp_file *f, int datasync)
 {
 	ulp_inode *in = f->in;

@@ -236,6 +236,12 @@ int ulp_file_staging_fd(ulp_file *f);
  * first while the staging limit is reached, the only point where such a
  * writer can wait.  f must be writable. */
 void ulp_file_set_passthrough(ulp_file *f);
+/* The kernel took the staging file of f's inode as the backing file of
+ * open files (hold), or let go of it (release).  While it holds it, a
+ * commit keeps the file, and a later writer writes it again, instead of a
+ * new one the kernel could not use (store/backing.c). */
+void ulp_file_backing_hold(ulp_file *f);
+void ulp_file_backing_release(ulp_file *f);
 /* An unnamed, empty file (O_TMPFILE) beside the staging files, to try
  * whether the kernel takes them as backing files; an fd or -errno. */
 int ulp_store_staging_tmpfd(ulp_store *st);
