@@ -355,20 +355,25 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	int acc = fi->flags & O_ACCMODE;
 	int wr = acc != O_RDONLY, trunc = create || (fi->flags & O_TRUNC);
 	int mode = ULP_IO_CACHED, rc = 0;
+	int pt_mode = fs->io_mode == ULP_FS_WRITE_PASSTHROUGH;
+	/* Outside io_mu: it may wait for the staging limit.  A writer not
+	 * admitted (near the limit) is served by the daemon, whose writes
+	 * wait for the limit one by one. */
+	int admitted = pt_mode && wr && ulp_file_passthrough_admit(f);
 
 	fi->direct_io = 0;
 	fi->keep_cache = keep_cache ? 1 : 0;
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
-	if (fs->io_mode == ULP_FS_WRITE_PASSTHROUGH && n && n->npt) {
-		/* the kernel wants this open on the same backing file */
+	if (pt_mode && n && n->npt) {
+		/* the kernel wants this open on the same backing file,
+		 * admitted or not */
 		if (wr && !backing_same(n, f)) {
 			rc = -ETXTBSY;
 			goto out;
 		}
 		mode = ULP_IO_PT;
-	} else if (fs->io_mode == ULP_FS_WRITE_PASSTHROUGH && wr &&
-	           !(n && n->nother)) {
+	} else if (admitted && !(n && n->nother)) {
 		if (!n)
 			n = node_get(fs, ino, 1);
 		rc = n ? backing_new(fs, n, f) : -ENOMEM;
@@ -413,9 +418,10 @@ out:
 	if (n) /* freed if nothing is counted on it (a refused passthrough) */
 		node_put(fs, n);
 	pthread_mutex_unlock(&fs->io_mu);
-	/* Outside io_mu: it may wait for the staging limit. */
 	if (mode == ULP_IO_PT && wr && rc == 0)
 		ulp_file_set_passthrough(f);
+	else if (admitted)
+		ulp_file_passthrough_cancel(f);
 	return rc < 0 ? rc : mode;
 }
 

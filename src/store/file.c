@@ -11,9 +11,11 @@ struct ulp_file {
 	ulp_inode *in;
 	int writable; /* counted in in->nwriters */
 	int append;
-	int pt;            /* written by the kernel (counted in in->npt) */
-	uint32_t err_seen; /* in->err_seq already reported */
-	ulp_readahead *ra; /* reads of its committed version */
+	int pt;              /* written by the kernel (counted in in->npt) */
+	uint64_t pt_reserve; /* admitted: expected to write that */
+	struct ulp_file *pt_next; /* in st->pt_admitted */
+	uint32_t err_seen;        /* in->err_seq already reported */
+	ulp_readahead *ra;        /* reads of its committed version */
 };
 
 int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
@@ -212,6 +214,73 @@ int ulp_file_staging_fd(ulp_file *f)
 	return fd;
 }
 
+/* Give back f's admission (mu held). */
+static void pt_unreserve(ulp_file *f)
+{
+	ulp_store *st = f->st;
+
+	if (!f->pt_reserve)
+		return;
+	for (ulp_file **p = &st->pt_admitted; *p; p = &(*p)->pt_next)
+		if (*p == f) {
+			*p = f->pt_next;
+			break;
+		}
+	f->pt_reserve = 0;
+	if (st->space_waiters)
+		pthread_cond_broadcast(&st->space_cv);
+}
+
+/* What the admitted passthrough writers are still expected to write, their
+ * sizes taken from their staging files first (mu held). */
+static uint64_t pt_expected(ulp_store *st)
+{
+	uint64_t sum = 0;
+
+	for (ulp_file *a = st->pt_admitted; a; a = a->pt_next) {
+		if (a->pt)
+			ulp_stage_sync_backing(st, a->in);
+		if (a->in->size < a->pt_reserve)
+			sum += a->pt_reserve - a->in->size;
+	}
+	return sum;
+}
+
+int ulp_file_passthrough_admit(ulp_file *f)
+{
+	ulp_store *st = f->st;
+	int ok;
+
+	if (!f->writable)
+		return 0;
+	pthread_mutex_lock(&st->mu);
+	ulp_stage_wait_space(st, 0);
+	uint64_t lim = st->opts.staging_limit;
+	uint64_t want = st->last_closed_size;
+	if (want < lim / 16)
+		want = lim / 16;
+	if (want > lim)
+		want = lim; /* a file bigger than the limit: when empty */
+	if (want == 0)
+		want = 1;
+	uint64_t exp = pt_expected(st);
+	ok = st->staged_bytes + exp + want <= lim;
+	if (ok) {
+		f->pt_reserve = want;
+		f->pt_next = st->pt_admitted;
+		st->pt_admitted = f;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return ok;
+}
+
+void ulp_file_passthrough_cancel(ulp_file *f)
+{
+	pthread_mutex_lock(&f->st->mu);
+	pt_unreserve(f);
+	pthread_mutex_unlock(&f->st->mu);
+}
+
 void ulp_file_set_passthrough(ulp_file *f)
 {
 	ulp_store *st = f->st;
@@ -219,7 +288,6 @@ void ulp_file_set_passthrough(ulp_file *f)
 	if (f->pt || !f->writable)
 		return;
 	pthread_mutex_lock(&st->mu);
-	ulp_stage_wait_space(st, 0);
 	if (f->in->npt++ == 0)
 		ulp_stage_mark_backing(f->in);
 	f->pt = 1;
@@ -313,6 +381,7 @@ void ulp_file_release(ulp_file *f)
 		ulp_stage_sync_backing(st, f->in);
 		f->in->npt--;
 	}
+	pt_unreserve(f);
 	if (f->writable)
 		ulp_stage_writer_done(st, f->in);
 	ulp_inode_put(st, f->in);

@@ -212,6 +212,7 @@ void ulp_stage_writer_done(ulp_store *st, ulp_inode *in)
 	ULP_MU_HELD(st);
 	if (--in->nwriters > 0 || !in->staged || in->unlinked)
 		return;
+	st->last_closed_size = in->size;
 	/* Persist size and times: getattr of an idle row and a reopen
 	 * after a crash see them (recovery also has the file's own). */
 	ulp_cat_inode row;

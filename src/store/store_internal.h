@@ -152,6 +152,11 @@ struct ulp_store {
 	uint64_t failed_bytes;  /* ... of those whose last encode failed */
 	pthread_cond_t space_cv;
 	unsigned space_waiters;
+	/* Passthrough admission (file.c): the admitted writers, open, and
+	 * the size of the last file closed (what the next writer is
+	 * expected to write). */
+	struct ulp_file *pt_admitted;
+	uint64_t last_closed_size;
 
 	pthread_t *enc_threads;
 	unsigned n_enc_threads;
