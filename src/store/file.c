@@ -18,6 +18,16 @@ struct ulp_file {
 	ulp_readahead *ra;        /* reads of its committed version */
 };
 
+/* The sizes of the admitted passthrough writers' staging files, which the
+ * daemon never sees grow, into the staging accounting (mu held): before a
+ * write or an admission waits for, or checks, the limit. */
+static void pt_sync(ulp_store *st)
+{
+	for (ulp_file *a = st->pt_admitted; a; a = a->pt_next)
+		if (a->pt)
+			ulp_stage_sync_backing(st, a->in);
+}
+
 int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
                   int *keep_cache)
 {
@@ -127,6 +137,7 @@ ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off)
 		return -EINVAL;
 	pthread_mutex_lock(&st->mu);
 	uint64_t end = f->append ? in->size + size : (uint64_t)off + size;
+	pt_sync(st);
 	ulp_stage_wait_space(st, end > in->size ? end - in->size : 0);
 	pthread_mutex_unlock(&st->mu);
 
@@ -231,15 +242,13 @@ static void pt_unreserve(ulp_file *f)
 		pthread_cond_broadcast(&st->space_cv);
 }
 
-/* What the admitted passthrough writers are still expected to write, their
- * sizes taken from their staging files first (mu held). */
+/* What the admitted passthrough writers are still expected to write
+ * (mu held, after pt_sync). */
 static uint64_t pt_expected(ulp_store *st)
 {
 	uint64_t sum = 0;
 
 	for (ulp_file *a = st->pt_admitted; a; a = a->pt_next) {
-		if (a->pt)
-			ulp_stage_sync_backing(st, a->in);
 		if (a->in->size < a->pt_reserve)
 			sum += a->pt_reserve - a->in->size;
 	}
@@ -254,7 +263,9 @@ int ulp_file_passthrough_admit(ulp_file *f)
 	if (!f->writable)
 		return 0;
 	pthread_mutex_lock(&st->mu);
+	pt_sync(st);
 	ulp_stage_wait_space(st, 0);
+	pt_sync(st); /* it may have waited */
 	uint64_t lim = st->opts.staging_limit;
 	uint64_t want = st->last_closed_size;
 	if (want < lim / 16)
@@ -348,6 +359,7 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
 		return -EINVAL;
 	uint64_t end = (uint64_t)off + (uint64_t)len;
 	pthread_mutex_lock(&st->mu);
+	pt_sync(st);
 	ulp_stage_wait_space(st, end > in->size ? end - in->size : 0);
 	pthread_mutex_unlock(&st->mu);
 	pthread_rwlock_rdlock(&in->data);
