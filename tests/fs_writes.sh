@@ -13,7 +13,9 @@
 #   - mtime: writes move it, an explicit utime while open stays,
 #   - a reader open across the commit keeps its content, and sees a later
 #     writer's writes and a truncate by name,
-#   - eight writers at once, each its own file.
+#   - eight writers at once, each its own file,
+#   - kill -9 while such a reader is open: the kept staging file goes at
+#     the next mount, every file stays.
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "$(dirname "$0")/fs_lib.sh"
@@ -305,5 +307,27 @@ fs_remount "$STORE" "$MNT"
 step "after a remount"
 fs_compare_trees "$MNT" "$REF" "remounted files"
 [ "$(stat -c %Y "$MNT/synced")" = 1000000000 ] || bad "mtime of synced lost at the remount: $(stat -c %Y "$MNT/synced")"
+
+step "kill -9 while a reader that opened beside a writer is still open"
+exec 7>"$MNT/kept"
+printf 'kept\n' >&7
+exec 8<"$MNT/kept"
+exec 7>&-
+printf 'kept\n' >"$REF/kept"
+fs_wait_committed "$STORE" 60 || bad "kept: not committed"
+ino=$(stat -c %i "$MNT/kept")
+if [ "$(fs_write_mode "$MNT")" = passthrough ]; then
+	[ -e "$STORE/staging/.held-$ino" ] && ok "kept: staging/.held-$ino kept for the reader" ||
+		bad "kept: no staging/.held-$ino while the reader is open: $(ls -A "$STORE/staging")"
+fi
+pid=$(fs_mount_pid "$MNT")
+kill -9 "$pid" || bad "kill -9 $pid failed"
+wait_pid_gone "$pid" 10 || bad "daemon $pid still alive 10 s after kill -9"
+exec 8<&-
+fs_force_umount "$MNT" 30
+fs_mount "$STORE" "$MNT"
+[ -z "$(ls -A "$STORE/staging")" ] && ok "kept: staging is empty after the recovery" ||
+	bad "kept: left in staging after the recovery: $(ls -A "$STORE/staging")"
+fs_compare_trees "$MNT" "$REF" "files after kill -9 and remount"
 fs_umount "$MNT"
 fs_finish
