@@ -6,6 +6,11 @@
 # target in turn, so that load on a shared machine falls on all alike):
 #
 #   bench/write_bench.sh [--reps R] [--mib N] [--quick] [--no-ext4]
+#                        [--only TESTS] [--modes MODES]
+#
+#   --only: a comma-separated subset of dd,four,torch,safetensors,ext4,commit
+#   (the numbered steps below; default all); --modes: a comma-separated
+#   subset of the write modes passthrough,direct,cached (default all).
 #
 #   (1) one writer: dd bs=1M conv=fsync of N MiB (default 1024) of a real
 #       torch.save checkpoint (bf16 weights, fp32 moments)
@@ -24,21 +29,25 @@
 # measured (it would compete for the CPU); (7) uses settle=50ms.
 # Needs root, FUSE, /usr/bin/python3 with torch, about 4 x N MiB of RAM
 # for the tmpfs and 3 x N MiB free under TMPDIR.  make bench/ptfs first
-# (this script does it when the build tree is _build).
+# (this script does it when the build tree is _build).  PTFS_OPTS: libfuse
+# options for bench/ptfs (e.g. "-o no_splice_read").
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 FS_TEST=write_bench
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/fs_lib.sh"
 . "$FS_SRCDIR/bench/lib.sh"
 
-reps=5 mib=1024 ext4=1
+reps=5 mib=1024 ext4=1 only=dd,four,torch,safetensors,ext4,commit
+MODES="passthrough direct cached"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--reps) reps=$2; shift ;;
 	--mib) mib=$2; shift ;;
 	--quick) reps=3 mib=256 ;;
 	--no-ext4) ext4=0 ;;
+	--only) only=$2; shift ;;
+	--modes) MODES=${2//,/ }; shift ;;
 	-h | --help) sed -n '2,/^$/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-	*) echo "usage: $0 [--reps R] [--mib N] [--quick] [--no-ext4]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--reps R] [--mib N] [--quick] [--no-ext4] [--only TESTS] [--modes MODES]" >&2; exit 2 ;;
 	esac
 	shift
 done
@@ -48,8 +57,12 @@ PTFS=${PTFS:-$(dirname "$ULPFS")/bench/ptfs}
 [ -x "$PTFS" ] || make -C "$(dirname "$ULPFS")" bench/ptfs >/dev/null || die "cannot build bench/ptfs (make bench/ptfs)"
 [ -x "$PTFS" ] || die "no $PTFS"
 WB_PY=$FS_SRCDIR/bench/write_bench.py
-LONG=settle=600000
-MODES="passthrough direct cached"
+# staging_limit: room for four writers of what the last file held (1 GiB
+# after (1)), which the default (half the tmpfs's free space) lacks: near
+# the limit passthrough writers get direct_io (ulpfs(1), staging_limit).
+LONG=settle=600000,staging_limit=$((mib * 4))M
+# want TEST: whether --only asked for it
+want() { case ",$only," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 TARGETS="disk ptfs $MODES"
 
 TMP=$WORK/tmpfs
@@ -61,7 +74,8 @@ declare -A DIR PID
 # unmounted (and waited for) by fs_lib's clean-up like our other mounts.
 ptfs_mount() {
 	mkdir -p "$1" "$2"
-	"$PTFS" "$1" "$2" -f >"$WORK/ptfs.log" 2>&1 &
+	# shellcheck disable=SC2086 # PTFS_OPTS: libfuse options, word-split
+	"$PTFS" "$1" "$2" -f ${PTFS_OPTS:-} >"$WORK/ptfs.log" 2>&1 &
 	local pid=$! n=200
 	FS_MOUNTS+=("$2") FS_DAEMONS+=("$pid") FS_STORES+=("$1")
 	until is_fuse_mount "$2"; do
@@ -132,33 +146,38 @@ size=$(stat -c %s "$SRC")
 say "$SRC: $size bytes"
 
 mount_all "$TMP"
-step "(1) one writer, dd bs=1M conv=fsync, tmpfs"
-one_writer dd
+if want dd; then
+	step "(1) one writer, dd bs=1M conv=fsync, tmpfs"
+	one_writer dd
+fi
 
-step "(2) four writers at once, $((mib / 4)) MiB each"
-q=$((mib / 4))
-for r in $(seq 1 "$reps"); do
-	for t in $TARGETS; do
-		sync
-		c0=$(ticks "${PID[$t]}")
-		t0=$(now)
-		pids=()
-		for k in 0 1 2 3; do
-			dd if="$SRC" of="${DIR[$t]}/rank$k" bs=1M skip=$((k * q)) count=$q conv=fsync status=none &
-			pids+=($!)
+if want four; then
+	step "(2) four writers at once, $((mib / 4)) MiB each"
+	q=$((mib / 4))
+	for r in $(seq 1 "$reps"); do
+		for t in $TARGETS; do
+			sync
+			c0=$(ticks "${PID[$t]}")
+			t0=$(now)
+			pids=()
+			for k in 0 1 2 3; do
+				dd if="$SRC" of="${DIR[$t]}/rank$k" bs=1M skip=$((k * q)) count=$q conv=fsync status=none &
+				pids+=($!)
+			done
+			okw=1
+			for p in "${pids[@]}"; do wait "$p" || okw=0; done
+			[ $okw = 1 ] || die "a writer to ${DIR[$t]} failed"
+			s=$(calc "$(now) - $t0")
+			cpu_add "$t" $(($(ticks "${PID[$t]}") - c0)) $((mib << 20))
+			rm -f "${DIR[$t]}"/rank?
+			record four "$t" $((mib << 20)) "$s"
 		done
-		okw=1
-		for p in "${pids[@]}"; do wait "$p" || okw=0; done
-		[ $okw = 1 ] || die "a writer to ${DIR[$t]} failed"
-		s=$(calc "$(now) - $t0")
-		cpu_add "$t" $(($(ticks "${PID[$t]}") - c0)) $((mib << 20))
-		rm -f "${DIR[$t]}"/rank?
-		record four "$t" $((mib << 20)) "$s"
+		say "four: round $r done"
 	done
-	say "four: round $r done"
-done
+fi
 
 for kind in torch safetensors; do
+	want $kind || continue
 	step "($([ $kind = torch ] && echo 3 || echo 4)) $kind save of the state dict + fsync"
 	dirs=()
 	for t in $TARGETS; do dirs+=("${DIR[$t]}=${PID[$t]}"); done
@@ -172,7 +191,7 @@ for kind in torch safetensors; do
 done
 umount_all
 
-if [ $ext4 = 1 ]; then
+if [ $ext4 = 1 ] && want ext4; then
 	step "(5) one writer, dd bs=1M conv=fsync, everything on $(findmnt -n -o FSTYPE -T "$WORK")"
 	mount_all "$WORK/e"
 	one_writer ext4
@@ -180,20 +199,22 @@ if [ $ext4 = 1 ]; then
 	rm -rf "$WORK/e"
 fi
 
-step "(7) close-to-commit and store size, settle=50ms"
 declare -A COMMIT STORESZ
-for m in $MODES; do
-	st=$TMP/c-$m
-	fs_mount "$st" "$TMP/cm-$m" "write_mode=$m"
-	dd if="$SRC" of="$TMP/cm-$m/ckpt.pt" bs=1M conv=fsync status=none || die "dd failed"
-	t0=$(now)
-	fs_wait_committed "$st" 600 || die "no commit"
-	COMMIT[$m]=$(calc "$(now) - $t0" 2)
-	cmp -s "$SRC" "$TMP/cm-$m/ckpt.pt" || bad "$m: the committed file differs from the source"
-	fs_umount "$TMP/cm-$m"
-	STORESZ[$m]=$(du -sb "$st/objects" "$st"/catalog.db* | awk '{ s += $1 } END { printf "%.0f\n", s }')
-	rm -rf "$st"
-done
+if want commit; then
+	step "(7) close-to-commit and store size, settle=50ms"
+	for m in $MODES; do
+		st=$TMP/c-$m
+		fs_mount "$st" "$TMP/cm-$m" "write_mode=$m"
+		dd if="$SRC" of="$TMP/cm-$m/ckpt.pt" bs=1M conv=fsync status=none || die "dd failed"
+		t0=$(now)
+		fs_wait_committed "$st" 600 || die "no commit"
+		COMMIT[$m]=$(calc "$(now) - $t0" 2)
+		cmp -s "$SRC" "$TMP/cm-$m/ckpt.pt" || bad "$m: the committed file differs from the source"
+		fs_umount "$TMP/cm-$m"
+		STORESZ[$m]=$(du -sb "$st/objects" "$st"/catalog.db* | awk '{ s += $1 } END { printf "%.0f\n", s }')
+		rm -rf "$st"
+	done
+fi
 
 # ---------------------------------------------------------------- table
 med() { echo "${S[$1 $2]}" | median; }
@@ -216,10 +237,11 @@ echo
 echo "| target | daemon CPU s per GB written (1)-(4) |"
 echo "|---|---|"
 for t in ptfs $MODES; do
+	[ -n "${BYTES[$t]:-}" ] || continue
 	echo "| $t | $(calc "${CPU[$t]} / $(getconf CLK_TCK) / (${BYTES[$t]} / 1000000000)" 3) |"
 done
 echo
 echo "| write mode | close-to-commit s | store bytes |"
 echo "|---|---|---|"
-for m in $MODES; do echo "| $m | ${COMMIT[$m]} | ${STORESZ[$m]} |"; done
+for m in $MODES; do [ -n "${COMMIT[$m]:-}" ] && echo "| $m | ${COMMIT[$m]} | ${STORESZ[$m]} |"; done
 fs_finish

@@ -26,17 +26,6 @@ operations, all descriptors closed first on both sides).  The names come
 from a small fixed set (directories d0 d1 d2 and d0/n d1/n d2/n, files
 f0..f5 in each and in the root) so that operations collide.
 
-With --passthrough (the mount writes in FUSE passthrough mode) it makes
-no writer open and no truncate(2) of a file while a read-only descriptor of
-it is open that was opened beside a writer, or after a write and before the
-next "ulpfs sync" or remount (while the content may still be staged), and
-no writer is open any more: the kernel holds such a reader's backing file
-(the staging file of the content since committed) and allows one backing
-file per inode, so that open (and the truncate, which would not reach the
-readers) fails with ETXTBSY there, as ulpfs(1) documents and
-tests/fs_writes.sh checks.  Such operations are counted as "skip-pt" and
-not run on either side.
-
 The sequence depends only on --seed (printed at start; random when not
 given) and on the other options: the same options reproduce the same
 sequence.  Every choice is made from the random generator and the state of
@@ -150,9 +139,6 @@ class Slot:
     def __init__(self, sid, fds, path, acc, append):
         self.sid, self.fds, self.path, self.acc, self.append = sid, fds, path, acc, append
         self.ino = os.fstat(fds[1]).st_ino  # the plain side's: names the file
-        # read-only, opened while a writer was open or the content was
-        # written since the last sync (it may read the staging file)
-        self.beside_writer = False
 
     @property
     def readable(self):
@@ -181,7 +167,6 @@ class Tester:
             self.ctl = (open(a.ctl_req, "w", buffering=1), open(a.ctl_resp, "r"))
         self.libc = ctypes.CDLL(None, use_errno=True)
         self.rename2 = self.probe_renameat2()
-        self.unsynced = set()  # plain-side inodes written since the last sync
         self.ops = [
             (12, self.op_open), (16, self.op_pwrite), (5, self.op_write), (6, self.op_pread),
             (3, self.op_read), (2, self.op_lseek), (4, self.op_ftruncate), (2, self.op_fsync),
@@ -419,21 +404,6 @@ class Tester:
                 self.check_slot(s)
         self.check_paths(list(paths) + [s.path for s in slots if s.path])
 
-    def pt_blocked(self, rel):
-        """Whether a writer open of rel meets the documented passthrough
-        limit (see the module's docstring); counted, then not run."""
-        if not self.a.passthrough:
-            return False
-        try:
-            ino = os.stat(self.p(1, rel)).st_ino
-        except OSError:
-            return False
-        mine = [s for s in self.slots.values() if s.ino == ino]
-        if any(s.acc != os.O_RDONLY for s in mine) or not any(s.beside_writer for s in mine):
-            return False
-        self.counts["skip-pt"] += 1
-        return True
-
     def pick_slot(self):
         if not self.slots:
             return None
@@ -455,8 +425,6 @@ class Tester:
         if acc != os.O_RDONLY and self.rng.random() < 0.2:
             fl |= os.O_APPEND
         mode = self.rng.choice([0o644, 0o600, 0o664, 0o755])
-        if acc != os.O_RDONLY and self.pt_blocked(rel):
-            return
         fds = [None, None]
         names = [n for n in ("O_CREAT", "O_EXCL", "O_TRUNC", "O_APPEND") if fl & getattr(os, n)]
         desc = "%s %s %s" % (rel, "|".join([{0: "O_RDONLY", 1: "O_WRONLY", 2: "O_RDWR"}[acc]] + names), oct(mode))
@@ -477,8 +445,6 @@ class Tester:
                 self.new = []
             elif ra[0] == "ok" and rb[0] == "ok":
                 s = Slot(self.next_sid, fds, rel, acc, bool(fl & os.O_APPEND))
-                s.beside_writer = acc == os.O_RDONLY and (s.ino in self.unsynced or any(
-                    o.ino == s.ino and o.acc != os.O_RDONLY for o in self.slots.values()))
                 self.next_sid += 1
                 self.slots[s.sid] = s
                 self.hist[-1] += " = fd#%d" % s.sid
@@ -580,8 +546,6 @@ class Tester:
 
     def close_slot(self, s):
         del self.slots[s.sid]
-        if s.acc != os.O_RDONLY:
-            self.unsynced.add(s.ino)
 
         def fn(side):
             fd, s.fds[side] = s.fds[side], None
@@ -598,10 +562,7 @@ class Tester:
     def op_truncate(self):
         rel = self.pick_file(0.85)
         n = min(self.gen_len(self.plain_size(rel)), MAX_FILE)
-        if self.pt_blocked(rel):
-            return
         self.run("truncate", "%s len=%d" % (rel, n), lambda side: os.truncate(self.p(side, rel), n), paths=[rel])
-        self.wrote(rel)
 
     def op_patch(self):
         """Reopen an existing (often committed) file without O_TRUNC and
@@ -612,8 +573,6 @@ class Tester:
         n = min(self.gen_size(), 8192)
         data = self.gen_data(n, self.plain_base(rel, off, n))
         acc = self.rng.choice([os.O_RDWR, os.O_WRONLY])
-        if self.pt_blocked(rel):
-            return
 
         def fn(side):
             fd = os.open(self.p(side, rel), acc)
@@ -623,21 +582,17 @@ class Tester:
                 os.close(fd)
 
         self.run("patch", "%s off=%d len=%d" % (rel, off, n), fn, paths=[rel])
-        self.wrote(rel)
 
     def op_rewrite(self):
         rel = self.pick_file(0.8)
         n = self.gen_size() * self.rng.choice([1, 1, 4])
         data = self.gen_data(n, self.plain_base(rel, 0, n))
-        if self.pt_blocked(rel):
-            return
 
         def fn(side):
             with open(self.p(side, rel), "wb") as f:
                 return f.write(data)
 
         self.run("rewrite", "%s len=%d" % (rel, n), fn, paths=[rel])
-        self.wrote(rel)
 
     def op_readpath(self):
         rel = self.pick_file(0.9)
@@ -780,14 +735,6 @@ class Tester:
             return 0 if r.returncode == 0 else ("ulpfs sync failed", r.returncode, r.stderr.strip())
 
         self.run("sync", "", fn, paths=[""])
-        self.unsynced.clear()
-
-    def wrote(self, rel):
-        """rel's content was written by path (see pt_blocked)."""
-        try:
-            self.unsynced.add(os.stat(self.p(1, rel)).st_ino)
-        except OSError:
-            pass
 
     def close_all(self):
         for sid in sorted(self.slots):
@@ -815,7 +762,6 @@ class Tester:
         self.limit = 180.0
         self.nremount += 1
         self.counts["remount"] += 1
-        self.unsynced.clear()
         self.remount_secs = getattr(self, "remount_secs", 0.0) + time.monotonic() - t0
         self.check_tree("after remount #%d (%s)" % (self.nremount, why))
         return True
@@ -881,8 +827,6 @@ def main():
     ap.add_argument("--remount-every", type=int, default=1000, help="0: only the final remount")
     ap.add_argument("--check-every", type=int, default=200, help="whole-tree comparison period")
     ap.add_argument("--sync-every", type=int, default=300, help="about one 'ulpfs sync' per N ops (0: none)")
-    ap.add_argument("--passthrough", action="store_true",
-                    help="the mount writes in passthrough mode (see above)")
     ap.add_argument("--verbose", action="store_true", help="print every operation")
     ap.add_argument("--report-every", type=float, default=30.0, help="progress line period (s)")
     a = ap.parse_args()

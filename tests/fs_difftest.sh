@@ -38,12 +38,10 @@ difftest_run() {
 	mkdir -p "$plain"
 	step "run $NRUN: fs_difftest.py $*"
 	fs_mount "$store" "$mnt"
-	local pt=
-	[ "$(fs_write_mode "$mnt")" = passthrough ] && pt=--passthrough
 	mkfifo "$req" "$resp" || die "mkfifo failed"
 	# Read-write opens of the FIFOs never block, whatever the tester does.
 	exec 3<>"$req" 4<>"$resp"
-	fs_bg "$PY" "$DIFFTEST" --mnt "$mnt" --plain "$plain" --ctl-req "$req" --ctl-resp "$resp" $pt "$@" 3<&- 4<&-
+	fs_bg "$PY" "$DIFFTEST" --mnt "$mnt" --plain "$plain" --ctl-req "$req" --ctl-resp "$resp" "$@" 3<&- 4<&-
 	pid=$FS_BG_LAST
 	# A read that times out keeps what it had read of a line in cmd:
 	# carried over (a request arriving just as the timeout fires).

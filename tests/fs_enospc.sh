@@ -6,7 +6,10 @@
 #     deleted, new files can be written, umount works,
 #   - a file that fits in staging but whose object does not fit either fails
 #     at close() or stays readable and exact,
-#   - a staging_limit smaller than the data makes writers wait, not fail.
+#   - a staging_limit smaller than the data makes writers wait, not fail,
+#     and staging never holds more than the limit (in every write mode:
+#     passthrough writers are admitted only while there is room), except
+#     for a single file bigger than the limit, which is written whole.
 # Needs root (mount -t tmpfs).
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -116,19 +119,57 @@ cmp -s "$SRC/C" "$MNT/C" && ok "C exact after remount" || bad "C differs after r
 [ ! -e "$MNT/B" ] && [ ! -e "$MNT/D" ] && ok "B and D are gone" || bad "deleted files came back: $(ls "$MNT")"
 fs_umount "$MNT"
 
-step "staging_limit=16M: four 12 MiB files in a row must wait for the encoder, not fail"
-fs_mount "$STORE" "$MNT" "staging_limit=16M"
+# In every write mode: passthrough writers, whose writes the daemon never
+# sees, are admitted only while the staging limit has room for what the
+# last closed file held; the others are served by the daemon and wait.
+step "staging_limit=16M, settle=1s: one 20 MiB file (bigger than the limit) is written whole"
+fs_mount "$STORE" "$MNT" "staging_limit=16M,settle=1000"
 rm -f "$MNT/A" "$MNT/C" || bad "rm A C failed"
 fs_wait_committed "$STORE" 20
+head -c $((20 << 20)) /dev/urandom >"$SRC/BIG"
+timeout -k 5 120 cp "$SRC/BIG" "$MNT/BIG" && cmp -s "$SRC/BIG" "$MNT/BIG" && ok "BIG written and exact" || bad "BIG (20 MiB, alone) failed, hung or differs"
+rm -f "$MNT/BIG"
+fs_wait_committed "$STORE" 60
+
+step "staging_limit=16M, settle=1s: four 12 MiB files in a row wait for the encoder; staging never holds more than the limit"
 for i in 1 2 3 4; do
 	head -c $((12 << 20)) /dev/urandom >"$SRC/S$i"
 done
+# The staging files' allocated bytes (not .held-*: committed), sampled
+# every 5 ms until the writes are done: a bound, however fast the machine.
+cat >"$WORK/peak.py" <<'PY'
+import os, sys, time
+stg, stop, out = sys.argv[1:4]
+peak = 0
+while not os.path.exists(stop):
+    tot = 0
+    for n in os.listdir(stg):
+        if n.startswith(".held-"):
+            continue
+        try:
+            tot += os.stat(os.path.join(stg, n)).st_blocks * 512
+        except FileNotFoundError:
+            pass
+    peak = max(peak, tot)
+    time.sleep(0.005)
+open(out, "w").write("%d\n" % peak)
+PY
+fs_bg "$PY" "$WORK/peak.py" "$STORE/staging" "$WORK/peak.stop" "$WORK/peak.out"
+peak_pid=$FS_BG_LAST
 okn=0
 for i in 1 2 3 4; do
 	if timeout -k 5 120 cp "$SRC/S$i" "$MNT/S$i"; then okn=$((okn + 1)); else bad "writing S$i (12 MiB) with staging_limit=16M failed or hung"; fi
 	rm -f "$MNT/S$((i - 1))" 2>/dev/null # keep the store within the tmpfs
 done
+touch "$WORK/peak.stop"
+wait "$peak_pid" || bad "the staging sampler failed"
 [ "$okn" -eq 4 ] && ok "all four written"
 cmp -s "$SRC/S4" "$MNT/S4" && ok "S4 exact" || bad "S4 differs"
+peak=$(cat "$WORK/peak.out" 2>/dev/null || echo 0)
+if [ "$peak" -gt 0 ] && [ "$peak" -le $(((16 + 1) << 20)) ]; then
+	ok "staging peaked at $(fs_mib "$peak") MiB (limit 16 MiB)"
+else
+	bad "staging peaked at $(fs_mib "$peak") MiB, over the 16 MiB limit (or not sampled)"
+fi
 fs_umount "$MNT"
 fs_finish

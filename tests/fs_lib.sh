@@ -420,7 +420,9 @@ fs_compare_trees() {
 	return 1
 }
 
-fs_staged_count() { find "$1/staging" -type f 2>/dev/null | wc -l; }
+# (Not .held-*: committed, kept only while the kernel still reads them as
+# passthrough backing files, store/backing.c.)
+fs_staged_count() { find "$1/staging" -type f ! -name '.held-*' 2>/dev/null | wc -l; }
 
 # fs_wait_committed STORE [SECONDS]: wait for an empty STORE/staging.
 fs_wait_committed() {

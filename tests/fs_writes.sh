@@ -11,9 +11,11 @@
 #   - writes through a shared writable mmap of a new file,
 #   - fsync reaches the staging file (read there directly),
 #   - mtime: writes move it, an explicit utime while open stays,
-#   - a reader open across the commit keeps its content (with passthrough
-#     a new writer gets ETXTBSY until it closes),
-#   - eight writers at once, each its own file.
+#   - a reader open across the commit keeps its content, and sees a later
+#     writer's writes and a truncate by name,
+#   - eight writers at once, each its own file,
+#   - kill -9 while such a reader is open: the kept staging file goes at
+#     the next mount, every file stays.
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "$(dirname "$0")/fs_lib.sh"
@@ -198,35 +200,59 @@ else:
     ok("synced: utime while open stays after close")
 
 # A reader that opened while the file was written keeps that content
-# after the commit; with passthrough it holds the old staging file as the
-# kernel's backing file, so a new writer must wait for it to close.
+# after the commit; then, as on a local filesystem, a new writer and a
+# truncate by name change the one file it reads, in every mode (with
+# passthrough the kernel serves the reader from the writer's staging file,
+# which the store keeps for it past the commit and writes again).
 path = os.path.join(mnt, "held")
 fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
 os.write(fd, b"held" * 1000)
 r = os.open(path, os.O_RDONLY)
 os.close(fd)
 open(os.path.join(ref, "held"), "wb").write(b"held" * 1000)
-deadline = time.time() + 30
-while str(os.stat(path).st_ino) in os.listdir(staging) and \
-        time.time() < deadline:
+ino = str(os.stat(path).st_ino)
+deadline = time.time() + 60
+while ino in os.listdir(staging) and time.time() < deadline:
     time.sleep(0.02)
+if ino in os.listdir(staging):
+    bad("held: not committed within 60 s")
 if os.pread(r, 8, 0) != b"heldheld":
     bad("held: the reader lost its content at the commit")
+if mode == "passthrough" and ".held-" + ino not in os.listdir(staging):
+    bad("held: the committed staging file was not kept for the reader")
 try:
-    os.close(os.open(path, os.O_WRONLY))
-    if mode == "passthrough":
-        bad("held: a writer opened while a passthrough reader of the "
-            "committed content was open")
+    fd = os.open(path, os.O_WRONLY)
+    os.pwrite(fd, b"HELD", 0)
+    got = os.pread(r, 8, 0)
+    if got != b"HELDheld":
+        bad("held: the reader sees %r after a later writer's write" % got)
     else:
-        ok("held: a writer opens beside a reader")
+        ok("held: a later writer opens beside the reader, which sees it")
+    os.close(fd)
 except OSError as e:
-    if mode == "passthrough" and e.errno == errno.ETXTBSY:
-        ok("held: ETXTBSY for a writer while the passthrough reader is open")
+    bad("held: a writer beside a reader of the committed content: %s" % e)
+try:
+    os.truncate(path, 6)
+    got = os.pread(r, 100, 0)
+    if got != b"HELDhe" or os.fstat(r).st_size != 6:
+        bad("held: after truncate(2) the reader sees %r" % got)
     else:
-        bad("held: opening a writer: %s" % e)
+        ok("held: truncate(2) by name reaches the reader")
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    os.write(fd, b"ld" + b"held" * 998)
+    os.close(fd)
+except OSError as e:
+    bad("held: truncate(2) beside the reader: %s" % e)
 os.close(r)
-os.close(os.open(path, os.O_WRONLY))
-ok("held: a writer opens once the reader is closed")
+open(os.path.join(ref, "held"), "wb").write(b"HELD" + b"held" * 999)
+deadline = time.time() + 60
+while {ino, ".held-" + ino} & set(os.listdir(staging)) and \
+        time.time() < deadline:
+    time.sleep(0.02)
+if {ino, ".held-" + ino} & set(os.listdir(staging)):
+    bad("held: staging still holds %s after the last close and 60 s" %
+        sorted({ino, ".held-" + ino} & set(os.listdir(staging))))
+same("held", "written again beside a reader")
 
 # A reader of the committed file first, then a writer: the kernel allows
 # no passthrough open beside an open that uses the page cache, so the
@@ -281,5 +307,27 @@ fs_remount "$STORE" "$MNT"
 step "after a remount"
 fs_compare_trees "$MNT" "$REF" "remounted files"
 [ "$(stat -c %Y "$MNT/synced")" = 1000000000 ] || bad "mtime of synced lost at the remount: $(stat -c %Y "$MNT/synced")"
+
+step "kill -9 while a reader that opened beside a writer is still open"
+exec 7>"$MNT/kept"
+printf 'kept\n' >&7
+exec 8<"$MNT/kept"
+exec 7>&-
+printf 'kept\n' >"$REF/kept"
+fs_wait_committed "$STORE" 60 || bad "kept: not committed"
+ino=$(stat -c %i "$MNT/kept")
+if [ "$(fs_write_mode "$MNT")" = passthrough ]; then
+	[ -e "$STORE/staging/.held-$ino" ] && ok "kept: staging/.held-$ino kept for the reader" ||
+		bad "kept: no staging/.held-$ino while the reader is open: $(ls -A "$STORE/staging")"
+fi
+pid=$(fs_mount_pid "$MNT")
+kill -9 "$pid" || bad "kill -9 $pid failed"
+wait_pid_gone "$pid" 10 || bad "daemon $pid still alive 10 s after kill -9"
+exec 8<&-
+fs_force_umount "$MNT" 30
+fs_mount "$STORE" "$MNT"
+[ -z "$(ls -A "$STORE/staging")" ] && ok "kept: staging is empty after the recovery" ||
+	bad "kept: left in staging after the recovery: $(ls -A "$STORE/staging")"
+fs_compare_trees "$MNT" "$REF" "files after kill -9 and remount"
 fs_umount "$MNT"
 fs_finish

@@ -59,10 +59,10 @@ static void handle_free(ulp_fs *fs, ulp_fs_handle *h)
 	h->prev->next = h->next;
 	h->next->prev = h->prev;
 	pthread_mutex_unlock(&fs->handles_mu);
-	if (h->file)
-		ulp_fs_io_close(fs, h->ino, h->io);
-	if (h->file)
+	if (h->file) {
+		ulp_fs_io_close(fs, h->ino, h->file, h->io);
 		ulp_file_release(h->file);
+	}
 	ulp_readahead_free(h->ra); /* drops its queued decodes */
 	/* only now is the file queued: then sync may count it */
 	pthread_mutex_lock(&fs->handles_mu);
@@ -133,7 +133,7 @@ static void reply_opened(fuse_req_t req, uint64_t ino, ulp_file *f,
 	ulp_fs_handle *h = handle_new(fs, f, version);
 	if (!h) {
 		if (f) {
-			ulp_fs_io_close(fs, ino, io);
+			ulp_fs_io_close(fs, ino, f, io);
 			ulp_file_release(f);
 		}
 		fuse_reply_err(req, ENOMEM);

@@ -43,10 +43,9 @@
 #define ULP_IO_BUCKETS 256
 /* How an open file's reads and writes travel. */
 enum {
-	ULP_IO_CACHED = 0,   /* requests from the page cache */
-	ULP_IO_DIRECT = 1,   /* direct_io: a request per read(2)/write(2) */
-	ULP_IO_PT = 2,       /* FUSE passthrough to the staging file */
-	ULP_IO_PT_WRITE = 3, /* the same, for a writer */
+	ULP_IO_CACHED = 0, /* requests from the page cache */
+	ULP_IO_DIRECT = 1, /* direct_io: a request per read(2)/write(2) */
+	ULP_IO_PT = 2,     /* FUSE passthrough to the staging file */
 };
 struct ulp_io_node;
 
@@ -197,16 +196,11 @@ int ulp_fs_io_install(ulp_fs *fs);
  * (f the store's handle; create: from create; keep_cache: what the store
  * allows), set fi's flags, and for passthrough arrange the reply's backing
  * id.  Returns ULP_IO_*, to hand to ulp_fs_io_close when the handle goes,
- * or -errno (-ETXTBSY: a writer while passthrough readers hold an older,
- * committed content of the file). */
+ * or -errno. */
 int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
                    int keep_cache, struct fuse_file_info *fi);
-void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, int io);
-/* Whether the kernel holds a backing file of ino for passthrough readers
- * alone: the staging file of a content since closed (and maybe committed),
- * which the kernel keeps serving them and every new open; changing the
- * content now would leave them reading the old one. */
-int ulp_fs_io_stale(ulp_fs *fs, uint64_t ino);
+/* The handle of f opened with io (ULP_IO_*) is released. */
+void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, ulp_file *f, int io);
 /* Whether ino has passthrough opens (its data bypasses the daemon). */
 int ulp_fs_io_passthrough(ulp_fs *fs, uint64_t ino);
 /* Register fd as a backing file: its id, or -errno. */

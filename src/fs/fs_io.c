@@ -22,6 +22,10 @@
  * not opened for passthrough cannot be mmapped while the inode has a
  * backing file.  So the opens of each inode are counted here, passthrough
  * and other, and a writer of an inode with other opens gets direct_io.
+ * The store keeps a registered staging file past its commit for as long
+ * as the kernel holds it (store/backing.c), so a later writer of the inode
+ * writes that same file: passthrough readers see its writes, as they
+ * would on a local filesystem.
  */
 #include "config.h"
 
@@ -77,7 +81,6 @@ struct ulp_io_node {
 	dev_t bdev;      /* the backing (staging) file */
 	ino_t bino;
 	unsigned npt, nother;
-	unsigned nwr; /* of npt, the writers' */
 	struct ulp_io_node *next;
 };
 
@@ -324,14 +327,16 @@ static int backing_new(ulp_fs *fs, struct ulp_io_node *n, ulp_file *f)
 	close(fd);
 	if (id < 0)
 		return id;
+	ulp_file_backing_hold(f);
 	n->backing = id;
 	n->bdev = sb.st_dev;
 	n->bino = sb.st_ino;
 	return 0;
 }
 
-/* Whether f's staging file is still n's backing file (a writer that came
- * after a passthrough reader outlived the commit gets a new one). */
+/* Whether f's staging file is n's backing file: always, as the store
+ * keeps it for the kernel; else (it could not) the writer is refused
+ * rather than failing in the kernel. */
 static int backing_same(const struct ulp_io_node *n, ulp_file *f)
 {
 	struct stat sb;
@@ -350,20 +355,25 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	int acc = fi->flags & O_ACCMODE;
 	int wr = acc != O_RDONLY, trunc = create || (fi->flags & O_TRUNC);
 	int mode = ULP_IO_CACHED, rc = 0;
+	int pt_mode = fs->io_mode == ULP_FS_WRITE_PASSTHROUGH;
+	/* Outside io_mu: it may wait for the staging limit.  A writer not
+	 * admitted (near the limit) is served by the daemon, whose writes
+	 * wait for the limit one by one. */
+	int admitted = pt_mode && wr && ulp_file_passthrough_admit(f);
 
 	fi->direct_io = 0;
 	fi->keep_cache = keep_cache ? 1 : 0;
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
-	if (fs->io_mode == ULP_FS_WRITE_PASSTHROUGH && n && n->npt) {
-		/* the kernel wants this open on the same backing file */
+	if (pt_mode && n && n->npt) {
+		/* the kernel wants this open on the same backing file,
+		 * admitted or not */
 		if (wr && !backing_same(n, f)) {
 			rc = -ETXTBSY;
 			goto out;
 		}
 		mode = ULP_IO_PT;
-	} else if (fs->io_mode == ULP_FS_WRITE_PASSTHROUGH && wr &&
-	           !(n && n->nother)) {
+	} else if (admitted && !(n && n->nother)) {
 		if (!n)
 			n = node_get(fs, ino, 1);
 		rc = n ? backing_new(fs, n, f) : -ENOMEM;
@@ -388,8 +398,6 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	}
 	if (mode == ULP_IO_PT) {
 		n->npt++;
-		if (wr)
-			n->nwr++;
 		tls_pt_unique = tls_unique;
 		tls_pt_id = n->backing;
 		fi->keep_cache = 0;
@@ -410,26 +418,24 @@ out:
 	if (n) /* freed if nothing is counted on it (a refused passthrough) */
 		node_put(fs, n);
 	pthread_mutex_unlock(&fs->io_mu);
-	/* Outside io_mu: it may wait for the staging limit. */
 	if (mode == ULP_IO_PT && wr && rc == 0)
 		ulp_file_set_passthrough(f);
-	if (rc < 0)
-		return rc;
-	return mode == ULP_IO_PT && wr ? ULP_IO_PT_WRITE : mode;
+	else if (admitted)
+		ulp_file_passthrough_cancel(f);
+	return rc < 0 ? rc : mode;
 }
 
-void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, int mode)
+void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, ulp_file *f, int mode)
 {
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
-	if (n && (mode == ULP_IO_PT || mode == ULP_IO_PT_WRITE) && n->npt > 0) {
-		if (mode == ULP_IO_PT_WRITE && n->nwr > 0)
-			n->nwr--;
+	if (n && mode == ULP_IO_PT && n->npt > 0) {
 		/* The kernel let go of the backing file before RELEASE. */
-		if (--n->npt == 0)
+		if (--n->npt == 0) {
 			ulp_fs_backing_close(fs, n->backing);
-	} else if (n && mode != ULP_IO_PT && mode != ULP_IO_PT_WRITE &&
-	           n->nother > 0) {
+			ulp_file_backing_release(f);
+		}
+	} else if (n && mode != ULP_IO_PT && n->nother > 0) {
 		n->nother--;
 	}
 	if (n)
@@ -444,15 +450,6 @@ int ulp_fs_io_passthrough(ulp_fs *fs, uint64_t ino)
 	int pt = n && n->npt;
 	pthread_mutex_unlock(&fs->io_mu);
 	return pt;
-}
-
-int ulp_fs_io_stale(ulp_fs *fs, uint64_t ino)
-{
-	pthread_mutex_lock(&fs->io_mu);
-	struct ulp_io_node *n = node_get(fs, ino, 0);
-	int stale = n && n->npt && !n->nwr;
-	pthread_mutex_unlock(&fs->io_mu);
-	return stale;
 }
 
 void ulp_fs_io_free(ulp_fs *fs)

@@ -150,13 +150,6 @@ static void live_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	}
 	/* FUSE_SET_ATTR_CTIME: the store sets ctime itself on every change. */
 
-	/* A size change while passthrough readers pin an older content as
-	 * the kernel's backing file would not reach them, nor any new open:
-	 * refused like a writer's open then (ulpfs(1), write_mode). */
-	if ((to_set & FUSE_SET_ATTR_SIZE) && ulp_fs_io_stale(fs, ino)) {
-		fuse_reply_err(req, ETXTBSY);
-		return;
-	}
 	/* Passthrough writes bypass the store: let it take their size and
 	 * mtime first, or an explicit time set now would be overridden by
 	 * them at the next getattr. */

@@ -291,8 +291,10 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 			ulp_cat_rollback(st->cat);
 	}
 	if (rc == 0) {
-		/* Only now may the staged bytes go. */
-		ulp_stage_drop(st, in);
+		/* Only now may the staged bytes go (unless the kernel still
+		 * serves open files from them, backing.c). */
+		if (!ulp_stage_keep_backing(st, in))
+			ulp_stage_drop(st, in);
 		if (!nv->unchanged)
 			in->version = nv->v.id;
 		in->size = nv->v.size;

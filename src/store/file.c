@@ -11,10 +11,22 @@ struct ulp_file {
 	ulp_inode *in;
 	int writable; /* counted in in->nwriters */
 	int append;
-	int pt;            /* written by the kernel (counted in in->npt) */
-	uint32_t err_seen; /* in->err_seq already reported */
-	ulp_readahead *ra; /* reads of its committed version */
+	int pt;              /* written by the kernel (counted in in->npt) */
+	uint64_t pt_reserve; /* admitted: expected to write that */
+	struct ulp_file *pt_next; /* in st->pt_admitted */
+	uint32_t err_seen;        /* in->err_seq already reported */
+	ulp_readahead *ra;        /* reads of its committed version */
 };
+
+/* The sizes of the admitted passthrough writers' staging files, which the
+ * daemon never sees grow, into the staging accounting (mu held): before a
+ * write or an admission waits for, or checks, the limit. */
+static void pt_sync(ulp_store *st)
+{
+	for (ulp_file *a = st->pt_admitted; a; a = a->pt_next)
+		if (a->pt)
+			ulp_stage_sync_backing(st, a->in);
+}
 
 int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
                   int *keep_cache)
@@ -125,6 +137,7 @@ ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off)
 		return -EINVAL;
 	pthread_mutex_lock(&st->mu);
 	uint64_t end = f->append ? in->size + size : (uint64_t)off + size;
+	pt_sync(st);
 	ulp_stage_wait_space(st, end > in->size ? end - in->size : 0);
 	pthread_mutex_unlock(&st->mu);
 
@@ -212,6 +225,73 @@ int ulp_file_staging_fd(ulp_file *f)
 	return fd;
 }
 
+/* Give back f's admission (mu held). */
+static void pt_unreserve(ulp_file *f)
+{
+	ulp_store *st = f->st;
+
+	if (!f->pt_reserve)
+		return;
+	for (ulp_file **p = &st->pt_admitted; *p; p = &(*p)->pt_next)
+		if (*p == f) {
+			*p = f->pt_next;
+			break;
+		}
+	f->pt_reserve = 0;
+	if (st->space_waiters)
+		pthread_cond_broadcast(&st->space_cv);
+}
+
+/* What the admitted passthrough writers are still expected to write
+ * (mu held, after pt_sync). */
+static uint64_t pt_expected(ulp_store *st)
+{
+	uint64_t sum = 0;
+
+	for (ulp_file *a = st->pt_admitted; a; a = a->pt_next) {
+		if (a->in->size < a->pt_reserve)
+			sum += a->pt_reserve - a->in->size;
+	}
+	return sum;
+}
+
+int ulp_file_passthrough_admit(ulp_file *f)
+{
+	ulp_store *st = f->st;
+	int ok;
+
+	if (!f->writable)
+		return 0;
+	pthread_mutex_lock(&st->mu);
+	pt_sync(st);
+	ulp_stage_wait_space(st, 0);
+	pt_sync(st); /* it may have waited */
+	uint64_t lim = st->opts.staging_limit;
+	uint64_t want = st->last_closed_size;
+	if (want < lim / 16)
+		want = lim / 16;
+	if (want > lim)
+		want = lim; /* a file bigger than the limit: when empty */
+	if (want == 0)
+		want = 1;
+	uint64_t exp = pt_expected(st);
+	ok = st->staged_bytes + exp + want <= lim;
+	if (ok) {
+		f->pt_reserve = want;
+		f->pt_next = st->pt_admitted;
+		st->pt_admitted = f;
+	}
+	pthread_mutex_unlock(&st->mu);
+	return ok;
+}
+
+void ulp_file_passthrough_cancel(ulp_file *f)
+{
+	pthread_mutex_lock(&f->st->mu);
+	pt_unreserve(f);
+	pthread_mutex_unlock(&f->st->mu);
+}
+
 void ulp_file_set_passthrough(ulp_file *f)
 {
 	ulp_store *st = f->st;
@@ -219,11 +299,30 @@ void ulp_file_set_passthrough(ulp_file *f)
 	if (f->pt || !f->writable)
 		return;
 	pthread_mutex_lock(&st->mu);
-	ulp_stage_wait_space(st, 0);
 	if (f->in->npt++ == 0)
 		ulp_stage_mark_backing(f->in);
 	f->pt = 1;
 	pthread_mutex_unlock(&st->mu);
+}
+
+void ulp_file_backing_hold(ulp_file *f)
+{
+	pthread_mutex_lock(&f->st->mu);
+	f->in->bk_held++;
+	pthread_mutex_unlock(&f->st->mu);
+}
+
+void ulp_file_backing_release(ulp_file *f)
+{
+	ulp_store *st = f->st;
+	ulp_inode *in = f->in;
+
+	pthread_rwlock_wrlock(&in->data);
+	pthread_mutex_lock(&st->mu);
+	if (in->bk_held > 0 && --in->bk_held == 0 && in->bk_kept)
+		ulp_stage_drop(st, in); /* committed: nothing else needs it */
+	pthread_mutex_unlock(&st->mu);
+	pthread_rwlock_unlock(&in->data);
 }
 
 int ulp_file_fsync(ulp_file *f, int datasync)
@@ -260,6 +359,7 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
 		return -EINVAL;
 	uint64_t end = (uint64_t)off + (uint64_t)len;
 	pthread_mutex_lock(&st->mu);
+	pt_sync(st);
 	ulp_stage_wait_space(st, end > in->size ? end - in->size : 0);
 	pthread_mutex_unlock(&st->mu);
 	pthread_rwlock_rdlock(&in->data);
@@ -293,6 +393,7 @@ void ulp_file_release(ulp_file *f)
 		ulp_stage_sync_backing(st, f->in);
 		f->in->npt--;
 	}
+	pt_unreserve(f);
 	if (f->writable)
 		ulp_stage_writer_done(st, f->in);
 	ulp_inode_put(st, f->in);

@@ -203,6 +203,10 @@ void ulp_inode_put(ulp_store *st, ulp_inode *in)
 	ULP_MU_HELD(st);
 	if (--in->refs > 0)
 		return;
+	/* Kept for a backing file that no open file holds any more (the
+	 * handles hold refs, and release the backing first). */
+	if (in->bk_kept && !in->unlinked)
+		ulp_stage_drop(st, in);
 	if (in->staged && !in->unlinked) {
 		/* Staged data always has an encode coming. */
 		ulp_queue_add(st, in, (int64_t)st->opts.settle_ms * 1000000);

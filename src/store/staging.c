@@ -35,13 +35,14 @@ void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size)
 void ulp_stage_drop(ulp_store *st, ulp_inode *in)
 {
 	ULP_MU_HELD(st);
-	char name[32];
+	char name[40];
 
 	if (in->fd >= 0)
 		close(in->fd);
 	in->fd = -1;
-	ulp_stage_name(in->ino, name);
+	ulp_stage_kept_name(in, name);
 	unlinkat(st->stg_fd, name, 0);
+	in->bk_kept = ULP_BK_NONE;
 	st->staged_bytes -= in->acct;
 	if (in->qstate != ULP_Q_NONE)
 		st->pending_bytes -= in->acct;
@@ -150,7 +151,12 @@ int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 
 	pthread_rwlock_wrlock(&in->data);
 	if (staged) {
-		if (trunc && ftruncate(in->fd, 0) < 0)
+		/* A committed file kept as the kernel's backing file is
+		 * this writer's staging file (backing.c). */
+		pthread_mutex_lock(&st->mu);
+		rc = ulp_stage_reclaim(st, in);
+		pthread_mutex_unlock(&st->mu);
+		if (rc == 0 && trunc && ftruncate(in->fd, 0) < 0)
 			rc = -errno;
 		pthread_mutex_lock(&st->mu);
 		if (trunc && rc == 0) {
@@ -206,6 +212,7 @@ void ulp_stage_writer_done(ulp_store *st, ulp_inode *in)
 	ULP_MU_HELD(st);
 	if (--in->nwriters > 0 || !in->staged || in->unlinked)
 		return;
+	st->last_closed_size = in->size;
 	/* Persist size and times: getattr of an idle row and a reopen
 	 * after a crash see them (recovery also has the file's own). */
 	ulp_cat_inode row;

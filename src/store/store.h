@@ -238,11 +238,28 @@ void ulp_file_release(ulp_file *f);
  * f's inode, for the kernel to use as the backing file; -ENOENT when the
  * content is not staged. */
 int ulp_file_staging_fd(ulp_file *f);
+/* The staging limit for writers that the daemon does not see (FUSE
+ * passthrough), asked before choosing passthrough for writable f: waits
+ * while the limit is reached (as a write would), then 1 if the staged
+ * bytes, what the passthrough writers admitted earlier are still expected
+ * to write (beyond what their staging files hold now), and
+ * what f is expected to write (the size of the last file closed, at least
+ * 1/16 of the limit) fit the limit: f is admitted and counts for that
+ * until released or cancelled.  0: the daemon had better see f's writes
+ * (direct_io), which wait for the limit one by one. */
+int ulp_file_passthrough_admit(ulp_file *f);
+/* f was admitted but is not written by passthrough after all. */
+void ulp_file_passthrough_cancel(ulp_file *f);
 /* From now on the kernel writes f's staging file itself: the store takes
- * size and mtime from that file (getattr, flush, fsync, release).  Waits
- * first while the staging limit is reached, the only point where such a
- * writer can wait.  f must be writable. */
+ * size and mtime from that file (getattr, flush, fsync, release).  f must
+ * be writable. */
 void ulp_file_set_passthrough(ulp_file *f);
+/* The kernel took the staging file of f's inode as the backing file of
+ * open files (hold), or let go of it (release).  While it holds it, a
+ * commit keeps the file, and a later writer writes it again, instead of a
+ * new one the kernel could not use (store/backing.c). */
+void ulp_file_backing_hold(ulp_file *f);
+void ulp_file_backing_release(ulp_file *f);
 /* An unnamed, empty file (O_TMPFILE) beside the staging files, to try
  * whether the kernel takes them as backing files; an fd or -errno. */
 int ulp_store_staging_tmpfd(ulp_store *st);

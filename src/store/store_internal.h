@@ -67,6 +67,10 @@
 #define ULP_TMP_PREFIX ".tmp-"
 #define ULP_REBASE_PREFIX ".rebase-"
 
+/* A committed staging file kept for the kernel (backing.c): renamed to
+ * .held-<ino>, or (the rename failed) still staging/<ino>. */
+enum { ULP_BK_NONE = 0, ULP_BK_RENAMED = 1, ULP_BK_NAMED = 2 };
+
 /* Queue states of an inode. */
 enum { ULP_Q_NONE = 0, ULP_Q_QUEUED = 1, ULP_Q_ENCODING = 2 };
 
@@ -103,6 +107,10 @@ typedef struct ulp_inode {
 	                          (FUSE passthrough): size and mtime come
 	                          from the staging file (backing.c) */
 	int64_t bk_mtime;      /* the staging file's mtime last taken */
+	unsigned bk_held;      /* registrations of the staging file as a
+	                          kernel backing file (backing.c) */
+	int bk_kept;           /* committed, and the staging file kept only
+	                          for that backing: ULP_BK_* */
 
 	/* Encode queue. */
 	int qstate;
@@ -144,6 +152,11 @@ struct ulp_store {
 	uint64_t failed_bytes;  /* ... of those whose last encode failed */
 	pthread_cond_t space_cv;
 	unsigned space_waiters;
+	/* Passthrough admission (file.c): the admitted writers, open, and
+	 * the size of the last file closed (what the next writer is
+	 * expected to write). */
+	struct ulp_file *pt_admitted;
+	uint64_t last_closed_size;
 
 	pthread_t *enc_threads;
 	unsigned n_enc_threads;
@@ -227,6 +240,15 @@ void ulp_stage_sync_backing(ulp_store *st, ulp_inode *in);
 void ulp_stage_mark_backing(ulp_inode *in);
 /* Drop an inode's staging fd and file and its accounting (mu held). */
 void ulp_stage_drop(ulp_store *st, ulp_inode *in);
+/* At a commit (data and mu held): 1 if the staging file stays, as the
+ * kernel's backing file of open files (then in->bk_kept), else 0 (drop
+ * it). */
+int ulp_stage_keep_backing(ulp_store *st, ulp_inode *in);
+/* A writer of a kept file (data and mu held): the staging file becomes
+ * staging/<ino> again and the catalog says staged.  0 or -errno. */
+int ulp_stage_reclaim(ulp_store *st, ulp_inode *in);
+/* The name of in's staging file in staging/ (kept or not). */
+void ulp_stage_kept_name(const ulp_inode *in, char buf[40]);
 
 /* ------------------------------------------------------------ queue
  * (queue.c) and encoder (encoder.c) */

@@ -159,7 +159,9 @@ int ulp_ns_version(ulp_store *st, uint64_t ino, uint64_t *version)
 	rc = ulp_cat_inode_get(st->cat, ino, &row);
 	if (rc == 0) {
 		ulp_inode *in = ulp_inode_find(st, ino);
-		*version = row.staged || (in && in->staged) ? 0 : row.version;
+		*version = row.staged || (in && in->staged && !in->bk_kept)
+		                   ? 0
+		                   : row.version;
 	}
 	pthread_mutex_unlock(&st->mu);
 	return rc;
