@@ -257,6 +257,12 @@ typedef struct ulp_encode_job {
 	 * the logical bytes done and the total.  May be NULL. */
 	void (*progress)(void *opaque, uint64_t done, uint64_t total);
 	void *progress_opaque;
+	/* Ranges of cur known to be zeros (a sparse file's holes): nholes
+	 * pairs [lo, hi), sorted and disjoint.  A chunk inside one is coded
+	 * from zeros without touching cur (whose pages there are never
+	 * read).  May be NULL. */
+	const uint64_t (*holes)[2];
+	size_t nholes;
 } ulp_encode_job;
 
 int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,

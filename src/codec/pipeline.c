@@ -40,6 +40,38 @@ typedef struct enc_worker {
 	unsigned idx;
 } enc_worker;
 
+/* Whether [off, off + len) lies inside one of the job's holes. */
+static int in_hole(const ulp_encode_job *job, uint64_t off, uint32_t len)
+{
+	size_t lo = 0, hi = job->nholes;
+
+	while (lo < hi) { /* the first hole ending after off */
+		size_t mid = lo + (hi - lo) / 2;
+		if (job->holes[mid][1] <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < job->nholes && job->holes[lo][0] <= off &&
+	       job->holes[lo][1] >= off + len;
+}
+
+/* The logical bytes of a chunk: from cur, or zeros from *zbuf (grown to
+ * len, owned by the caller) when it lies in a hole; NULL: no memory. */
+static const uint8_t *chunk_src(const ulp_encode_job *job, uint64_t off,
+                                uint32_t len, ulp_buf *zbuf)
+{
+	if (!job->nholes || !in_hole(job, off, len))
+		return job->cur + off;
+	if (zbuf->len < len) {
+		if (ulp_buf_reserve(zbuf, len))
+			return NULL;
+		memset(zbuf->p, 0, len);
+		zbuf->len = len;
+	}
+	return zbuf->p;
+}
+
 static void *worker(void *arg)
 {
 	enc_pipe *p = ((enc_worker *)arg)->pipe;
@@ -48,6 +80,7 @@ static void *worker(void *arg)
 	ulp_cctx *own = job->cctx ? NULL : ulp_cctx_new();
 	ulp_cctx *cc = job->cctx ? job->cctx[idx] : own;
 	size_t n = ulp_plan_chunk_count(p->plan);
+	ulp_buf zbuf = { 0 };
 
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
@@ -67,9 +100,9 @@ static void *worker(void *arg)
 		size_t enc_len = 0;
 		ulp_stats st;
 		ulp_plan_chunk_range(p->plan, i, &off, &len);
-		const uint8_t *src = job->cur + off;
+		const uint8_t *src = chunk_src(job, off, len, &zbuf);
 		const void *enc = NULL;
-		int rc = cc ? ULP_OK : ULP_ERR_NOMEM;
+		int rc = cc && src ? ULP_OK : ULP_ERR_NOMEM;
 		if (!rc)
 			rc = ulp_chunk_encode(cc, p->plan, i, src,
 			                      job->ref_read, job->ref_opaque,
@@ -92,6 +125,7 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
 	}
+	ulp_buf_free(&zbuf);
 	ulp_cctx_free(own);
 	return NULL;
 }
@@ -101,6 +135,7 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 {
 	const ulp_encode_job *job = p->job;
 	size_t n = ulp_plan_chunk_count(p->plan);
+	ulp_buf zbuf = { 0 };
 	int rc = ULP_OK;
 	for (size_t i = 0; i < n && !rc; i++) {
 		enc_slot *s = &p->slots[i % p->window];
@@ -115,6 +150,7 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 				if (p->slots[k].done && p->slots[k].rc)
 					rc = p->slots[k].rc;
 			pthread_mutex_unlock(&p->mu);
+			ulp_buf_free(&zbuf);
 			return rc ? rc : ULP_ERR_IO;
 		}
 		pthread_mutex_unlock(&p->mu);
@@ -124,8 +160,12 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 		if (!rc)
 			rc = ulp_writer_add_chunk(w, off, len, s->buf.p,
 			                          s->buf.len, s->dec_hash);
+		const uint8_t *src = rc ? NULL
+		                        : chunk_src(job, off, len, &zbuf);
+		if (!rc && !src)
+			rc = ULP_ERR_NOMEM;
 		if (!rc) {
-			XXH3_128bits_update(hs, job->cur + off, len);
+			XXH3_128bits_update(hs, src, len);
 			if (stats)
 				ulp_stats_add(stats, &s->st);
 		}
@@ -145,6 +185,7 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
 	}
+	ulp_buf_free(&zbuf);
 	return rc;
 }
 

@@ -43,9 +43,9 @@
 #define ULP_IO_BUCKETS 256
 /* How an open file's reads and writes travel. */
 enum {
-	ULP_IO_CACHED = 0, /* requests from the page cache */
-	ULP_IO_DIRECT = 1, /* direct_io: a request per read(2)/write(2) */
-	ULP_IO_PT = 2,     /* FUSE passthrough to the staging file */
+	ULP_IO_CACHED = 0,   /* requests from the page cache */
+	ULP_IO_DIRECT = 1,   /* direct_io: a request per read(2)/write(2) */
+	ULP_IO_PT = 2,       /* FUSE passthrough to the staging file */
 	ULP_IO_PT_WRITE = 3, /* the same, for a writer */
 };
 struct ulp_io_node;
@@ -167,6 +167,8 @@ void ulp_fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
                      struct fuse_file_info *fi);
 void ulp_fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
                          off_t length, struct fuse_file_info *fi);
+void ulp_fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                     struct fuse_file_info *fi);
 
 void ulp_fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                         const char *value, size_t size, int flags);

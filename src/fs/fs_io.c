@@ -363,7 +363,9 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 		}
 		mode = ULP_IO_PT;
 	} else if (fs->io_mode == ULP_FS_WRITE_PASSTHROUGH && wr &&
-	           !(n && n->nother)) {
+	           !(n && n->nother) && !ulp_file_partial(f)) {
+		/* (a copy-up on demand's staging file has holes where the
+		 * committed bytes show through: the daemon serves it) */
 		if (!n)
 			n = node_get(fs, ino, 1);
 		rc = n ? backing_new(fs, n, f) : -ENOMEM;

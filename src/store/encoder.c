@@ -96,6 +96,8 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	drop_ctx drop = { job.cur, 0 };
 	job.progress = drop_done;
 	job.progress_opaque = &drop;
+	job.holes = req->holes;
+	job.nholes = req->nholes;
 	if (req->stats)
 		memset(req->stats, 0, sizeof *req->stats);
 	rc = ulp_encode_file(&job, req->stats, hash, stored);
@@ -322,7 +324,8 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	ulp_version_info cur = { 0 };
 	ulp_stats est;
 	uint8_t *tmap = NULL;
-	size_t tmap_len = 0;
+	size_t tmap_len = 0, nholes = 0;
+	uint64_t(*holes)[2] = NULL;
 	void *data = NULL;
 	char *path = NULL;
 	int rc;
@@ -333,15 +336,22 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	uint64_t gen = atomic_load(&in->gen);
 	uint64_t size = in->size, current = in->version;
 	int fd = in->fd;
+	struct ulp_overlay *ov = in->ov;
 	rc = in->staged ? ulp_ns_path_alloc(st, in->ino, &path) : 1;
 	if (rc == 0 && current)
 		rc = ulp_version_get_locked(st, current, &cur);
 	pthread_mutex_unlock(&st->mu);
 	if (rc == -ENOENT)
 		rc = 1; /* unlinked meanwhile */
+	/* A copy-up on demand: the version's bytes where nothing was
+	 * written, decoded here rather than at open. */
+	if (rc == 0 && ov)
+		rc = ulp_stage_fill(st, in, ov, fd, size, gen);
 	if (rc != 0)
 		goto out;
 
+	if (size && (rc = ulp_stage_holes(fd, size, &holes, &nholes)) < 0)
+		goto out;
 	if (size) {
 		data = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 		if (data == MAP_FAILED) {
@@ -376,6 +386,8 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		.cancel = &in->gen,
 		.gen = gen,
 		.stats = &est,
+		.holes = (const uint64_t(*)[2])holes,
+		.nholes = nholes,
 	};
 	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, nv.v.hash);
 	if (rc == -ECANCELED) {
@@ -404,6 +416,7 @@ out:
 	if (data)
 		munmap(data, size);
 	ulp_tensor_map_free(&map);
+	free(holes);
 	free(tmap);
 	free(path);
 	return rc;

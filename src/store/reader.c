@@ -177,8 +177,7 @@ static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
 	if (e->fd < 0 && errno == ENOENT && st->opts.remote) {
 		/* not in the local cache: ranged reads of the remote copy */
 		e->remote = st->opts.remote;
-		snprintf(e->remote_name, sizeof e->remote_name, "%s",
-		         v.object);
+		snprintf(e->remote_name, sizeof e->remote_name, "%s", v.object);
 		rc = e->remote->size(e->remote->ctx, v.object, &osize);
 		if (rc < 0)
 			goto fail;
@@ -525,6 +524,32 @@ int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,
 	return rc;
 }
 
+/* Write buf[0..n) at off, leaving holes where whole blocks are zeros (a
+ * sparse file stays sparse; the file is new, so holes read as zeros). */
+static int write_sparse(int fd, const uint8_t *buf, size_t n, uint64_t off)
+{
+	const size_t blk = 64u << 10;
+	static const uint8_t zero[64u << 10];
+
+	for (size_t at = 0; at < n;) {
+		size_t len = n - at < blk ? n - at : blk;
+		if (len == blk && memcmp(buf + at, zero, blk) == 0) {
+			at += len;
+			continue;
+		}
+		/* a run of blocks with data, written at once */
+		size_t end = at + len;
+		while (end < n &&
+		       (n - end < blk || memcmp(buf + end, zero, blk) != 0))
+			end += n - end < blk ? n - end : blk;
+		int rc = ulp_pwrite_all(fd, buf + at, end - at, off + at);
+		if (rc < 0)
+			return rc;
+		at = end;
+	}
+	return 0;
+}
+
 int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
                       _Atomic int *stop)
 {
@@ -549,16 +574,12 @@ int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
 			rc = got < 0 ? (int)got : -EIO;
 			break;
 		}
-		for (size_t done = 0; done < n && rc == 0;) {
-			ssize_t w = pwrite(fd, buf + done, n - done,
-			                   (off_t)(off + done));
-			if (w < 0 && errno != EINTR)
-				rc = -errno;
-			else if (w > 0)
-				done += (size_t)w;
-		}
+		rc = write_sparse(fd, buf, n, off);
 		off += n;
 	}
+	/* the size, where the file ends in a hole */
+	if (rc == 0 && ftruncate(fd, (off_t)size) < 0)
+		rc = -errno;
 	ulp_readahead_free(ra);
 	free(buf);
 	return rc;

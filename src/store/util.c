@@ -73,12 +73,12 @@ int ulp_dir_list(int dir_fd, DIR **out)
 	return 0;
 }
 
-int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off)
+/* pread or pwrite all len bytes at off (0, -errno; -EIO at EOF). */
+static int rw_all(int fd, uint8_t *p, size_t len, uint64_t off, int write)
 {
-	uint8_t *p = buf;
-
 	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
+		ssize_t n = write ? pwrite(fd, p, len, (off_t)off)
+		                  : pread(fd, p, len, (off_t)off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -91,6 +91,17 @@ int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	return rw_all(fd, buf, len, off, 0);
+}
+
+int ulp_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	/* pwrite does not write through the pointer */
+	return rw_all(fd, (uint8_t *)(uintptr_t)buf, len, off, 1);
 }
 
 void ulp_stage_name(uint64_t ino, char buf[32])

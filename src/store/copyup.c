@@ -1,0 +1,207 @@
+/*
+ * copyup.c - the bytes of a staged file: read from its staging file and,
+ * for a copy-up on demand (overlay.h), from the committed version it was
+ * opened from; filling the overlay's gaps before the file is encoded.
+ */
+#include "store/store_internal.h"
+
+#include "store/overlay.h"
+
+#include <sys/stat.h>
+
+/* Bytes filled per step: a few chunks, so that a writer that cancels the
+ * encode waits little. */
+#define FILL_STEP (4u << 20)
+
+/* pread len bytes of the staging file at off; past its end, zeros. */
+static int stage_pread(int fd, uint8_t *buf, size_t len, uint64_t off)
+{
+	size_t n = 0;
+
+	while (n < len) {
+		ssize_t r = pread(fd, buf + n, len - n, (off_t)(off + n));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	memset(buf + n, 0, len - n);
+	return 0;
+}
+
+ssize_t ulp_stage_read(ulp_store *st, ulp_inode *in, void *buf, size_t size,
+                       uint64_t off, ulp_readahead *ra)
+{
+	uint64_t fsize = in->size;
+	uint8_t *b = buf;
+	size_t n = 0;
+
+	if (off >= fsize)
+		return 0;
+	if (size > fsize - off)
+		size = (size_t)(fsize - off);
+	while (n < size) {
+		uint64_t len = size - n;
+		int kind =
+			in->ov ? ulp_overlay_lookup(in->ov, off + n, len, &len)
+			       : ULP_OV_STAGED;
+		int rc = 0;
+		if (kind == ULP_OV_STAGED) {
+			rc = stage_pread(in->fd, b + n, (size_t)len, off + n);
+		} else if (kind == ULP_OV_BASE) {
+			ssize_t r = ulp_read_version(st,
+			                             ulp_overlay_base(in->ov),
+			                             b + n, (size_t)len,
+			                             off + n, ra);
+			if (r < 0)
+				rc = (int)r;
+			else if ((uint64_t)r < len) /* the limit is inside */
+				memset(b + n + r, 0, (size_t)len - (size_t)r);
+		} else {
+			memset(b + n, 0, (size_t)len);
+		}
+		if (rc < 0)
+			return n ? (ssize_t)n : rc;
+		n += (size_t)len;
+	}
+	return (ssize_t)n;
+}
+
+int ulp_stage_fill(ulp_store *st, ulp_inode *in, ulp_overlay *ov, int fd,
+                   uint64_t size, uint64_t gen)
+{
+	uint8_t *buf = NULL;
+	uint64_t off = 0;
+	int rc = 0;
+
+	while (rc == 0 && off < size) {
+		if (atomic_load(&in->gen) != gen) {
+			rc = 1;
+			break;
+		}
+		uint64_t len;
+		int kind = ulp_overlay_lookup(ov, off, size - off, &len);
+		if (kind == ULP_OV_BASE) {
+			if (len > FILL_STEP)
+				len = FILL_STEP;
+			if (!buf && !(buf = malloc(FILL_STEP))) {
+				rc = -ENOMEM;
+				break;
+			}
+			ssize_t r = ulp_read_version(st, ulp_overlay_base(ov),
+			                             buf, (size_t)len, off,
+			                             NULL);
+			if (r >= 0 && (uint64_t)r < len)
+				memset(buf + r, 0, (size_t)(len - (uint64_t)r));
+			rc = r < 0 ? (int)r
+			           : ulp_pwrite_all(fd, buf, (size_t)len, off);
+		} else if (kind == ULP_OV_ZERO) {
+			/* Zeros: a hole (whatever a crash left there goes). */
+			if (fallocate(fd,
+			              FALLOC_FL_PUNCH_HOLE |
+			                      FALLOC_FL_KEEP_SIZE,
+			              (off_t)off, (off_t)len) < 0)
+				rc = -errno;
+		}
+		/* Filled before marked: a reader sees the same bytes from
+		 * either side. */
+		if (rc == 0 && kind != ULP_OV_STAGED)
+			rc = ulp_overlay_add(ov, off, off + len);
+		off += len;
+	}
+	free(buf);
+	return rc;
+}
+
+int ulp_stage_zero(int fd, off_t off, off_t len, uint64_t size)
+{
+	struct stat sb;
+
+	if (fallocate(fd, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off,
+	              len) < 0) {
+		if (errno != EOPNOTSUPP)
+			return -errno;
+		/* tmpfs has no ZERO_RANGE: a hole reads as zeros too. */
+		if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		              off, len) < 0)
+			return -errno;
+	}
+	if (fstat(fd, &sb) < 0)
+		return -errno;
+	if ((uint64_t)sb.st_size < size && ftruncate(fd, (off_t)size) < 0)
+		return -errno;
+	return 0;
+}
+
+/* The next data (SEEK_DATA) or hole (SEEK_HOLE) at or after off in the
+ * staging file, within [off, end): its offset, or end when none. */
+static uint64_t stage_next(int fd, uint64_t off, uint64_t end, int whence)
+{
+	off_t r = lseek(fd, (off_t)off, whence);
+
+	return r < 0 || (uint64_t)r > end ? end : (uint64_t)r;
+}
+
+off_t ulp_stage_seek(ulp_inode *in, uint64_t off, int whence)
+{
+	uint64_t size = in->size;
+
+	while (off < size) {
+		uint64_t len = size - off;
+		int kind = in->ov ? ulp_overlay_lookup(in->ov, off, len, &len)
+		                  : ULP_OV_STAGED;
+		uint64_t end = off + len;
+		if (kind == ULP_OV_STAGED) {
+			uint64_t at = stage_next(in->fd, off, end, whence);
+			if (at < end)
+				return (off_t)at;
+		} else if ((kind == ULP_OV_BASE) == (whence == SEEK_DATA)) {
+			return (off_t)off; /* a version is data throughout */
+		}
+		off = end;
+	}
+	/* Past the last data there is the hole at the end of the file. */
+	return whence == SEEK_HOLE ? (off_t)size : -ENXIO;
+}
+
+/* Holes shorter than this hold no chunk worth skipping. */
+#define HOLE_MIN (64u << 10)
+
+int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n)
+{
+	uint64_t(*v)[2] = NULL;
+	size_t cap = 0;
+	uint64_t off = 0;
+
+	*out = NULL;
+	*n = 0;
+	while (off < size) {
+		off_t h = lseek(fd, (off_t)off, SEEK_HOLE);
+		if (h < 0 || (uint64_t)h >= size)
+			break; /* no hole left (or none known: all data) */
+		off_t d = lseek(fd, h, SEEK_DATA);
+		uint64_t end = d < 0 || (uint64_t)d > size ? size : (uint64_t)d;
+		if (end - (uint64_t)h >= HOLE_MIN) {
+			if (*n == cap) {
+				size_t c = cap ? 2 * cap : 16;
+				void *p = realloc(v, c * sizeof *v);
+				if (!p) {
+					free(v);
+					*n = 0;
+					return -ENOMEM;
+				}
+				v = p;
+				cap = c;
+			}
+			v[*n][0] = (uint64_t)h;
+			v[*n][1] = end;
+			(*n)++;
+		}
+		off = end;
+	}
+	*out = v;
+	return 0;
+}
