@@ -43,9 +43,9 @@
 #define ULP_IO_BUCKETS 256
 /* How an open file's reads and writes travel. */
 enum {
-	ULP_IO_CACHED = 0,   /* requests from the page cache */
-	ULP_IO_DIRECT = 1,   /* direct_io: a request per read(2)/write(2) */
-	ULP_IO_PT = 2,       /* FUSE passthrough to the staging file */
+	ULP_IO_CACHED = 0, /* requests from the page cache */
+	ULP_IO_DIRECT = 1, /* direct_io: a request per read(2)/write(2) */
+	ULP_IO_PT = 2,     /* FUSE passthrough to the staging file */
 	ULP_IO_PT_WRITE = 3, /* the same, for a writer */
 };
 struct ulp_io_node;

@@ -207,8 +207,10 @@ static const char SCHEMA_V5_LOCALFS[] =
 
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
-	{ SCHEMA_V1, v1_root },      { SCHEMA_V2, NULL },
-	{ SCHEMA_V3, NULL },         { SCHEMA_V4, NULL },
+	{ SCHEMA_V1, v1_root },
+	{ SCHEMA_V2, NULL },
+	{ SCHEMA_V3, NULL },
+	{ SCHEMA_V4, NULL },
 	{ SCHEMA_V5_LOCALFS, NULL },
 };
 
