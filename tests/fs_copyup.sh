@@ -107,6 +107,7 @@ for d in (mnt, ref):
 sync()
 
 # Append one line: nothing decoded while it is open.
+settle()
 d0 = decodes()
 fds = both("big", os.O_WRONLY | os.O_APPEND)
 line = b"one more line\n"
@@ -122,7 +123,9 @@ same("big", "after the append")
 sync()
 v2 = v1 + line
 
-# Patch 4 KiB in the middle, read across it while open.
+# Patch 4 KiB in the middle, read across it while open.  (The flip of
+# version 1 against version 2 decodes in the background: waited for.)
+settle()
 mid = len(v2) // 2 + 77
 patch = rnd.randbytes(4096)
 d0 = decodes()

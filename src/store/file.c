@@ -273,6 +273,8 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
 		return -EINVAL;
 	uint64_t end = (uint64_t)off + (uint64_t)len;
 	pthread_mutex_lock(&st->mu);
+	if (in->npt)
+		ulp_stage_sync_backing(st, in); /* the size the kernel wrote */
 	ulp_stage_wait_space(st, op ? 0 : (uint64_t)len);
 	pthread_mutex_unlock(&st->mu);
 	pthread_rwlock_rdlock(&in->data);
@@ -312,6 +314,10 @@ off_t ulp_file_seek(ulp_file *f, off_t off, int whence)
 		return -EINVAL;
 	if (off < 0)
 		return -ENXIO;
+	pthread_mutex_lock(&f->st->mu);
+	if (in->npt)
+		ulp_stage_sync_backing(f->st, in); /* the size the kernel wrote */
+	pthread_mutex_unlock(&f->st->mu);
 	pthread_rwlock_rdlock(&in->data);
 	uint64_t size = in->size;
 	if ((uint64_t)off >= size)
