@@ -4,7 +4,9 @@
 #   - a committed multi-chunk file opened for appending and for patching in
 #     the middle: nothing is decoded while it is open (the store's "chunks
 #     decoded" counter, ulpfs stats --json), reads merge the written bytes
-#     with the committed ones, and every version is exact afterwards;
+#     with the committed ones, the new version stores what changed (coded
+#     against the previous one, the rest as identical chunks), and every
+#     version is exact afterwards;
 #   - fallocate: punching a hole in and zeroing a range of a committed
 #     file, KEEP_SIZE reserving without growing;
 #   - a sparse file with a 1 GiB hole: its staging file and its stored
@@ -93,6 +95,24 @@ def fallocate(fd, mode, off, n):
         raise OSError(e, os.strerror(e))
 
 
+def newest(name):
+    out = json.loads(subprocess.run([ulpfs, "log", "--json", os.path.join(mnt, name)], check=True,
+                                    capture_output=True, text=True).stdout)
+    vs = out["versions"] if isinstance(out, dict) else out
+    return max(vs, key=lambda v: v["seq"])
+
+
+def small_delta(name, what):
+    """The newest version is coded against the one before it, what was not
+    written as identical chunks: it stores what changed, not the file."""
+    v = newest(name)
+    if v["stored"] > (256 << 10) or not v["ref"] or v["ref"]["seq"] != v["seq"] - 1:
+        bad("%s: %s: version %d stores %d bytes, reference %s" % (name, what, v["seq"], v["stored"], v["ref"]))
+    else:
+        ok("%s: %s: version %d stores %d bytes (of %d), coded against version %d"
+           % (name, what, v["seq"], v["stored"], v["size"], v["ref"]["seq"]))
+
+
 def version(name, n):
     with open(os.path.join(mnt, ".ulpfs/versions", name, str(n)), "rb") as f:
         return f.read()
@@ -121,6 +141,7 @@ for fd in fds:
     os.close(fd)
 same("big", "after the append")
 sync()
+small_delta("big", "the append")
 v2 = v1 + line
 
 # Patch 4 KiB in the middle, read across it while open.  (The flip of
@@ -144,6 +165,7 @@ else:
 for fd in fds:
     os.close(fd)
 sync()
+small_delta("big", "the 4 KiB patch")
 v3 = v2[:mid] + patch + v2[mid + 4096:]
 for n, want in ((1, v1), (2, v2), (3, v3)):
     if version("big", n) != want:

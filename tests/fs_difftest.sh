@@ -45,8 +45,10 @@ difftest_run() {
 	exec 3<>"$req" 4<>"$resp"
 	fs_bg "$PY" "$DIFFTEST" --mnt "$mnt" --plain "$plain" --ctl-req "$req" --ctl-resp "$resp" $pt "$@" 3<&- 4<&-
 	pid=$FS_BG_LAST
+	local part=
 	while :; do
 		if IFS= read -r -t 2 cmd <&3; then
+			cmd=$part$cmd part=
 			case $cmd in
 			remount)
 				fs_remount "$store" "$mnt" 3<&- 4<&-
@@ -54,8 +56,11 @@ difftest_run() {
 				;;
 			*) die "unknown request from fs_difftest.py: '$cmd'" ;;
 			esac
-		elif ! pid_alive "$pid"; then
-			break
+		else
+			# A timeout in the middle of a line leaves what it read
+			# in cmd: the rest comes with the next read.
+			part=$part$cmd
+			pid_alive "$pid" || break
 		fi
 	done
 	wait "$pid"

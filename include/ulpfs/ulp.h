@@ -201,6 +201,15 @@ int ulp_chunk_encode(ulp_cctx *cctx, const ulp_plan *plan, size_t i,
                      void *ref_opaque, const void **out, size_t *out_len,
                      ulp_stats *stats);
 
+/* Encode chunk i of plan as identical to the reference, without reading
+ * either: what the caller knows of bytes it did not change (a file
+ * patched in place).  ULP_ERR_REF when the plan does not code every run
+ * of the chunk against the same offsets of the reference, all of them
+ * inside it (then encode it with ulp_chunk_encode).  Output and stats as
+ * ulp_chunk_encode. */
+int ulp_chunk_encode_copy(ulp_cctx *cctx, const ulp_plan *plan, size_t i,
+                          const void **out, size_t *out_len, ulp_stats *stats);
+
 /* ------------------------------------------------------------- container */
 
 /* Object writer: streams a header, the encoded chunks in order and a final
@@ -263,6 +272,13 @@ typedef struct ulp_encode_job {
 	 * read).  May be NULL. */
 	const uint64_t (*holes)[2];
 	size_t nholes;
+	/* Ranges of cur known to equal the reference's bytes at the same
+	 * offsets (what a patch left unchanged), nsame pairs [lo, hi),
+	 * sorted and disjoint: a chunk inside one is coded as identical
+	 * (ulp_chunk_encode_copy) without reading the reference.  cur must
+	 * still hold those bytes (they are hashed).  May be NULL. */
+	const uint64_t (*same)[2];
+	size_t nsame;
 } ulp_encode_job;
 
 int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,

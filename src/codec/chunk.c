@@ -399,6 +399,63 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 	return ULP_OK;
 }
 
+int ulp_chunk_encode_copy(ulp_cctx *c, const ulp_plan *plan, size_t i,
+                          const void **out, size_t *out_len, ulp_stats *stats)
+{
+	if (!plan || i >= plan->nchunks || !out || !out_len)
+		return ULP_ERR_ARG;
+	const ulp_chunk_plan *cp = &plan->chunks[i];
+	const ulp_run *runs = plan->runs + cp->first_run;
+	ulp_buf *o = &c->out;
+	ulp_stats local;
+	uint64_t pos = cp->off;
+
+	/* Identical only where every run is coded against the same bytes
+	 * of the reference, all of them there. */
+	for (size_t r = 0; r < cp->nruns; pos += runs[r++].len)
+		if (!runs[r].has_ref || runs[r].ref_off != pos ||
+		    runs[r].len > plan->ref_size - pos || pos > plan->ref_size)
+			return ULP_ERR_REF;
+	if (sid_reserve(&c->s, cp->nruns))
+		return ULP_ERR_NOMEM;
+	uint32_t nstreams = assign_streams(runs, cp->nruns, c->s.sid);
+	o->len = 0;
+	if (ulp_buf_reserve(o, 2 + ULP_VARINT_MAX +
+	                               (size_t)cp->nruns *
+	                                       (1 + 2 * ULP_VARINT_MAX) +
+	                               2 * (size_t)nstreams))
+		return ULP_ERR_NOMEM;
+	put_runs(o, runs, cp->nruns);
+	memset(&local, 0, sizeof(local));
+	for (uint32_t id = 0; id < nstreams; id++) {
+		size_t first = 0;
+		while (first < cp->nruns && c->s.sid[first] != id)
+			first++;
+		if (first == cp->nruns)
+			continue;
+		o->len += ulp_varint_put(o->p + o->len, 1);
+		o->p[o->len++] = ULP_SC_IDENTICAL;
+		local.dt[runs[first].dtype].bytes_out += 2;
+	}
+	for (size_t r = 0; r < cp->nruns; r++) {
+		ulp_dtype_stats *d = &local.dt[runs[r].dtype];
+		d->bytes_in += runs[r].len;
+		if (runs[r].dtype) {
+			uint64_t n =
+				runs[r].len / ulp_dtype_size(runs[r].dtype);
+			d->elems += n;
+			d->delta_elems += n;
+			d->ref_elems += n;
+		}
+	}
+	local.chunks_copy = 1;
+	if (stats)
+		*stats = local;
+	*out = o->p;
+	*out_len = o->len;
+	return ULP_OK;
+}
+
 /* Parse and validate the runs list of a chunk of logical length len. */
 static int parse_runs(chunk_scratch *s, const uint8_t **pp, const uint8_t *end,
                       const ulp_object *obj, uint32_t len, size_t *nruns_out)

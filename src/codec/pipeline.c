@@ -40,20 +40,20 @@ typedef struct enc_worker {
 	unsigned idx;
 } enc_worker;
 
-/* Whether [off, off + len) lies inside one of the job's holes. */
-static int in_hole(const ulp_encode_job *job, uint64_t off, uint32_t len)
+/* Whether [off, off + len) lies inside one of n sorted ranges. */
+static int in_ranges(const uint64_t (*v)[2], size_t n, uint64_t off,
+                     uint32_t len)
 {
-	size_t lo = 0, hi = job->nholes;
+	size_t lo = 0, hi = n;
 
-	while (lo < hi) { /* the first hole ending after off */
+	while (lo < hi) { /* the first range ending after off */
 		size_t mid = lo + (hi - lo) / 2;
-		if (job->holes[mid][1] <= off)
+		if (v[mid][1] <= off)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return lo < job->nholes && job->holes[lo][0] <= off &&
-	       job->holes[lo][1] >= off + len;
+	return lo < n && v[lo][0] <= off && v[lo][1] >= off + len;
 }
 
 /* The logical bytes of a chunk: from cur, or zeros from *zbuf (grown to
@@ -61,7 +61,7 @@ static int in_hole(const ulp_encode_job *job, uint64_t off, uint32_t len)
 static const uint8_t *chunk_src(const ulp_encode_job *job, uint64_t off,
                                 uint32_t len, ulp_buf *zbuf)
 {
-	if (!job->nholes || !in_hole(job, off, len))
+	if (!job->nholes || !in_ranges(job->holes, job->nholes, off, len))
 		return job->cur + off;
 	if (zbuf->len < len) {
 		if (ulp_buf_reserve(zbuf, len))
@@ -103,7 +103,15 @@ static void *worker(void *arg)
 		const uint8_t *src = chunk_src(job, off, len, &zbuf);
 		const void *enc = NULL;
 		int rc = cc && src ? ULP_OK : ULP_ERR_NOMEM;
-		if (!rc)
+		/* Unchanged since the reference: identical, if the plan
+		 * maps it onto the same bytes. */
+		if (!rc && job->nsame &&
+		    in_ranges(job->same, job->nsame, off, len))
+			rc = ulp_chunk_encode_copy(cc, p->plan, i, &enc,
+			                           &enc_len, &st);
+		else if (!rc)
+			rc = ULP_ERR_REF;
+		if (rc == ULP_ERR_REF)
 			rc = ulp_chunk_encode(cc, p->plan, i, src,
 			                      job->ref_read, job->ref_opaque,
 			                      &enc, &enc_len, &st);

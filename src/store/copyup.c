@@ -205,3 +205,50 @@ int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n)
 	*out = v;
 	return 0;
 }
+
+int ulp_stage_unchanged(ulp_store *st, ulp_overlay *ov, uint64_t size,
+                        const ulp_version_info *base, uint64_t (**out)[2],
+                        size_t *n)
+{
+	uint64_t(*v)[2] = NULL;
+	size_t cap = 0;
+	uint64_t total = 0;
+
+	*out = NULL;
+	*n = 0;
+	/* A delta against the base only while the chain stays within
+	 * keyframe_every; the rest of the time a keyframe, as always. */
+	if (base->id != ulp_overlay_base(ov) ||
+	    base->state != ULP_VERSION_LIVE ||
+	    base->depth + 2 > st->opts.keyframe_every)
+		return 0;
+	for (uint64_t off = 0, len; off < size; off += len) {
+		if (ulp_overlay_lookup(ov, off, size - off, &len) !=
+		    ULP_OV_BASE)
+			continue;
+		if (*n == cap) {
+			size_t c = cap ? 2 * cap : 16;
+			void *p = realloc(v, c * sizeof *v);
+			if (!p) {
+				free(v);
+				*n = 0;
+				return -ENOMEM;
+			}
+			v = p;
+			cap = c;
+		}
+		v[*n][0] = off;
+		v[*n][1] = off + len;
+		(*n)++;
+		total += len;
+	}
+	/* Mostly rewritten: a keyframe reads faster and costs about the
+	 * same. */
+	if (total < size / 2) {
+		free(v);
+		*n = 0;
+		return 0;
+	}
+	*out = v;
+	return 0;
+}

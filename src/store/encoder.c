@@ -98,6 +98,8 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	job.progress_opaque = &drop;
 	job.holes = req->holes;
 	job.nholes = req->nholes;
+	job.same = req->same;
+	job.nsame = req->nsame;
 	if (req->stats)
 		memset(req->stats, 0, sizeof *req->stats);
 	rc = ulp_encode_file(&job, req->stats, hash, stored);
@@ -323,9 +325,10 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	new_version nv;
 	ulp_version_info cur = { 0 };
 	ulp_stats est;
+	ulp_tensor_map bmap = { ULP_FMT_UNKNOWN, 0, NULL };
 	uint8_t *tmap = NULL;
-	size_t tmap_len = 0, nholes = 0;
-	uint64_t(*holes)[2] = NULL;
+	size_t tmap_len = 0, nholes = 0, nsame = 0;
+	uint64_t(*holes)[2] = NULL, (*same)[2] = NULL;
 	void *data = NULL;
 	char *path = NULL;
 	int rc;
@@ -343,10 +346,18 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	pthread_mutex_unlock(&st->mu);
 	if (rc == -ENOENT)
 		rc = 1; /* unlinked meanwhile */
-	/* A copy-up on demand: the version's bytes where nothing was
-	 * written, decoded here rather than at open. */
+	/* A copy-up on demand: what was not written is coded as identical
+	 * to the version it came from (when that keeps chains short), and
+	 * is decoded here rather than at open, for the file's hash. */
+	if (rc == 0 && ov && current)
+		rc = ulp_stage_unchanged(st, ov, size, &cur, &same, &nsame);
 	if (rc == 0 && ov)
 		rc = ulp_stage_fill(st, in, ov, fd, size, gen);
+	if (rc == 0 && nsame) {
+		pthread_mutex_lock(&st->mu);
+		rc = ulp_version_tmap_locked(st, current, &bmap);
+		pthread_mutex_unlock(&st->mu);
+	}
 	if (rc != 0)
 		goto out;
 
@@ -375,7 +386,9 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	if (rc < 0)
 		goto out;
 
-	/* The newest version is standalone: it is the one read most. */
+	/* The newest version is standalone: it is the one read most; but
+	 * an append or a patch reads the same coded against its base, most
+	 * of its chunks identical to the base's. */
 	ulp_encode_req req = {
 		.cur = data,
 		.size = size,
@@ -388,6 +401,12 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		.stats = &est,
 		.holes = (const uint64_t(*)[2])holes,
 		.nholes = nholes,
+		.ref = nsame ? current : 0,
+		.ref_size = cur.size,
+		.ref_hash = cur.hash,
+		.ref_map = &bmap,
+		.same = (const uint64_t(*)[2])same,
+		.nsame = nsame,
 	};
 	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, nv.v.hash);
 	if (rc == -ECANCELED) {
@@ -406,8 +425,14 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		rc = commit(st, in, gen, &nv);
 		goto out;
 	}
-	nv.pred = ref.v.id;
-	nv.v.keyframe = 1;
+	if (nsame) {
+		/* A forward delta: its base is not coded against it. */
+		nv.v.ref = current;
+		nv.v.depth = cur.depth + 1;
+	} else {
+		nv.pred = ref.v.id;
+		nv.v.keyframe = 1;
+	}
 	nv.tmap = tmap;
 	nv.tmap_len = tmap_len;
 	ulp_estats_encode(&est, nv.estats);
@@ -416,7 +441,9 @@ out:
 	if (data)
 		munmap(data, size);
 	ulp_tensor_map_free(&map);
+	ulp_tensor_map_free(&bmap);
 	free(holes);
+	free(same);
 	free(tmap);
 	free(path);
 	return rc;

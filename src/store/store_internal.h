@@ -256,6 +256,15 @@ off_t ulp_stage_seek(ulp_inode *in, uint64_t off, int whence);
 /* The holes of the first size bytes of fd (of 64 KiB or more), for the
  * encoder to skip: *n pairs [lo, hi) in a malloc()ed array.  0, -ENOMEM. */
 int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n);
+/* The ranges of a copy-up on demand of size bytes still unchanged from
+ * its base version (which the caller read under st->mu), before
+ * ulp_stage_fill: the new version is coded against the base with those
+ * chunks identical.  *n 0 (nothing malloc()ed) when it should be a
+ * keyframe instead: the chain would grow past keyframe_every, or most of
+ * it was written.  0 or -ENOMEM. */
+int ulp_stage_unchanged(ulp_store *st, struct ulp_overlay *ov, uint64_t size,
+                        const ulp_version_info *base, uint64_t (**out)[2],
+                        size_t *n);
 /* The inodes.staged value of a staged inode (ULP_STAGED_*). */
 int ulp_stage_kind(const ulp_inode *in);
 /* Drop an inode's staging fd and file and its accounting (mu held). */
@@ -306,6 +315,10 @@ typedef struct ulp_encode_req {
 	/* zeros in cur never read (ulp_stage_holes; may be NULL) */
 	const uint64_t (*holes)[2];
 	size_t nholes;
+	/* bytes equal to ref's at the same offsets (ulp_stage_unchanged;
+	 * may be NULL) */
+	const uint64_t (*same)[2];
+	size_t nsame;
 } ulp_encode_req;
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
