@@ -313,6 +313,9 @@ void ulp_object_chunk_range(const ulp_object *obj, size_t i, uint64_t *off,
                             uint32_t *len);
 /* Stored bytes of chunk i (payload only). */
 uint32_t ulp_object_chunk_stored(const ulp_object *obj, size_t i);
+/* XXH3-64 of chunk i's decoded bytes, as the index records it (what
+ * ulp_chunk_decode checks them against). */
+uint64_t ulp_object_chunk_hash(const ulp_object *obj, size_t i);
 /* Index of the chunk holding logical offset off (off < size). */
 size_t ulp_object_chunk_at(const ulp_object *obj, uint64_t off);
 /* Whether decoding chunk i needs reference bytes. */

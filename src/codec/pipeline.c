@@ -72,6 +72,23 @@ static const uint8_t *chunk_src(const ulp_encode_job *job, uint64_t off,
 	return zbuf->p;
 }
 
+/* The last hole chunk a worker coded: the next one of its length and
+ * plan shape (one generic run without reference, as every chunk of a
+ * new sparse file's holes) is the same bytes again, not coded again. */
+typedef struct zero_memo {
+	uint32_t len; /* 0: none yet */
+	ulp_buf enc;
+	uint64_t hash;
+	ulp_stats st;
+} zero_memo;
+
+static int plain_generic(const ulp_plan *plan, size_t i)
+{
+	const ulp_chunk_plan *cp = &plan->chunks[i];
+	const ulp_run *r = plan->runs + cp->first_run;
+	return cp->nruns == 1 && r->dtype == ULP_DT_GENERIC && !r->has_ref;
+}
+
 static void *worker(void *arg)
 {
 	enc_pipe *p = ((enc_worker *)arg)->pipe;
@@ -81,6 +98,7 @@ static void *worker(void *arg)
 	ulp_cctx *cc = job->cctx ? job->cctx[idx] : own;
 	size_t n = ulp_plan_chunk_count(p->plan);
 	ulp_buf zbuf = { 0 };
+	zero_memo zm = { 0 };
 
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
@@ -103,10 +121,17 @@ static void *worker(void *arg)
 		const uint8_t *src = chunk_src(job, off, len, &zbuf);
 		const void *enc = NULL;
 		int rc = cc && src ? ULP_OK : ULP_ERR_NOMEM;
-		/* Unchanged since the reference: identical, if the plan
-		 * maps it onto the same bytes. */
-		if (!rc && job->nsame &&
-		    in_ranges(job->same, job->nsame, off, len))
+		int zero = !rc && src == zbuf.p && plain_generic(p->plan, i);
+		uint64_t h = 0;
+		if (zero && zm.len == len) {
+			enc = zm.enc.p;
+			enc_len = zm.enc.len;
+			st = zm.st;
+			h = zm.hash;
+		} else if (!rc && job->nsame &&
+		           in_ranges(job->same, job->nsame, off, len))
+			/* Unchanged since the reference: identical, if the
+			 * plan maps it onto the same bytes. */
 			rc = ulp_chunk_encode_copy(cc, p->plan, i, &enc,
 			                           &enc_len, &st);
 		else if (!rc)
@@ -121,7 +146,16 @@ static void *worker(void *arg)
 			memcpy(slot->buf.p, enc, enc_len);
 			slot->buf.len = enc_len;
 		}
-		uint64_t h = rc ? 0 : XXH3_64bits(src, len);
+		if (!rc && !h)
+			h = XXH3_64bits(src, len);
+		if (!rc && zero && zm.len != len &&
+		    !ulp_buf_reserve(&zm.enc, enc_len)) {
+			memcpy(zm.enc.p, slot->buf.p, enc_len);
+			zm.enc.len = enc_len;
+			zm.st = st;
+			zm.hash = h;
+			zm.len = len;
+		}
 		pthread_mutex_lock(&p->mu);
 		slot->rc = rc;
 		slot->st = st;
@@ -134,6 +168,7 @@ static void *worker(void *arg)
 		pthread_mutex_unlock(&p->mu);
 	}
 	ulp_buf_free(&zbuf);
+	ulp_buf_free(&zm.enc);
 	ulp_cctx_free(own);
 	return NULL;
 }

@@ -70,6 +70,28 @@ ssize_t ulp_stage_read(ulp_store *st, ulp_inode *in, void *buf, size_t size,
 	return (ssize_t)n;
 }
 
+/* Make [off, off + len) of fd read as zeros: a hole, or where the
+ * filesystem cannot punch, zeros written. */
+static int punch(int fd, uint64_t off, uint64_t len)
+{
+	static const uint8_t zero[64u << 10];
+
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	              (off_t)off, (off_t)len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP)
+		return -errno;
+	for (uint64_t end = off + len; off < end;) {
+		size_t n = end - off < sizeof zero ? (size_t)(end - off)
+		                                   : sizeof zero;
+		int rc = ulp_pwrite_all(fd, zero, n, off);
+		if (rc < 0)
+			return rc;
+		off += n;
+	}
+	return 0;
+}
+
 int ulp_stage_fill(ulp_store *st, ulp_inode *in, ulp_overlay *ov, int fd,
                    uint64_t size, uint64_t gen)
 {
@@ -96,15 +118,15 @@ int ulp_stage_fill(ulp_store *st, ulp_inode *in, ulp_overlay *ov, int fd,
 			                             NULL);
 			if (r >= 0 && (uint64_t)r < len)
 				memset(buf + r, 0, (size_t)(len - (uint64_t)r));
-			rc = r < 0 ? (int)r
-			           : ulp_pwrite_all(fd, buf, (size_t)len, off);
+			/* The version's zeros stay holes: a hole first (what
+			 * a crash may have left there goes), then the data. */
+			rc = r < 0 ? (int)r : punch(fd, off, len);
+			if (rc == 0)
+				rc = ulp_pwrite_sparse(fd, buf, (size_t)len,
+				                       off);
 		} else if (kind == ULP_OV_ZERO) {
 			/* Zeros: a hole (whatever a crash left there goes). */
-			if (fallocate(fd,
-			              FALLOC_FL_PUNCH_HOLE |
-			                      FALLOC_FL_KEEP_SIZE,
-			              (off_t)off, (off_t)len) < 0)
-				rc = -errno;
+			rc = punch(fd, off, len);
 		}
 		/* Filled before marked: a reader sees the same bytes from
 		 * either side. */

@@ -17,6 +17,8 @@
  * stays cached for readers of those versions.
  */
 #include "store/store_internal.h"
+
+#include <xxhash.h>
 #include "store/remote.h"
 
 #include <sys/stat.h>
@@ -42,6 +44,10 @@ typedef struct oentry {
 	struct oentry *hnext, *lprev, *lnext;
 } oentry;
 
+/* Chunk lengths whose all-zero hash is known (a few: chunks are mostly
+ * of the default size). */
+#define ZERO_MEMO 8
+
 struct ulp_reader {
 	pthread_mutex_t mu;
 	oentry *tab[OBJ_BUCKETS];
@@ -49,6 +55,9 @@ struct ulp_reader {
 	oentry lru; /* sentinel; lnext is the most recent */
 	ulp_dctx **pool;
 	size_t npool, cap;
+	uint32_t zlen[ZERO_MEMO]; /* under mu */
+	uint64_t zhash[ZERO_MEMO];
+	unsigned znext;
 };
 
 int ulp_reader_new(ulp_store *st, ulp_reader **out)
@@ -367,6 +376,51 @@ static int warm_ref(ulp_store *st, const oentry *e, uint64_t off, uint32_t len,
 	return rc;
 }
 
+/* XXH3-64 of len zero bytes, remembered for the last few lengths. */
+static uint64_t zero_hash(ulp_reader *r, uint32_t len)
+{
+	static const uint8_t zero[64u << 10];
+	uint64_t h;
+
+	pthread_mutex_lock(&r->mu);
+	for (unsigned k = 0; k < ZERO_MEMO; k++)
+		if (r->zlen[k] == len) {
+			h = r->zhash[k];
+			pthread_mutex_unlock(&r->mu);
+			return h;
+		}
+	pthread_mutex_unlock(&r->mu);
+	XXH3_state_t *s = XXH3_createState();
+	if (!s)
+		return 0; /* no memory: decode as usual */
+	XXH3_64bits_reset(s);
+	for (uint32_t done = 0; done < len;) {
+		uint32_t n = len - done < sizeof zero ? len - done
+		                                      : sizeof zero;
+		XXH3_64bits_update(s, zero, n);
+		done += n;
+	}
+	h = XXH3_64bits_digest(s);
+	XXH3_freeState(s);
+	pthread_mutex_lock(&r->mu);
+	r->zlen[r->znext] = len;
+	r->zhash[r->znext] = h;
+	r->znext = (r->znext + 1) % ZERO_MEMO;
+	pthread_mutex_unlock(&r->mu);
+	return h;
+}
+
+/* Whether chunk i of e decodes to zeros (a sparse file's hole): its bytes
+ * hash to zeros', to the strength every decode is checked with; only
+ * chunks stored in a few bytes are looked at. */
+static int zero_chunk(ulp_store *st, const oentry *e, size_t i, uint32_t len)
+{
+	if (len == 0 || ulp_object_chunk_stored(e->obj, i) > 64 + len / 4096)
+		return 0;
+	uint64_t h = ulp_object_chunk_hash(e->obj, i);
+	return h && h == zero_hash(st->reader, len);
+}
+
 /* Decode chunk i of e (claimed: no other thread decodes it meanwhile). */
 static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
                         ulp_ctask *task, ulp_cbuf **out)
@@ -378,6 +432,14 @@ static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
 	int rc = 0;
 
 	ulp_object_chunk_range(e->obj, i, &coff, &clen);
+	if (zero_chunk(st, e, i, clen)) {
+		/* A hole: zeros, without decoding it or its references. */
+		b = ulp_cache_alloc(st->cache, e->vid, coff, clen);
+		if (b)
+			memset(ulp_cbuf_data(b), 0, clen);
+		*out = b;
+		return b ? 0 : -ENOMEM;
+	}
 	if (e->ref && ulp_object_chunk_needs_ref(e->obj, i))
 		rc = warm_ref(st, e, coff, clen, depth, task, pins, &npins);
 	if (rc == 0 && stopped(task))
@@ -524,32 +586,6 @@ int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,
 	return rc;
 }
 
-/* Write buf[0..n) at off, leaving holes where whole blocks are zeros (a
- * sparse file stays sparse; the file is new, so holes read as zeros). */
-static int write_sparse(int fd, const uint8_t *buf, size_t n, uint64_t off)
-{
-	const size_t blk = 64u << 10;
-	static const uint8_t zero[64u << 10];
-
-	for (size_t at = 0; at < n;) {
-		size_t len = n - at < blk ? n - at : blk;
-		if (len == blk && memcmp(buf + at, zero, blk) == 0) {
-			at += len;
-			continue;
-		}
-		/* a run of blocks with data, written at once */
-		size_t end = at + len;
-		while (end < n &&
-		       (n - end < blk || memcmp(buf + end, zero, blk) != 0))
-			end += n - end < blk ? n - end : blk;
-		int rc = ulp_pwrite_all(fd, buf + at, end - at, off + at);
-		if (rc < 0)
-			return rc;
-		at = end;
-	}
-	return 0;
-}
-
 int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
                       _Atomic int *stop)
 {
@@ -574,7 +610,7 @@ int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
 			rc = got < 0 ? (int)got : -EIO;
 			break;
 		}
-		rc = write_sparse(fd, buf, n, off);
+		rc = ulp_pwrite_sparse(fd, buf, n, off);
 		off += n;
 	}
 	/* the size, where the file ends in a hole */

@@ -178,6 +178,9 @@ int ulp_write_all(int fd, const void *buf, size_t len);
 int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off);
 /* pwrite() all of buf at off; 0 or -errno. */
 int ulp_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+/* The same, skipping the whole 64 KiB blocks of zeros, where fd must read
+ * as zeros already (a hole): a sparse file stays sparse. */
+int ulp_pwrite_sparse(int fd, const void *buf, size_t len, uint64_t off);
 /* A listing of the directory dir_fd from its start, on a descriptor of
  * its own (dir_fd stays open); closedir() it.  0 or -errno. */
 int ulp_dir_list(int dir_fd, DIR **out);

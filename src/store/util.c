@@ -104,6 +104,31 @@ int ulp_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return rw_all(fd, (uint8_t *)(uintptr_t)buf, len, off, 1);
 }
 
+int ulp_pwrite_sparse(int fd, const void *data, size_t n, uint64_t off)
+{
+	const size_t blk = 64u << 10;
+	static const uint8_t zero[64u << 10];
+	const uint8_t *buf = data;
+
+	for (size_t at = 0; at < n;) {
+		size_t len = n - at < blk ? n - at : blk;
+		if (len == blk && memcmp(buf + at, zero, blk) == 0) {
+			at += len;
+			continue;
+		}
+		/* a run of blocks with data, written at once */
+		size_t end = at + len;
+		while (end < n &&
+		       (n - end < blk || memcmp(buf + end, zero, blk) != 0))
+			end += n - end < blk ? n - end : blk;
+		int rc = ulp_pwrite_all(fd, buf + at, end - at, off + at);
+		if (rc < 0)
+			return rc;
+		at = end;
+	}
+	return 0;
+}
+
 void ulp_stage_name(uint64_t ino, char buf[32])
 {
 	snprintf(buf, 32, "%llu", (unsigned long long)ino);
