@@ -100,6 +100,17 @@ Test(copyup, open_decodes_nothing_and_reads_merge)
 	cr_assert_eq(b.size, v2.len + sizeof line - 1);
 	expect_version(st, a.id, v1.p, v1.len);
 	expect_version(st, b.id, want, b.size);
+	/* Coded against a: the chunk not written is identical, not coded
+	 * again, and the new version stores about what changed. */
+	int fmt;
+	ulp_stats es;
+	cr_assert_eq(b.ref, a.id, "coded against %llu, not the base",
+	             (unsigned long long)b.ref);
+	cr_assert_eq(ulp_version_usage(st, b.id, &fmt, &es), 1);
+	cr_assert_geq(es.chunks_copy, 1, "no chunk coded as identical");
+	cr_assert_lt(b.stored, a.stored / 2, "stored %llu of %llu",
+	             (unsigned long long)b.stored,
+	             (unsigned long long)a.stored);
 	check_integrity(st);
 	ulp_store_close(st);
 	free(want);
@@ -222,4 +233,47 @@ Test(copyup, damaged_map_keeps_the_committed_version)
 	cr_assert(!exists_in("staging", strrchr(p, '/') + 1));
 	ulp_store_close(st);
 	free(v1.p);
+}
+
+/* A file without tensors (a log, an event file): the chunks left whole
+ * are not copied into staging at all, the encoder reads them from the
+ * version; the bytes of every version stay exact. */
+Test(copyup, generic_file_patch_and_append)
+{
+	ulp_store *st = open_default();
+	size_t len = (17u << 20) + 12345;
+	uint8_t *v = malloc(len + 100);
+	ulp_file *f;
+
+	cr_assert(v);
+	fill_random(v, len, 17);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "log", v, len);
+	sync_ok(st);
+	ulp_version_info a = current(st, ino);
+	cr_assert_eq(ulp_file_open(st, ino, O_RDWR, &f, NULL), 0);
+	/* Across a chunk boundary (2 MiB), and an append. */
+	write_all(f, "patched across a boundary", 25, (off_t)(4u << 20) - 10);
+	memcpy(v + (4u << 20) - 10, "patched across a boundary", 25);
+	write_all(f, "appended\n", 9, (off_t)len);
+	memcpy(v + len, "appended\n", 9);
+	ulp_file_release(f);
+	sync_ok(st);
+	ulp_version_info b = current(st, ino);
+	expect_content(st, ino, v, len + 9);
+	expect_version(st, b.id, v, len + 9);
+	cr_assert_eq(b.ref, a.id);
+	int fmt;
+	ulp_stats es;
+	cr_assert_eq(ulp_version_usage(st, b.id, &fmt, &es), 1);
+	/* chunks 0 and 3-7 of 0-8 whole and untouched; 1, 2 patched; 8
+	 * appended */
+	cr_assert_eq(es.chunks_copy, 6, "%llu chunks coded as identical",
+	             (unsigned long long)es.chunks_copy);
+	cr_assert_lt(b.stored, 64u << 10, "stored %llu",
+	             (unsigned long long)b.stored);
+	fill_random(v, len, 17);
+	expect_version(st, a.id, v, len);
+	check_integrity(st);
+	free(v);
+	ulp_store_close(st);
 }

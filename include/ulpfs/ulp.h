@@ -272,11 +272,12 @@ typedef struct ulp_encode_job {
 	 * read).  May be NULL. */
 	const uint64_t (*holes)[2];
 	size_t nholes;
-	/* Ranges of cur known to equal the reference's bytes at the same
-	 * offsets (what a patch left unchanged), nsame pairs [lo, hi),
-	 * sorted and disjoint: a chunk inside one is coded as identical
-	 * (ulp_chunk_encode_copy) without reading the reference.  cur must
-	 * still hold those bytes (they are hashed).  May be NULL. */
+	/* Ranges of the new file known to equal the reference's bytes at
+	 * the same offsets (what a patch left unchanged), nsame pairs
+	 * [lo, hi), sorted and disjoint; needs has_ref.  A chunk inside one
+	 * is coded as identical (ulp_chunk_encode_copy) and hashed from the
+	 * reference's bytes: cur is not read there (it may be a sparse copy
+	 * holding only what changed).  May be NULL. */
 	const uint64_t (*same)[2];
 	size_t nsame;
 } ulp_encode_job;

@@ -56,20 +56,46 @@ static int in_ranges(const uint64_t (*v)[2], size_t n, uint64_t off,
 	return lo < n && v[lo][0] <= off && v[lo][1] >= off + len;
 }
 
-/* The logical bytes of a chunk: from cur, or zeros from *zbuf (grown to
- * len, owned by the caller) when it lies in a hole; NULL: no memory. */
+/* Chunk buffers of one thread: zeros (kept zero once grown) and a copy
+ * of reference bytes. */
+typedef struct src_bufs {
+	ulp_buf zero, ref;
+} src_bufs;
+
+/* The logical bytes of a chunk: the reference's where the chunk is
+ * unchanged since it (same: cur need not hold them), zeros where it lies
+ * in a hole, else cur's.  NULL with *rc set when they cannot be had. */
 static const uint8_t *chunk_src(const ulp_encode_job *job, uint64_t off,
-                                uint32_t len, ulp_buf *zbuf)
+                                uint32_t len, int same, src_bufs *b, int *rc)
 {
+	if (same) {
+		if (ulp_buf_reserve(&b->ref, len)) {
+			*rc = ULP_ERR_NOMEM;
+			return NULL;
+		}
+		int r = job->ref_read(job->ref_opaque, off, b->ref.p, len);
+		if (r) {
+			*rc = r < 0 ? r : ULP_ERR_IO;
+			return NULL;
+		}
+		return b->ref.p;
+	}
 	if (!job->nholes || !in_ranges(job->holes, job->nholes, off, len))
 		return job->cur + off;
-	if (zbuf->len < len) {
-		if (ulp_buf_reserve(zbuf, len))
+	if (b->zero.len < len) {
+		if (ulp_buf_reserve(&b->zero, len)) {
+			*rc = ULP_ERR_NOMEM;
 			return NULL;
-		memset(zbuf->p, 0, len);
-		zbuf->len = len;
+		}
+		memset(b->zero.p, 0, len);
+		b->zero.len = len;
 	}
-	return zbuf->p;
+	return b->zero.p;
+}
+
+static int is_same(const ulp_encode_job *job, uint64_t off, uint32_t len)
+{
+	return job->nsame && in_ranges(job->same, job->nsame, off, len);
 }
 
 /* The last hole chunk a worker coded: the next one of its length and
@@ -97,7 +123,7 @@ static void *worker(void *arg)
 	ulp_cctx *own = job->cctx ? NULL : ulp_cctx_new();
 	ulp_cctx *cc = job->cctx ? job->cctx[idx] : own;
 	size_t n = ulp_plan_chunk_count(p->plan);
-	ulp_buf zbuf = { 0 };
+	src_bufs sb = { { 0 }, { 0 } };
 	zero_memo zm = { 0 };
 
 	for (;;) {
@@ -118,18 +144,19 @@ static void *worker(void *arg)
 		size_t enc_len = 0;
 		ulp_stats st;
 		ulp_plan_chunk_range(p->plan, i, &off, &len);
-		const uint8_t *src = chunk_src(job, off, len, &zbuf);
+		int same = is_same(job, off, len);
+		int rc = cc ? ULP_OK : ULP_ERR_NOMEM;
+		const uint8_t *src =
+			rc ? NULL : chunk_src(job, off, len, same, &sb, &rc);
 		const void *enc = NULL;
-		int rc = cc && src ? ULP_OK : ULP_ERR_NOMEM;
-		int zero = !rc && src == zbuf.p && plain_generic(p->plan, i);
+		int zero = !rc && src == sb.zero.p && plain_generic(p->plan, i);
 		uint64_t h = 0;
 		if (zero && zm.len == len) {
 			enc = zm.enc.p;
 			enc_len = zm.enc.len;
 			st = zm.st;
 			h = zm.hash;
-		} else if (!rc && job->nsame &&
-		           in_ranges(job->same, job->nsame, off, len))
+		} else if (!rc && same)
 			/* Unchanged since the reference: identical, if the
 			 * plan maps it onto the same bytes. */
 			rc = ulp_chunk_encode_copy(cc, p->plan, i, &enc,
@@ -167,7 +194,8 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
 	}
-	ulp_buf_free(&zbuf);
+	ulp_buf_free(&sb.zero);
+	ulp_buf_free(&sb.ref);
 	ulp_buf_free(&zm.enc);
 	ulp_cctx_free(own);
 	return NULL;
@@ -178,7 +206,7 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 {
 	const ulp_encode_job *job = p->job;
 	size_t n = ulp_plan_chunk_count(p->plan);
-	ulp_buf zbuf = { 0 };
+	src_bufs sb = { { 0 }, { 0 } };
 	int rc = ULP_OK;
 	for (size_t i = 0; i < n && !rc; i++) {
 		enc_slot *s = &p->slots[i % p->window];
@@ -193,7 +221,8 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 				if (p->slots[k].done && p->slots[k].rc)
 					rc = p->slots[k].rc;
 			pthread_mutex_unlock(&p->mu);
-			ulp_buf_free(&zbuf);
+			ulp_buf_free(&sb.zero);
+			ulp_buf_free(&sb.ref);
 			return rc ? rc : ULP_ERR_IO;
 		}
 		pthread_mutex_unlock(&p->mu);
@@ -204,9 +233,9 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 			rc = ulp_writer_add_chunk(w, off, len, s->buf.p,
 			                          s->buf.len, s->dec_hash);
 		const uint8_t *src = rc ? NULL
-		                        : chunk_src(job, off, len, &zbuf);
-		if (!rc && !src)
-			rc = ULP_ERR_NOMEM;
+		                        : chunk_src(job, off, len,
+		                                    is_same(job, off, len), &sb,
+		                                    &rc);
 		if (!rc) {
 			XXH3_128bits_update(hs, src, len);
 			if (stats)
@@ -228,7 +257,8 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
 	}
-	ulp_buf_free(&zbuf);
+	ulp_buf_free(&sb.zero);
+	ulp_buf_free(&sb.ref);
 	return rc;
 }
 
@@ -254,6 +284,7 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 
 	if (!job || (!job->cur && job->cur_size) || !job->write ||
 	    (job->has_ref && (!job->ref_read || !job->ref_hash)) ||
+	    (job->nsame && !job->has_ref) ||
 	    (job->cctx && (!job->nthreads || job->nthreads > 256)))
 		return ULP_ERR_ARG;
 	static const ulp_tensor_map none = { ULP_FMT_UNKNOWN, 0, NULL };

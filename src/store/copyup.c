@@ -92,8 +92,24 @@ static int punch(int fd, uint64_t off, uint64_t len)
 	return 0;
 }
 
+/* The end of the range of v (n sorted ranges) holding off, or 0. */
+static uint64_t range_end(const uint64_t (*v)[2], size_t n, uint64_t off)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid][1] <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo][0] <= off ? v[lo][1] : 0;
+}
+
 int ulp_stage_fill(ulp_store *st, ulp_inode *in, ulp_overlay *ov, int fd,
-                   uint64_t size, uint64_t gen)
+                   uint64_t size, uint64_t gen, const uint64_t (*skip)[2],
+                   size_t nskip)
 {
 	uint8_t *buf = NULL;
 	uint64_t off = 0;
@@ -104,8 +120,18 @@ int ulp_stage_fill(ulp_store *st, ulp_inode *in, ulp_overlay *ov, int fd,
 			rc = 1;
 			break;
 		}
-		uint64_t len;
+		uint64_t len, end = range_end(skip, nskip, off);
+		if (end) { /* left to the encoder, which reads the version */
+			off = end;
+			continue;
+		}
 		int kind = ulp_overlay_lookup(ov, off, size - off, &len);
+		/* up to the next range skipped */
+		for (size_t k = 0; k < nskip; k++)
+			if (skip[k][0] > off && skip[k][0] - off < len) {
+				len = skip[k][0] - off;
+				break;
+			}
 		if (kind == ULP_OV_BASE) {
 			if (len > FILL_STEP)
 				len = FILL_STEP;
@@ -229,8 +255,8 @@ int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n)
 }
 
 int ulp_stage_unchanged(ulp_store *st, ulp_overlay *ov, uint64_t size,
-                        const ulp_version_info *base, uint64_t (**out)[2],
-                        size_t *n)
+                        const ulp_version_info *base, uint64_t align,
+                        uint64_t (**out)[2], size_t *n)
 {
 	uint64_t(*v)[2] = NULL;
 	size_t cap = 0;
@@ -248,6 +274,13 @@ int ulp_stage_unchanged(ulp_store *st, ulp_overlay *ov, uint64_t size,
 		if (ulp_overlay_lookup(ov, off, size - off, &len) !=
 		    ULP_OV_BASE)
 			continue;
+		uint64_t lo = off, hi = off + len;
+		if (align) { /* whole chunks only */
+			lo = (lo + align - 1) / align * align;
+			hi = hi / align * align;
+			if (lo >= hi)
+				continue;
+		}
 		if (*n == cap) {
 			size_t c = cap ? 2 * cap : 16;
 			void *p = realloc(v, c * sizeof *v);
@@ -259,10 +292,10 @@ int ulp_stage_unchanged(ulp_store *st, ulp_overlay *ov, uint64_t size,
 			v = p;
 			cap = c;
 		}
-		v[*n][0] = off;
-		v[*n][1] = off + len;
+		v[*n][0] = lo;
+		v[*n][1] = hi;
 		(*n)++;
-		total += len;
+		total += hi - lo;
 	}
 	/* Mostly rewritten: a keyframe reads faster and costs about the
 	 * same. */

@@ -349,15 +349,25 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	/* A copy-up on demand: what was not written is coded as identical
 	 * to the version it came from (when that keeps chains short), and
 	 * is decoded here rather than at open, for the file's hash. */
-	if (rc == 0 && ov && current)
-		rc = ulp_stage_unchanged(st, ov, size, &cur, &same, &nsame);
-	if (rc == 0 && ov)
-		rc = ulp_stage_fill(st, in, ov, fd, size, gen);
-	if (rc == 0 && nsame) {
+	if (rc == 0 && ov && current) {
 		pthread_mutex_lock(&st->mu);
 		rc = ulp_version_tmap_locked(st, current, &bmap);
 		pthread_mutex_unlock(&st->mu);
 	}
+	/* Without tensors the codec cuts chunks at multiples of its default
+	 * chunk size (plan.c), so whole chunks left unchanged need never be
+	 * copied into staging: the encoder reads them from the version.
+	 * (Every other chunk is filled; the format is not parsed again, the
+	 * base had none.) */
+	int generic = ov && current && bmap.n == 0;
+	if (rc == 0 && ov && current)
+		rc = ulp_stage_unchanged(st, ov, size, &cur,
+		                         generic ? ULP_CHUNK_SIZE_DEFAULT : 0,
+		                         &same, &nsame);
+	if (rc == 0 && ov)
+		rc = ulp_stage_fill(st, in, ov, fd, size, gen,
+		                    generic ? (const uint64_t(*)[2])same : NULL,
+		                    generic ? nsame : 0);
 	if (rc != 0)
 		goto out;
 
@@ -373,7 +383,8 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		madvise(data, size, MADV_SEQUENTIAL);
 	}
 	nv.v.size = size;
-	rc = ulp_errno_of(ulp_format_parse(data, size, &map));
+	if (!(generic && nsame))
+		rc = ulp_errno_of(ulp_format_parse(data, size, &map));
 	if (rc == 0)
 		rc = ulp_tmap_encode(&map, &tmap, &tmap_len);
 	if (rc < 0)

@@ -244,10 +244,13 @@ ssize_t ulp_stage_read(ulp_store *st, ulp_inode *in, void *buf, size_t size,
                        uint64_t off, ulp_readahead *ra);
 /* Before encoding a copy-up on demand (ov, its fd and size taken under
  * st->mu): copy what still comes from the version into the staging file,
- * so that it holds the whole content.  0, 1 (in->gen moved on: a writer
- * came) or -errno.  No lock held; readers may run meanwhile. */
+ * so that it holds the whole content, except the nskip ranges skip
+ * (sorted), which the encoder reads from the version itself.  0, 1
+ * (in->gen moved on: a writer came) or -errno.  No lock held; readers
+ * may run meanwhile. */
 int ulp_stage_fill(ulp_store *st, ulp_inode *in, struct ulp_overlay *ov, int fd,
-                   uint64_t size, uint64_t gen);
+                   uint64_t size, uint64_t gen, const uint64_t (*skip)[2],
+                   size_t nskip);
 /* FALLOC_FL_ZERO_RANGE on a staging file that is to be size bytes long
  * (KEEP_SIZE unless the range ends past it), by punching a hole where
  * the filesystem has no ZERO_RANGE: 0 or -errno. */
@@ -264,10 +267,11 @@ int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n);
  * ulp_stage_fill: the new version is coded against the base with those
  * chunks identical.  *n 0 (nothing malloc()ed) when it should be a
  * keyframe instead: the chain would grow past keyframe_every, or most of
- * it was written.  0 or -ENOMEM. */
+ * it was written.  align (0: none): only the whole align-sized chunks of
+ * each range.  0 or -ENOMEM. */
 int ulp_stage_unchanged(ulp_store *st, struct ulp_overlay *ov, uint64_t size,
-                        const ulp_version_info *base, uint64_t (**out)[2],
-                        size_t *n);
+                        const ulp_version_info *base, uint64_t align,
+                        uint64_t (**out)[2], size_t *n);
 /* The inodes.staged value of a staged inode (ULP_STAGED_*). */
 int ulp_stage_kind(const ulp_inode *in);
 /* Drop an inode's staging fd and file and its accounting (mu held). */
