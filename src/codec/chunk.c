@@ -70,6 +70,15 @@ static uint32_t assign_streams(const ulp_run *runs, size_t n, uint32_t *sid)
 	return next;
 }
 
+/* The first of n runs in stream id (n when the stream is empty). */
+static size_t first_run(const uint32_t *sid, size_t n, uint32_t id)
+{
+	size_t first = 0;
+	while (first < n && sid[first] != id)
+		first++;
+	return first;
+}
+
 typedef struct chunk_scratch {
 	ulp_float_scratch *fs;
 	ulp_buf cur;    /* gathered logical bytes of one class */
@@ -337,9 +346,7 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 		return ULP_ERR_NOMEM;
 	uint32_t nstreams = assign_streams(runs, cp->nruns, c->s.sid);
 	for (uint32_t id = 0; id < nstreams; id++) {
-		size_t first = 0;
-		while (first < cp->nruns && c->s.sid[first] != id)
-			first++;
+		size_t first = first_run(c->s.sid, cp->nruns, id);
 		if (first == cp->nruns)
 			continue;
 		ulp_dtype dt = (ulp_dtype)runs[first].dtype;
@@ -428,9 +435,7 @@ int ulp_chunk_encode_copy(ulp_cctx *c, const ulp_plan *plan, size_t i,
 	put_runs(o, runs, cp->nruns);
 	memset(&local, 0, sizeof(local));
 	for (uint32_t id = 0; id < nstreams; id++) {
-		size_t first = 0;
-		while (first < cp->nruns && c->s.sid[first] != id)
-			first++;
+		size_t first = first_run(c->s.sid, cp->nruns, id);
 		if (first == cp->nruns)
 			continue;
 		o->len += ulp_varint_put(o->p + o->len, 1);

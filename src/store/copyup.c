@@ -215,6 +215,29 @@ off_t ulp_stage_seek(ulp_inode *in, uint64_t off, int whence)
 	return whence == SEEK_HOLE ? (off_t)size : -ENXIO;
 }
 
+/* Append [lo, hi) to the malloc()ed array *v of *n ranges (room for
+ * *cap); on failure it is freed and emptied: 0 or -ENOMEM. */
+static int range_push(uint64_t (**v)[2], size_t *n, size_t *cap, uint64_t lo,
+                      uint64_t hi)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		void *p = realloc(*v, c * sizeof **v);
+		if (!p) {
+			free(*v);
+			*v = NULL;
+			*n = *cap = 0;
+			return -ENOMEM;
+		}
+		*v = p;
+		*cap = c;
+	}
+	(*v)[*n][0] = lo;
+	(*v)[*n][1] = hi;
+	(*n)++;
+	return 0;
+}
+
 /* Holes shorter than this hold no chunk worth skipping. */
 #define HOLE_MIN (64u << 10)
 
@@ -232,22 +255,9 @@ int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n)
 			break; /* no hole left (or none known: all data) */
 		off_t d = lseek(fd, h, SEEK_DATA);
 		uint64_t end = d < 0 || (uint64_t)d > size ? size : (uint64_t)d;
-		if (end - (uint64_t)h >= HOLE_MIN) {
-			if (*n == cap) {
-				size_t c = cap ? 2 * cap : 16;
-				void *p = realloc(v, c * sizeof *v);
-				if (!p) {
-					free(v);
-					*n = 0;
-					return -ENOMEM;
-				}
-				v = p;
-				cap = c;
-			}
-			v[*n][0] = (uint64_t)h;
-			v[*n][1] = end;
-			(*n)++;
-		}
+		if (end - (uint64_t)h >= HOLE_MIN &&
+		    range_push(&v, n, &cap, (uint64_t)h, end) < 0)
+			return -ENOMEM;
 		off = end;
 	}
 	*out = v;
@@ -281,20 +291,8 @@ int ulp_stage_unchanged(ulp_store *st, ulp_overlay *ov, uint64_t size,
 			if (lo >= hi)
 				continue;
 		}
-		if (*n == cap) {
-			size_t c = cap ? 2 * cap : 16;
-			void *p = realloc(v, c * sizeof *v);
-			if (!p) {
-				free(v);
-				*n = 0;
-				return -ENOMEM;
-			}
-			v = p;
-			cap = c;
-		}
-		v[*n][0] = lo;
-		v[*n][1] = hi;
-		(*n)++;
+		if (range_push(&v, n, &cap, lo, hi) < 0)
+			return -ENOMEM;
 		total += hi - lo;
 	}
 	/* Mostly rewritten: a keyframe reads faster and costs about the
