@@ -15,7 +15,10 @@ O_APPEND; pwrite at random offsets and sizes (sparse beyond EOF too), write
 and read at the file position, lseek, pread, ftruncate and truncate (grow and
 shrink), fsync, mmap reads (mmap.ACCESS_READ, of an open descriptor or of a
 path), close, whole-file rewrites, reopening an existing (committed) file
-without O_TRUNC and patching it, rename (files, directories, over existing
+without O_TRUNC and patching it or appending to it, page-aligned sparse
+writes that leave holes, fallocate (punch hole, zero range, keep size:
+the modes the plain side's filesystem has), copy_file_range, lseek
+SEEK_DATA/SEEK_HOLE (checked for truth, not sameness), rename (files, directories, over existing
 targets, into a directory's own subdirectory), renameat2 RENAME_NOREPLACE
 and RENAME_EXCHANGE (when the plain directory's filesystem has them),
 unlink, mkdir, rmdir, mknod (sockets: FIFOs would block the tester's
@@ -60,6 +63,7 @@ FILES = [(p + "/" if p else "") + "f%d" % i for p in PARENTS for i in range(6)]
 MAX_FILE = 4 << 20  # offsets and sizes stay below this
 AT_FDCWD = -100
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+FL_KEEP_SIZE, FL_PUNCH_HOLE, FL_ZERO_RANGE = 1, 2, 16
 
 
 class Divergence(Exception):
@@ -177,6 +181,16 @@ class Tester:
         ]
         if self.rename2:
             self.ops.append((2, self.op_rename2))
+        # Appends to committed files, sparse writes with large holes,
+        # copy_file_range, SEEK_DATA/SEEK_HOLE; hole punching and zeroing
+        # where the plain side's filesystem has them.
+        self.ops += [(4, self.op_append), (3, self.op_sparse), (3, self.op_copy),
+                     (2, self.op_seekdata)]
+        self.falloc = [m for m in (FL_PUNCH_HOLE | FL_KEEP_SIZE, FL_ZERO_RANGE,
+                                   FL_ZERO_RANGE | FL_KEEP_SIZE, FL_KEEP_SIZE)
+                       if self.probe_fallocate(m)]
+        if self.falloc:
+            self.ops.append((3, self.op_fallocate))
         if a.sync_every:
             self.ops.append((100.0 / a.sync_every, self.op_sync))
         self.weights = [w for w, _ in self.ops]
@@ -195,6 +209,25 @@ class Tester:
             if os.path.exists(x):
                 os.unlink(x)
         return r == 0
+
+    def probe_fallocate(self, mode):
+        """Whether the plain side's filesystem has this fallocate mode."""
+        path = os.path.join(self.roots[1], ".probe-f")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, bytes(8192))
+            return self.fallocate(fd, mode, 0, 4096) == 0
+        except OSError:
+            return False
+        finally:
+            os.close(fd)
+            os.unlink(path)
+
+    def fallocate(self, fd, mode, off, n):
+        if self.libc.fallocate(fd, mode, ctypes.c_long(off), ctypes.c_long(n)) != 0:
+            e = ctypes.get_errno()
+            raise OSError(e, os.strerror(e))
+        return 0
 
     def renameat2(self, a, b, flags):
         if self.libc.renameat2(AT_FDCWD, a.encode(), AT_FDCWD, b.encode(), ctypes.c_uint(flags)) != 0:
@@ -390,7 +423,17 @@ class Tester:
         """Apply fn(side) on both sides, compare, run post(results), check."""
         self.hist.append("#%d %s %s" % (self.idx, name, desc))
         self.progress = time.monotonic()
-        ra, rb = wrap(fn, 0), wrap(fn, 1)
+        ra = wrap(fn, 0)
+        # The kernel sends RELEASE after close() has returned: a pinned
+        # passthrough reader closed just before may still hold its backing
+        # file, so a writer open or a truncate meets ETXTBSY until the
+        # daemon has seen that release.  Wait for it (nothing changed).
+        deadline = time.monotonic() + 10
+        while self.a.passthrough and ra == ("err", "ETXTBSY") and time.monotonic() < deadline:
+            self.counts["pt-release-wait"] += 1
+            time.sleep(0.01)
+            ra = wrap(fn, 0)
+        rb = wrap(fn, 1)
         self.hist[-1] += " -> " + short(rb)
         if self.a.verbose:
             print("  " + self.hist[-1], flush=True)
@@ -582,6 +625,123 @@ class Tester:
                 os.close(fd)
 
         self.run("patch", "%s off=%d len=%d" % (rel, off, n), fn, paths=[rel])
+
+    def op_append(self):
+        """Reopen an existing (often committed) file with O_APPEND, add a
+        few lines, close: a log appended across restarts."""
+        rel = self.pick_file(0.95)
+        n = self.rng.choice([1, self.rng.randint(1, 200), self.rng.randint(1, 70000)])
+        data = self.gen_data(n, b"")
+
+        def fn(side):
+            fd = os.open(self.p(side, rel), os.O_WRONLY | os.O_APPEND)
+            try:
+                return os.write(fd, data), os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+
+        self.run("append", "%s len=%d" % (rel, n), fn, paths=[rel])
+
+    def op_sparse(self):
+        """A write far past the end (or into the middle) of an open file,
+        page-aligned, so that it leaves real holes behind or between."""
+        s = self.pick_slot()
+        if not s or s.acc == os.O_RDONLY:
+            return self.op_open()
+        size = os.fstat(s.fds[1]).st_size
+        off = (self.rng.randint(0, size + (2 << 20)) // 4096) * 4096
+        off = min(off, MAX_FILE - 65536)
+        n = self.rng.choice([4096, 65536, self.rng.randint(1, 65536)])
+        data = self.gen_data(n, b"")
+        self.run("sparse", "%r off=%d len=%d" % (s, off, n),
+                 lambda side: os.pwrite(s.fds[side], data, off), slots=[s])
+
+    def op_fallocate(self):
+        s = self.pick_slot()
+        if not s:
+            return self.op_open()
+        mode = self.rng.choice(self.falloc)
+        size = os.fstat(s.fds[1]).st_size
+        off = self.rng.choice([0, self.rng.randint(0, size), (self.rng.randint(0, size) // 4096) * 4096])
+        n = self.rng.choice([1, self.rng.randint(1, 70000), 4096 * self.rng.randint(1, 64)])
+        n = max(1, min(n, MAX_FILE - off))
+        self.run("fallocate", "%r mode=%#x off=%d len=%d" % (s, mode, off, n),
+                 lambda side: (self.fallocate(s.fds[side], mode, off, n), os.fstat(s.fds[side]).st_size),
+                 slots=[s])
+
+    def op_copy(self):
+        """copy_file_range from a file (an open descriptor or a new
+        read-only open of a path) into an open writable descriptor."""
+        d = self.pick_slot()
+        if not d or d.acc == os.O_RDONLY:
+            return self.op_open()
+        src = self.pick_slot() if self.rng.random() < 0.5 else None
+        rel = None if src else self.pick_file(0.9)
+        ssize = os.fstat(src.fds[1]).st_size if src else self.plain_size(rel)
+        off_in = self.rng.choice([0, self.rng.randint(0, ssize), (self.rng.randint(0, ssize) // 4096) * 4096])
+        dsize = os.fstat(d.fds[1]).st_size
+        off_out = self.rng.choice([0, dsize, self.rng.randint(0, dsize + 70000)])
+        off_out = min(off_out, MAX_FILE - 1)
+        n = self.rng.choice([1, self.rng.randint(1, 70000), ssize, self.rng.randint(1, 1 << 20)])
+        n = min(n, MAX_FILE - off_out)
+
+        def fn(side):
+            fd = src.fds[side] if src else os.open(self.p(side, rel), os.O_RDONLY)
+            try:
+                return os.copy_file_range(fd, d.fds[side], n, off_in, off_out), os.fstat(d.fds[side]).st_size
+            finally:
+                if not src:
+                    os.close(fd)
+
+        self.run("copy", "%s off=%d -> %r off=%d len=%d" % (repr(src) if src else rel, off_in, d, off_out, n),
+                 fn, slots=[d] + ([src] if src else []), paths=[] if src else [rel])
+
+    def op_seekdata(self):
+        """lseek SEEK_DATA/SEEK_HOLE: a filesystem may report a hole as data
+        (a committed version is data throughout), so the mount's answer is
+        checked for being true of the plain side's bytes (what it skips is
+        zeros), not for being the same answer; past the end both must say
+        ENXIO.  The file positions are put back on both sides."""
+        s = self.pick_slot()
+        if not s:
+            return self.op_open()
+        size = os.fstat(s.fds[1]).st_size
+        off = self.rng.choice([0, self.rng.randint(0, size), size, size + 10])
+        wh = self.rng.choice([os.SEEK_DATA, os.SEEK_HOLE])
+        desc = "%r off=%d %s" % (s, off, "SEEK_DATA" if wh == os.SEEK_DATA else "SEEK_HOLE")
+        self.hist.append("#%d seekdata %s" % (self.idx, desc))
+        self.progress = time.monotonic()
+        self.counts["seekdata"] += 1
+        pos = [os.lseek(fd, 0, os.SEEK_CUR) for fd in s.fds]
+
+        def seek(side, o, w):
+            return wrap(lambda _: os.lseek(s.fds[side], o, w), side)
+
+        ra, rb = seek(0, off, wh), seek(1, off, wh)
+        self.hist[-1] += " -> mount %s, plain %s" % (short(ra), short(rb))
+        if ra[0] == "ok" and wh == os.SEEK_HOLE:
+            nd = seek(0, ra[1], os.SEEK_DATA)  # where that hole ends
+        for side in (0, 1):
+            os.lseek(s.fds[side], pos[side], os.SEEK_SET)
+        if off >= size or rb[0] != "ok" and wh == os.SEEK_HOLE:
+            if ra != rb:
+                self.diverge("lseek %s" % desc, ra, rb)
+            return
+        if ra[0] != "ok":
+            # ENXIO from SEEK_DATA: no data left, all zeros to the end.
+            if ra != ("err", "ENXIO") or wh != os.SEEK_DATA:
+                self.diverge("lseek %s failed on the mount" % desc, ra, rb)
+            lo, hi = off, size
+        elif wh == os.SEEK_DATA:
+            lo, hi = off, ra[1]
+        else:
+            lo, hi = ra[1], nd[1] if nd[0] == "ok" else size
+        with open("/proc/self/fd/%d" % s.fds[1], "rb") as f:
+            f.seek(lo)
+            skipped = f.read(max(0, hi - lo))
+        r = ra[1] if ra[0] == "ok" else size
+        if not off <= r <= size or any(skipped):
+            self.diverge("lseek %s: [%d, %d) is not a hole on the plain side" % (desc, lo, hi), ra, rb)
 
     def op_rewrite(self):
         rel = self.pick_file(0.8)

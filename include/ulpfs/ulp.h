@@ -201,6 +201,15 @@ int ulp_chunk_encode(ulp_cctx *cctx, const ulp_plan *plan, size_t i,
                      void *ref_opaque, const void **out, size_t *out_len,
                      ulp_stats *stats);
 
+/* Encode chunk i of plan as identical to the reference, without reading
+ * either: what the caller knows of bytes it did not change (a file
+ * patched in place).  ULP_ERR_REF when the plan does not code every run
+ * of the chunk against the same offsets of the reference, all of them
+ * inside it (then encode it with ulp_chunk_encode).  Output and stats as
+ * ulp_chunk_encode. */
+int ulp_chunk_encode_copy(ulp_cctx *cctx, const ulp_plan *plan, size_t i,
+                          const void **out, size_t *out_len, ulp_stats *stats);
+
 /* ------------------------------------------------------------- container */
 
 /* Object writer: streams a header, the encoded chunks in order and a final
@@ -257,6 +266,20 @@ typedef struct ulp_encode_job {
 	 * the logical bytes done and the total.  May be NULL. */
 	void (*progress)(void *opaque, uint64_t done, uint64_t total);
 	void *progress_opaque;
+	/* Ranges of cur known to be zeros (a sparse file's holes): nholes
+	 * pairs [lo, hi), sorted and disjoint.  A chunk inside one is coded
+	 * from zeros without touching cur (whose pages there are never
+	 * read).  May be NULL. */
+	const uint64_t (*holes)[2];
+	size_t nholes;
+	/* Ranges of the new file known to equal the reference's bytes at
+	 * the same offsets (what a patch left unchanged), nsame pairs
+	 * [lo, hi), sorted and disjoint; needs has_ref.  A chunk inside one
+	 * is coded as identical (ulp_chunk_encode_copy) and hashed from the
+	 * reference's bytes: cur is not read there (it may be a sparse copy
+	 * holding only what changed).  May be NULL. */
+	const uint64_t (*same)[2];
+	size_t nsame;
 } ulp_encode_job;
 
 int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
@@ -291,6 +314,9 @@ void ulp_object_chunk_range(const ulp_object *obj, size_t i, uint64_t *off,
                             uint32_t *len);
 /* Stored bytes of chunk i (payload only). */
 uint32_t ulp_object_chunk_stored(const ulp_object *obj, size_t i);
+/* XXH3-64 of chunk i's decoded bytes, as the index records it (what
+ * ulp_chunk_decode checks them against). */
+uint64_t ulp_object_chunk_hash(const ulp_object *obj, size_t i);
 /* Index of the chunk holding logical offset off (off < size). */
 size_t ulp_object_chunk_at(const ulp_object *obj, uint64_t off);
 /* Whether decoding chunk i needs reference bytes. */

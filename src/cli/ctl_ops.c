@@ -355,11 +355,12 @@ int cli_op_stats(cli_env *env, json_t *req)
 		                    upload_errors_json(env));
 		json_object_set_new(
 			o, "cache",
-			env->fs ? json_pack("{s:I,s:I,s:I,s:f}", "bytes",
+			env->fs ? json_pack("{s:I,s:I,s:I,s:f,s:I}", "bytes",
 		                            (json_int_t)ss.cache_bytes, "hits",
 		                            (json_int_t)ss.cache_hits, "misses",
 		                            (json_int_t)ss.cache_misses,
-		                            "hit_rate", hit)
+		                            "hit_rate", hit, "decodes",
+		                            (json_int_t)ss.cache_decodes)
 				: json_null());
 		char *s = json_dumps(o, JSON_INDENT(2));
 		json_decref(o);
@@ -435,7 +436,9 @@ int cli_op_stats(cli_env *env, json_t *req)
 	if (env->fs)
 		cli_outf(env,
 		         "\ndecoded-chunk cache: %" PRIu64 " hits, %" PRIu64
-		         " misses (hit rate %.1f%%)\n",
-		         ss.cache_hits, ss.cache_misses, 100 * hit);
+		         " misses (hit rate %.1f%%), %" PRIu64 " chunks "
+		                                               "decoded\n",
+		         ss.cache_hits, ss.cache_misses, 100 * hit,
+		         ss.cache_decodes);
 	return CLI_OK;
 }

@@ -70,6 +70,15 @@ static uint32_t assign_streams(const ulp_run *runs, size_t n, uint32_t *sid)
 	return next;
 }
 
+/* The first of n runs in stream id (n when the stream is empty). */
+static size_t first_run(const uint32_t *sid, size_t n, uint32_t id)
+{
+	size_t first = 0;
+	while (first < n && sid[first] != id)
+		first++;
+	return first;
+}
+
 typedef struct chunk_scratch {
 	ulp_float_scratch *fs;
 	ulp_buf cur;    /* gathered logical bytes of one class */
@@ -337,9 +346,7 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 		return ULP_ERR_NOMEM;
 	uint32_t nstreams = assign_streams(runs, cp->nruns, c->s.sid);
 	for (uint32_t id = 0; id < nstreams; id++) {
-		size_t first = 0;
-		while (first < cp->nruns && c->s.sid[first] != id)
-			first++;
+		size_t first = first_run(c->s.sid, cp->nruns, id);
 		if (first == cp->nruns)
 			continue;
 		ulp_dtype dt = (ulp_dtype)runs[first].dtype;
@@ -392,6 +399,61 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 		local.chunks_delta = 1;
 	else
 		local.chunks_standalone = 1;
+	if (stats)
+		*stats = local;
+	*out = o->p;
+	*out_len = o->len;
+	return ULP_OK;
+}
+
+int ulp_chunk_encode_copy(ulp_cctx *c, const ulp_plan *plan, size_t i,
+                          const void **out, size_t *out_len, ulp_stats *stats)
+{
+	if (!plan || i >= plan->nchunks || !out || !out_len)
+		return ULP_ERR_ARG;
+	const ulp_chunk_plan *cp = &plan->chunks[i];
+	const ulp_run *runs = plan->runs + cp->first_run;
+	ulp_buf *o = &c->out;
+	ulp_stats local;
+	uint64_t pos = cp->off;
+
+	/* Identical only where every run is coded against the same bytes
+	 * of the reference, all of them there. */
+	for (size_t r = 0; r < cp->nruns; pos += runs[r++].len)
+		if (!runs[r].has_ref || runs[r].ref_off != pos ||
+		    runs[r].len > plan->ref_size - pos || pos > plan->ref_size)
+			return ULP_ERR_REF;
+	if (sid_reserve(&c->s, cp->nruns))
+		return ULP_ERR_NOMEM;
+	uint32_t nstreams = assign_streams(runs, cp->nruns, c->s.sid);
+	o->len = 0;
+	if (ulp_buf_reserve(o, 2 + ULP_VARINT_MAX +
+	                               (size_t)cp->nruns *
+	                                       (1 + 2 * ULP_VARINT_MAX) +
+	                               2 * (size_t)nstreams))
+		return ULP_ERR_NOMEM;
+	put_runs(o, runs, cp->nruns);
+	memset(&local, 0, sizeof(local));
+	for (uint32_t id = 0; id < nstreams; id++) {
+		size_t first = first_run(c->s.sid, cp->nruns, id);
+		if (first == cp->nruns)
+			continue;
+		o->len += ulp_varint_put(o->p + o->len, 1);
+		o->p[o->len++] = ULP_SC_IDENTICAL;
+		local.dt[runs[first].dtype].bytes_out += 2;
+	}
+	for (size_t r = 0; r < cp->nruns; r++) {
+		ulp_dtype_stats *d = &local.dt[runs[r].dtype];
+		d->bytes_in += runs[r].len;
+		if (runs[r].dtype) {
+			uint64_t n =
+				runs[r].len / ulp_dtype_size(runs[r].dtype);
+			d->elems += n;
+			d->delta_elems += n;
+			d->ref_elems += n;
+		}
+	}
+	local.chunks_copy = 1;
 	if (stats)
 		*stats = local;
 	*out = o->p;

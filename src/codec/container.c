@@ -317,6 +317,12 @@ uint32_t ulp_object_chunk_stored(const ulp_object *o, size_t i)
 	return o->chunks[i].stored_len;
 }
 
+uint64_t ulp_object_chunk_hash(const ulp_object *o, size_t i)
+{
+	assert(i < o->nchunks);
+	return o->chunks[i].dec_hash;
+}
+
 size_t ulp_object_chunk_at(const ulp_object *o, uint64_t off)
 {
 	size_t lo = 0, hi = o->nchunks;

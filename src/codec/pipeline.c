@@ -39,6 +39,81 @@ typedef struct enc_worker {
 	unsigned idx;
 } enc_worker;
 
+/* Whether [off, off + len) lies inside one of n sorted ranges. */
+static int in_ranges(const uint64_t (*v)[2], size_t n, uint64_t off,
+                     uint32_t len)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) { /* the first range ending after off */
+		size_t mid = lo + (hi - lo) / 2;
+		if (v[mid][1] <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && v[lo][0] <= off && v[lo][1] >= off + len;
+}
+
+/* Chunk buffers of one thread: zeros (kept zero once grown) and a copy
+ * of reference bytes. */
+typedef struct src_bufs {
+	ulp_buf zero, ref;
+} src_bufs;
+
+/* The logical bytes of a chunk: the reference's where the chunk is
+ * unchanged since it (same: cur need not hold them), zeros where it lies
+ * in a hole, else cur's.  NULL with *rc set when they cannot be had. */
+static const uint8_t *chunk_src(const ulp_encode_job *job, uint64_t off,
+                                uint32_t len, int same, src_bufs *b, int *rc)
+{
+	if (same) {
+		if (ulp_buf_reserve(&b->ref, len)) {
+			*rc = ULP_ERR_NOMEM;
+			return NULL;
+		}
+		int r = job->ref_read(job->ref_opaque, off, b->ref.p, len);
+		if (r) {
+			*rc = r < 0 ? r : ULP_ERR_IO;
+			return NULL;
+		}
+		return b->ref.p;
+	}
+	if (!job->nholes || !in_ranges(job->holes, job->nholes, off, len))
+		return job->cur + off;
+	if (b->zero.len < len) {
+		if (ulp_buf_reserve(&b->zero, len)) {
+			*rc = ULP_ERR_NOMEM;
+			return NULL;
+		}
+		memset(b->zero.p, 0, len);
+		b->zero.len = len;
+	}
+	return b->zero.p;
+}
+
+static int is_same(const ulp_encode_job *job, uint64_t off, uint32_t len)
+{
+	return job->nsame && in_ranges(job->same, job->nsame, off, len);
+}
+
+/* The last hole chunk a worker coded: the next one of its length and
+ * plan shape (one generic run without reference, as every chunk of a
+ * new sparse file's holes) is the same bytes again, not coded again. */
+typedef struct zero_memo {
+	uint32_t len; /* 0: none yet */
+	ulp_buf enc;
+	uint64_t hash;
+	ulp_stats st;
+} zero_memo;
+
+static int plain_generic(const ulp_plan *plan, size_t i)
+{
+	const ulp_chunk_plan *cp = &plan->chunks[i];
+	const ulp_run *r = plan->runs + cp->first_run;
+	return cp->nruns == 1 && r->dtype == ULP_DT_GENERIC && !r->has_ref;
+}
+
 static void *worker(void *arg)
 {
 	enc_pipe *p = ((enc_worker *)arg)->pipe;
@@ -47,6 +122,8 @@ static void *worker(void *arg)
 	ulp_cctx *own = job->cctx ? NULL : ulp_cctx_new();
 	ulp_cctx *cc = job->cctx ? job->cctx[idx] : own;
 	size_t n = ulp_plan_chunk_count(p->plan);
+	src_bufs sb = { { 0 }, { 0 } };
+	zero_memo zm = { 0 };
 
 	for (;;) {
 		pthread_mutex_lock(&p->mu);
@@ -66,10 +143,26 @@ static void *worker(void *arg)
 		size_t enc_len = 0;
 		ulp_stats st;
 		ulp_plan_chunk_range(p->plan, i, &off, &len);
-		const uint8_t *src = job->cur + off;
-		const void *enc = NULL;
+		int same = is_same(job, off, len);
 		int rc = cc ? ULP_OK : ULP_ERR_NOMEM;
-		if (!rc)
+		const uint8_t *src =
+			rc ? NULL : chunk_src(job, off, len, same, &sb, &rc);
+		const void *enc = NULL;
+		int zero = !rc && src == sb.zero.p && plain_generic(p->plan, i);
+		uint64_t h = 0;
+		if (zero && zm.len == len) {
+			enc = zm.enc.p;
+			enc_len = zm.enc.len;
+			st = zm.st;
+			h = zm.hash;
+		} else if (!rc && same)
+			/* Unchanged since the reference: identical, if the
+			 * plan maps it onto the same bytes. */
+			rc = ulp_chunk_encode_copy(cc, p->plan, i, &enc,
+			                           &enc_len, &st);
+		else if (!rc)
+			rc = ULP_ERR_REF;
+		if (rc == ULP_ERR_REF)
 			rc = ulp_chunk_encode(cc, p->plan, i, src,
 			                      job->ref_read, job->ref_opaque,
 			                      &enc, &enc_len, &st);
@@ -79,7 +172,16 @@ static void *worker(void *arg)
 			memcpy(slot->buf.p, enc, enc_len);
 			slot->buf.len = enc_len;
 		}
-		uint64_t h = rc ? 0 : XXH3_64bits(src, len);
+		if (!rc && !h)
+			h = XXH3_64bits(src, len);
+		if (!rc && zero && zm.len != len &&
+		    !ulp_buf_reserve(&zm.enc, enc_len)) {
+			memcpy(zm.enc.p, slot->buf.p, enc_len);
+			zm.enc.len = enc_len;
+			zm.st = st;
+			zm.hash = h;
+			zm.len = len;
+		}
 		pthread_mutex_lock(&p->mu);
 		slot->rc = rc;
 		slot->st = st;
@@ -91,6 +193,9 @@ static void *worker(void *arg)
 		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
 	}
+	ulp_buf_free(&sb.zero);
+	ulp_buf_free(&sb.ref);
+	ulp_buf_free(&zm.enc);
 	ulp_cctx_free(own);
 	return NULL;
 }
@@ -100,6 +205,7 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 {
 	const ulp_encode_job *job = p->job;
 	size_t n = ulp_plan_chunk_count(p->plan);
+	src_bufs sb = { { 0 }, { 0 } };
 	int rc = ULP_OK;
 	for (size_t i = 0; i < n && !rc; i++) {
 		enc_slot *s = &p->slots[i % p->window];
@@ -114,6 +220,8 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 				if (p->slots[k].done && p->slots[k].rc)
 					rc = p->slots[k].rc;
 			pthread_mutex_unlock(&p->mu);
+			ulp_buf_free(&sb.zero);
+			ulp_buf_free(&sb.ref);
 			return rc ? rc : ULP_ERR_IO;
 		}
 		pthread_mutex_unlock(&p->mu);
@@ -123,8 +231,12 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 		if (!rc)
 			rc = ulp_writer_add_chunk(w, off, len, s->buf.p,
 			                          s->buf.len, s->dec_hash);
+		const uint8_t *src = rc ? NULL
+		                        : chunk_src(job, off, len,
+		                                    is_same(job, off, len), &sb,
+		                                    &rc);
 		if (!rc) {
-			XXH3_128bits_update(hs, job->cur + off, len);
+			XXH3_128bits_update(hs, src, len);
 			if (stats)
 				ulp_stats_add(stats, &s->st);
 		}
@@ -144,6 +256,8 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
 	}
+	ulp_buf_free(&sb.zero);
+	ulp_buf_free(&sb.ref);
 	return rc;
 }
 
@@ -169,6 +283,7 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 
 	if (!job || (!job->cur && job->cur_size) || !job->write ||
 	    (job->has_ref && (!job->ref_read || !job->ref_hash)) ||
+	    (job->nsame && !job->has_ref) ||
 	    (job->cctx && (!job->nthreads || job->nthreads > 256)))
 		return ULP_ERR_ARG;
 	static const ulp_tensor_map none = { ULP_FMT_UNKNOWN, 0, NULL };

@@ -1,6 +1,7 @@
 /*
  * fs_file.c - FUSE file data operations: create, open, read, write, flush,
- * fsync, fallocate, release; the list of open handles; per-thread buffers.
+ * fsync, fallocate, lseek, release; the list of open handles; per-thread
+ * buffers.
  *
  * fuse_file_info->fh points to an ulp_fs_handle that wraps the store's
  * ulp_file.  Page cache: the kernel keeps a file's cached pages across
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fs/fs_node.h"
 
@@ -383,17 +385,38 @@ void ulp_fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 		fuse_reply_err(req, EFBIG);
 		return;
 	}
-	/* FALLOC_FL_KEEP_SIZE only reserves blocks for a later write: the
-	 * encoded size is unknown in advance and staging files are sparse,
-	 * so there is nothing to reserve.  Mode 0 (posix_fallocate) extends
-	 * the file; the store refuses the other modes (hole punching etc.)
-	 * with EOPNOTSUPP. */
-	if (mode == FALLOC_FL_KEEP_SIZE) {
-		fuse_reply_err(req, 0);
-		return;
-	}
+	/* The store serves mode 0, KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE on
+	 * the staging file; collapse and insert range are EOPNOTSUPP. */
 	ulp_fs_handle *h = handle_of(fi);
 	int rc = h->file ? ulp_file_fallocate(h->file, mode, offset, length)
 	                 : -EBADF;
 	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
+}
+
+void ulp_fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
+                     struct fuse_file_info *fi)
+{
+	(void)ino;
+	ulp_fs_handle *h = handle_of(fi);
+	off_t r;
+
+	if (h->file) {
+		r = ulp_file_seek(h->file, off, whence);
+	} else {
+		/* A version of the control directory: data throughout. */
+		ulp_version_info v;
+		int rc = ulp_version_get(ulp_fs_of(req)->st, h->version, &v);
+		if (rc < 0)
+			r = rc;
+		else if (whence != SEEK_DATA && whence != SEEK_HOLE)
+			r = -EINVAL;
+		else if (off < 0 || (uint64_t)off >= v.size)
+			r = -ENXIO;
+		else
+			r = whence == SEEK_DATA ? off : (off_t)v.size;
+	}
+	if (r < 0)
+		fuse_reply_err(req, ulp_fs_errno((int)r));
+	else
+		fuse_reply_lseek(req, r);
 }

@@ -358,8 +358,11 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	int pt_mode = fs->io_mode == ULP_FS_WRITE_PASSTHROUGH;
 	/* Outside io_mu: it may wait for the staging limit.  A writer not
 	 * admitted (near the limit) is served by the daemon, whose writes
-	 * wait for the limit one by one. */
-	int admitted = pt_mode && wr && ulp_file_passthrough_admit(f);
+	 * wait for the limit one by one.  A copy-up on demand's staging file
+	 * has holes where the committed bytes show through: the kernel must
+	 * not read it itself, so the daemon serves such a file. */
+	int admitted = pt_mode && wr && !ulp_file_partial(f) &&
+	               ulp_file_passthrough_admit(f);
 
 	fi->direct_io = 0;
 	fi->keep_cache = keep_cache ? 1 : 0;

@@ -11,10 +11,11 @@
  * write modes, fs_io.c, read and write memory buffers); no "handle killpriv"
  * (the kernel clears set-user-ID bits itself with a setattr).  Requests
  * carry up to 1 MiB (FUSE_MAX_PAGES).  POSIX ACLs with default_permissions
- * (fs_xattr.c).  POSIX locks, flock, lseek and copy_file_range are not
- * implemented: libfuse answers ENOSYS, after which the kernel stops asking
- * (locks: local to this machine; lseek SEEK_DATA/SEEK_HOLE and
- * copy_file_range: generic fallbacks).
+ * (fs_xattr.c).  lseek answers SEEK_DATA/SEEK_HOLE from the staging
+ * file's holes (fs_file.c).  POSIX locks, flock and copy_file_range are
+ * not implemented: libfuse answers ENOSYS, after which the kernel stops
+ * asking (locks: local to this machine; copy_file_range: the generic
+ * fallback).
  */
 #include "config.h"
 
@@ -141,6 +142,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.release = ulp_fs_op_release,
 	.fsync = ulp_fs_op_fsync,
 	.fallocate = ulp_fs_op_fallocate,
+	.lseek = ulp_fs_op_lseek,
 	.opendir = ulp_fs_op_opendir,
 	.readdir = ulp_fs_op_readdir,
 	.readdirplus = ulp_fs_op_readdirplus,

@@ -39,7 +39,8 @@ void ulp_stage_sync_backing(ulp_store *st, ulp_inode *in)
 	if (!in->staged || in->fd < 0 || fstat(in->fd, &sb) < 0)
 		return;
 	if ((uint64_t)sb.st_size != in->size)
-		ulp_stage_set_size(st, in, (uint64_t)sb.st_size);
+		in->size = (uint64_t)sb.st_size;
+	ulp_stage_account(st, in); /* blocks written in place count too */
 	/* Only a change of the file's own mtime is a write: a utimens on
 	 * the inode since then stays. */
 	int64_t mt = mtime_ns(&sb);

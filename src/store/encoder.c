@@ -96,6 +96,10 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	drop_ctx drop = { job.cur, 0 };
 	job.progress = drop_done;
 	job.progress_opaque = &drop;
+	job.holes = req->holes;
+	job.nholes = req->nholes;
+	job.same = req->same;
+	job.nsame = req->nsame;
 	if (req->stats)
 		memset(req->stats, 0, sizeof *req->stats);
 	rc = ulp_encode_file(&job, req->stats, hash, stored);
@@ -323,8 +327,10 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	new_version nv;
 	ulp_version_info cur = { 0 };
 	ulp_stats est;
+	ulp_tensor_map bmap = { ULP_FMT_UNKNOWN, 0, NULL };
 	uint8_t *tmap = NULL;
-	size_t tmap_len = 0;
+	size_t tmap_len = 0, nholes = 0, nsame = 0;
+	uint64_t(*holes)[2] = NULL, (*same)[2] = NULL;
 	void *data = NULL;
 	char *path = NULL;
 	int rc;
@@ -335,15 +341,40 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	uint64_t gen = atomic_load(&in->gen);
 	uint64_t size = in->size, current = in->version;
 	int fd = in->fd;
+	struct ulp_overlay *ov = in->ov;
 	rc = in->staged ? ulp_ns_path_alloc(st, in->ino, &path) : 1;
 	if (rc == 0 && current)
 		rc = ulp_version_get_locked(st, current, &cur);
 	pthread_mutex_unlock(&st->mu);
 	if (rc == -ENOENT)
 		rc = 1; /* unlinked meanwhile */
+	/* A copy-up on demand: what was not written is coded as identical
+	 * to the version it came from (when that keeps chains short), and
+	 * is decoded here rather than at open, for the file's hash. */
+	if (rc == 0 && ov && current) {
+		pthread_mutex_lock(&st->mu);
+		rc = ulp_version_tmap_locked(st, current, &bmap);
+		pthread_mutex_unlock(&st->mu);
+	}
+	/* Without tensors the codec cuts chunks at multiples of its default
+	 * chunk size (plan.c), so whole chunks left unchanged need never be
+	 * copied into staging: the encoder reads them from the version.
+	 * (Every other chunk is filled; the format is not parsed again, the
+	 * base had none.) */
+	int generic = ov && current && bmap.n == 0;
+	if (rc == 0 && ov && current)
+		rc = ulp_stage_unchanged(st, ov, size, &cur,
+		                         generic ? ULP_CHUNK_SIZE_DEFAULT : 0,
+		                         &same, &nsame);
+	if (rc == 0 && ov)
+		rc = ulp_stage_fill(st, in, ov, fd, size, gen,
+		                    generic ? (const uint64_t(*)[2])same : NULL,
+		                    generic ? nsame : 0);
 	if (rc != 0)
 		goto out;
 
+	if (size && (rc = ulp_stage_holes(fd, size, &holes, &nholes)) < 0)
+		goto out;
 	if (size) {
 		data = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
 		if (data == MAP_FAILED) {
@@ -354,7 +385,8 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		madvise(data, size, MADV_SEQUENTIAL);
 	}
 	nv.v.size = size;
-	rc = ulp_errno_of(ulp_format_parse(data, size, &map));
+	if (!(generic && nsame))
+		rc = ulp_errno_of(ulp_format_parse(data, size, &map));
 	if (rc == 0)
 		rc = ulp_tmap_encode(&map, &tmap, &tmap_len);
 	if (rc < 0)
@@ -367,7 +399,9 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	if (rc < 0)
 		goto out;
 
-	/* The newest version is standalone: it is the one read most. */
+	/* The newest version is standalone: it is the one read most; but
+	 * an append or a patch reads the same coded against its base, most
+	 * of its chunks identical to the base's. */
 	ulp_encode_req req = {
 		.cur = data,
 		.size = size,
@@ -378,6 +412,14 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		.cancel = &in->gen,
 		.gen = gen,
 		.stats = &est,
+		.holes = (const uint64_t(*)[2])holes,
+		.nholes = nholes,
+		.ref = nsame ? current : 0,
+		.ref_size = cur.size,
+		.ref_hash = cur.hash,
+		.ref_map = &bmap,
+		.same = (const uint64_t(*)[2])same,
+		.nsame = nsame,
 	};
 	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, nv.v.hash);
 	if (rc == -ECANCELED) {
@@ -396,8 +438,14 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		rc = commit(st, in, gen, &nv);
 		goto out;
 	}
-	nv.pred = ref.v.id;
-	nv.v.keyframe = 1;
+	if (nsame) {
+		/* A forward delta: its base is not coded against it. */
+		nv.v.ref = current;
+		nv.v.depth = cur.depth + 1;
+	} else {
+		nv.pred = ref.v.id;
+		nv.v.keyframe = 1;
+	}
 	nv.tmap = tmap;
 	nv.tmap_len = tmap_len;
 	ulp_estats_encode(&est, nv.estats);
@@ -406,6 +454,9 @@ out:
 	if (data)
 		munmap(data, size);
 	ulp_tensor_map_free(&map);
+	ulp_tensor_map_free(&bmap);
+	free(holes);
+	free(same);
 	free(tmap);
 	free(path);
 	return rc;

@@ -4,6 +4,8 @@
  */
 #include "store/store_internal.h"
 
+#include "store/overlay.h"
+
 #include <sys/stat.h>
 
 struct ulp_file {
@@ -89,25 +91,9 @@ ssize_t ulp_file_read(ulp_file *f, void *buf, size_t size, off_t off)
 	 * exclusively; size is atomic: no st->mu on the read path. */
 	pthread_rwlock_rdlock(&in->data);
 	int staged = in->staged;
-	uint64_t fsize = in->size, version = in->version;
+	uint64_t version = in->version;
 	if (staged) {
-		if ((uint64_t)off >= fsize)
-			size = 0;
-		else if (size > fsize - (uint64_t)off)
-			size = (size_t)(fsize - (uint64_t)off);
-		while ((size_t)n < size) {
-			ssize_t r = pread(in->fd, (char *)buf + n,
-			                  size - (size_t)n, off + n);
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0) {
-				n = n ? n : -errno;
-				break;
-			}
-			if (r == 0)
-				break;
-			n += r;
-		}
+		n = ulp_stage_read(st, in, buf, size, (uint64_t)off, f->ra);
 	} else if (version) {
 		n = ulp_read_version(st, version, buf, size, (uint64_t)off,
 		                     f->ra);
@@ -135,10 +121,11 @@ ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off)
 		return -EBADF;
 	if (off < 0 || (uint64_t)off + size < (uint64_t)off)
 		return -EINVAL;
+	/* At most size bytes more are allocated (fewer over written
+	 * ones; none past them, the holes a sparse write leaves). */
 	pthread_mutex_lock(&st->mu);
-	uint64_t end = f->append ? in->size + size : (uint64_t)off + size;
 	pt_sync(st);
-	ulp_stage_wait_space(st, end > in->size ? end - in->size : 0);
+	ulp_stage_wait_space(st, size);
 	pthread_mutex_unlock(&st->mu);
 
 	/* Appends are serialised: each lands at the size it sees. */
@@ -166,6 +153,10 @@ ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off)
 		}
 		done += (size_t)n;
 	}
+	/* A copy-up on demand reads these bytes from staging from now on. */
+	if (done && in->ov &&
+	    ulp_overlay_add(in->ov, (uint64_t)off, (uint64_t)off + done) < 0)
+		rc = -ENOMEM, done = 0;
 	if (rc < 0)
 		record_error(st, in, rc);
 	pthread_mutex_lock(&st->mu);
@@ -173,6 +164,8 @@ ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off)
 		uint64_t e = (uint64_t)off + done;
 		if (e > in->size)
 			ulp_stage_set_size(st, in, e);
+		else
+			ulp_stage_account(st, in);
 		in->mtime = in->ctime = ulp_now_ns();
 		in->times_dirty = 1;
 	}
@@ -211,12 +204,22 @@ int ulp_file_flush(ulp_file *f)
 	return take_error(f);
 }
 
+int ulp_file_partial(ulp_file *f)
+{
+	pthread_rwlock_rdlock(&f->in->data);
+	int partial = f->in->staged && f->in->ov != NULL;
+	pthread_rwlock_unlock(&f->in->data);
+	return partial;
+}
+
 int ulp_file_staging_fd(ulp_file *f)
 {
 	int fd = -ENOENT;
 
 	pthread_rwlock_rdlock(&f->in->data);
-	if (f->in->staged && f->in->fd >= 0) {
+	if (f->in->ov) {
+		fd = -EBUSY; /* holes where the version shows through */
+	} else if (f->in->staged && f->in->fd >= 0) {
 		fd = fcntl(f->in->fd, F_DUPFD_CLOEXEC, 0);
 		if (fd < 0)
 			fd = -errno;
@@ -334,8 +337,12 @@ int ulp_file_fsync(ulp_file *f, int datasync)
 	if (in->staged && in->fd >= 0) {
 		if ((datasync ? fdatasync(in->fd) : fsync(in->fd)) < 0)
 			rc = -errno;
-		/* The staging file's own name, for a file created lately. */
-		if (rc == 0 && fsync(f->st->stg_fd) < 0)
+		/* The staging file's own name, for a file created lately;
+		 * a copy-up on demand's map with it. */
+		if (rc == 0 && in->ov)
+			rc = ulp_overlay_save(in->ov, f->st->stg_fd, in->ino,
+			                      1);
+		else if (rc == 0 && fsync(f->st->stg_fd) < 0)
 			rc = -errno;
 	}
 	pthread_rwlock_unlock(&in->data);
@@ -349,10 +356,16 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
 {
 	ulp_store *st = f->st;
 	ulp_inode *in = f->in;
+	int keep = (mode & FALLOC_FL_KEEP_SIZE) != 0;
+	int op = mode & ~FALLOC_FL_KEEP_SIZE;
 	int rc = 0;
 
-	if (mode != 0)
+	/* Collapse and insert range would move the bytes of a copy-up on
+	 * demand's version as well; the encoder has no use for them. */
+	if (op != 0 && op != FALLOC_FL_PUNCH_HOLE && op != FALLOC_FL_ZERO_RANGE)
 		return -EOPNOTSUPP;
+	if (op == FALLOC_FL_PUNCH_HOLE && !keep)
+		return -EOPNOTSUPP; /* as Linux: punching keeps the size */
 	if (!f->writable)
 		return -EBADF;
 	if (off < 0 || len <= 0)
@@ -360,17 +373,29 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
 	uint64_t end = (uint64_t)off + (uint64_t)len;
 	pthread_mutex_lock(&st->mu);
 	pt_sync(st);
-	ulp_stage_wait_space(st, end > in->size ? end - in->size : 0);
+	if (in->npt)
+		ulp_stage_sync_backing(st, in); /* the size the kernel wrote */
+	ulp_stage_wait_space(st, op ? 0 : (uint64_t)len);
 	pthread_mutex_unlock(&st->mu);
 	pthread_rwlock_rdlock(&in->data);
+	uint64_t size = in->size, new_size = !keep && end > size ? end : size;
 	if (!in->staged || in->fd < 0)
 		rc = -EIO;
-	else if (fallocate(in->fd, 0, off, len) < 0)
+	else if (op == FALLOC_FL_ZERO_RANGE)
+		rc = ulp_stage_zero(in->fd, off, len, new_size);
+	else if (fallocate(in->fd, mode, off, len) < 0)
 		rc = -errno;
+	/* Zeros from now on, not the version's bytes. */
+	if (rc == 0 && op && in->ov && (uint64_t)off < new_size)
+		rc = ulp_overlay_add(in->ov, (uint64_t)off,
+		                     end < new_size ? end : new_size);
 	if (rc == 0) {
 		pthread_mutex_lock(&st->mu);
-		if (end > in->size) {
-			ulp_stage_set_size(st, in, end);
+		if (new_size > size)
+			ulp_stage_set_size(st, in, new_size);
+		else
+			ulp_stage_account(st, in); /* reserved or freed */
+		if (op || new_size > size) {
 			in->mtime = in->ctime = ulp_now_ns();
 			in->times_dirty = 1;
 		}
@@ -378,6 +403,31 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
 	}
 	pthread_rwlock_unlock(&in->data);
 	return rc;
+}
+
+off_t ulp_file_seek(ulp_file *f, off_t off, int whence)
+{
+	ulp_inode *in = f->in;
+	off_t r;
+
+	if (whence != SEEK_DATA && whence != SEEK_HOLE)
+		return -EINVAL;
+	if (off < 0)
+		return -ENXIO;
+	pthread_mutex_lock(&f->st->mu);
+	if (in->npt)
+		ulp_stage_sync_backing(f->st, in); /* the size the kernel wrote */
+	pthread_mutex_unlock(&f->st->mu);
+	pthread_rwlock_rdlock(&in->data);
+	uint64_t size = in->size;
+	if ((uint64_t)off >= size)
+		r = -ENXIO;
+	else if (in->staged && in->fd >= 0)
+		r = ulp_stage_seek(in, (uint64_t)off, whence);
+	else /* a version is data throughout */
+		r = whence == SEEK_DATA ? off : (off_t)size;
+	pthread_rwlock_unlock(&in->data);
+	return r;
 }
 
 void ulp_file_release(ulp_file *f)

@@ -232,9 +232,14 @@ static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
 	uint8_t hash[16];
 	ulp_stats est;
 	void *data = NULL;
+	uint64_t(*holes)[2] = NULL;
+	size_t nholes = 0;
 	int fd = -1;
 	int rc = decode_to_tmp(st, &j->d, &fd, &data);
 
+	/* The zeros of a sparse file were left as holes: not read again. */
+	if (rc == 0 && j->d.size)
+		rc = ulp_stage_holes(fd, j->d.size, &holes, &nholes);
 	if (rc == 0) {
 		ulp_encode_req req = {
 			.cur = data,
@@ -253,6 +258,8 @@ static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
 			                   : 1,
 			.stop = &st->gc->stop,
 			.stats = &est,
+			.holes = (const uint64_t(*)[2])holes,
+			.nholes = nholes,
 		};
 		rc = ulp_encode_object(st, &req, object, stored, hash);
 		if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {
@@ -264,6 +271,7 @@ static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
 		munmap(data, j->d.size);
 	if (fd >= 0)
 		close(fd);
+	free(holes);
 	if (rc == 0)
 		ulp_estats_encode(&est, estats);
 	return rc;

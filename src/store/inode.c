@@ -5,6 +5,7 @@
 #include "store/store_internal.h"
 
 #include "store/ns_internal.h"
+#include "store/overlay.h"
 
 #include <sys/stat.h>
 
@@ -63,10 +64,42 @@ static void unhash(ulp_store *st, ulp_inode *in)
 
 static void inode_free(ulp_inode *in)
 {
+	ulp_overlay_free(in->ov);
 	if (in->fd >= 0)
 		close(in->fd);
 	pthread_rwlock_destroy(&in->data);
 	free(in);
+}
+
+/* The map of a copy-up on demand left by a crash, or when none was saved
+ * (a crash before the first close), one that shows the version through
+ * everywhere: what was written and never closed is lost, the committed
+ * version stands. */
+static int adopt_overlay(ulp_store *st, ulp_inode *in, uint64_t version)
+{
+	ulp_version_info v;
+	int rc = ulp_overlay_load(st->stg_fd, in->ino, &in->ov);
+
+	if (rc == 0 && ulp_overlay_base(in->ov) == version)
+		return 0;
+	if (rc == -EINVAL || rc == 0)
+		fprintf(stderr,
+		        "ulpfs: inode %llu: its copy-up map is damaged or "
+		        "stale:"
+		        " the bytes written since its last commit are "
+		        "dropped\n",
+		        (unsigned long long)in->ino);
+	else if (rc != -ENOENT)
+		return rc;
+	ulp_overlay_free(in->ov);
+	in->ov = NULL;
+	rc = ulp_version_get_locked(st, version, &v);
+	if (rc < 0)
+		return rc;
+	if (ftruncate(in->fd, 0) < 0 || ftruncate(in->fd, (off_t)v.size) < 0)
+		return -errno;
+	in->ov = ulp_overlay_new(version, v.size);
+	return in->ov ? 0 : -ENOMEM;
 }
 
 /* Open the staging file of an inode the catalog says is staged but that
@@ -88,6 +121,11 @@ static int adopt_staging(ulp_store *st, ulp_inode *in, const ulp_cat_inode *row)
 		in->staged = 0;
 		return ulp_cat_inode_content(st->cat, in->ino, row->version, 0,
 		                             row->size, row->mtime, row->ctime);
+	}
+	if (row->staged == ULP_STAGED_OVERLAY && row->version) {
+		int rc = adopt_overlay(st, in, row->version);
+		if (rc < 0)
+			return rc;
 	}
 	if (fstat(in->fd, &sb) < 0)
 		return -errno;

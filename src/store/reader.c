@@ -17,6 +17,8 @@
  * stays cached for readers of those versions.
  */
 #include "store/store_internal.h"
+
+#include <xxhash.h>
 #include "store/remote.h"
 
 #include <sys/stat.h>
@@ -42,6 +44,10 @@ typedef struct oentry {
 	struct oentry *hnext, *lprev, *lnext;
 } oentry;
 
+/* Chunk lengths whose all-zero hash is known (a few: chunks are mostly
+ * of the default size). */
+#define ZERO_MEMO 8
+
 struct ulp_reader {
 	pthread_mutex_t mu;
 	oentry *tab[OBJ_BUCKETS];
@@ -49,6 +55,9 @@ struct ulp_reader {
 	oentry lru; /* sentinel; lnext is the most recent */
 	ulp_dctx **pool;
 	size_t npool, cap;
+	uint32_t zlen[ZERO_MEMO]; /* under mu */
+	uint64_t zhash[ZERO_MEMO];
+	unsigned znext;
 };
 
 int ulp_reader_new(ulp_store *st, ulp_reader **out)
@@ -177,8 +186,7 @@ static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
 	if (e->fd < 0 && errno == ENOENT && st->opts.remote) {
 		/* not in the local cache: ranged reads of the remote copy */
 		e->remote = st->opts.remote;
-		snprintf(e->remote_name, sizeof e->remote_name, "%s",
-		         v.object);
+		snprintf(e->remote_name, sizeof e->remote_name, "%s", v.object);
 		rc = e->remote->size(e->remote->ctx, v.object, &osize);
 		if (rc < 0)
 			goto fail;
@@ -368,6 +376,51 @@ static int warm_ref(ulp_store *st, const oentry *e, uint64_t off, uint32_t len,
 	return rc;
 }
 
+/* XXH3-64 of len zero bytes, remembered for the last few lengths. */
+static uint64_t zero_hash(ulp_reader *r, uint32_t len)
+{
+	static const uint8_t zero[64u << 10];
+	uint64_t h;
+
+	pthread_mutex_lock(&r->mu);
+	for (unsigned k = 0; k < ZERO_MEMO; k++)
+		if (r->zlen[k] == len) {
+			h = r->zhash[k];
+			pthread_mutex_unlock(&r->mu);
+			return h;
+		}
+	pthread_mutex_unlock(&r->mu);
+	XXH3_state_t *s = XXH3_createState();
+	if (!s)
+		return 0; /* no memory: decode as usual */
+	XXH3_64bits_reset(s);
+	for (uint32_t done = 0; done < len;) {
+		uint32_t n = len - done < sizeof zero ? len - done
+		                                      : sizeof zero;
+		XXH3_64bits_update(s, zero, n);
+		done += n;
+	}
+	h = XXH3_64bits_digest(s);
+	XXH3_freeState(s);
+	pthread_mutex_lock(&r->mu);
+	r->zlen[r->znext] = len;
+	r->zhash[r->znext] = h;
+	r->znext = (r->znext + 1) % ZERO_MEMO;
+	pthread_mutex_unlock(&r->mu);
+	return h;
+}
+
+/* Whether chunk i of e decodes to zeros (a sparse file's hole): its bytes
+ * hash to zeros', to the strength every decode is checked with; only
+ * chunks stored in a few bytes are looked at. */
+static int zero_chunk(ulp_store *st, const oentry *e, size_t i, uint32_t len)
+{
+	if (len == 0 || ulp_object_chunk_stored(e->obj, i) > 64 + len / 4096)
+		return 0;
+	uint64_t h = ulp_object_chunk_hash(e->obj, i);
+	return h && h == zero_hash(st->reader, len);
+}
+
 /* Decode chunk i of e (claimed: no other thread decodes it meanwhile). */
 static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
                         ulp_ctask *task, ulp_cbuf **out)
@@ -379,6 +432,14 @@ static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
 	int rc = 0;
 
 	ulp_object_chunk_range(e->obj, i, &coff, &clen);
+	if (zero_chunk(st, e, i, clen)) {
+		/* A hole: zeros, without decoding it or its references. */
+		b = ulp_cache_alloc(st->cache, e->vid, coff, clen);
+		if (b)
+			memset(ulp_cbuf_data(b), 0, clen);
+		*out = b;
+		return b ? 0 : -ENOMEM;
+	}
 	if (e->ref && ulp_object_chunk_needs_ref(e->obj, i))
 		rc = warm_ref(st, e, coff, clen, depth, task, pins, &npins);
 	if (rc == 0 && stopped(task))
@@ -549,16 +610,12 @@ int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
 			rc = got < 0 ? (int)got : -EIO;
 			break;
 		}
-		for (size_t done = 0; done < n && rc == 0;) {
-			ssize_t w = pwrite(fd, buf + done, n - done,
-			                   (off_t)(off + done));
-			if (w < 0 && errno != EINTR)
-				rc = -errno;
-			else if (w > 0)
-				done += (size_t)w;
-		}
+		rc = ulp_pwrite_sparse(fd, buf, n, off);
 		off += n;
 	}
+	/* the size, where the file ends in a hole */
+	if (rc == 0 && ftruncate(fd, (off_t)size) < 0)
+		rc = -errno;
 	ulp_readahead_free(ra);
 	free(buf);
 	return rc;

@@ -4,9 +4,10 @@
 #include "store/store_internal.h"
 
 #include "store/ns_internal.h"
+#include "store/overlay.h"
 
-/* Truncate or extend a regular file: stage it (copying a committed
- * version up unless the new size is 0), then ftruncate the staging file. */
+/* Truncate or extend a regular file: stage it (a copy-up on demand unless
+ * the new size is 0), then ftruncate the staging file. */
 static int set_size(ulp_store *st, uint64_t ino, uint64_t size)
 {
 	ulp_inode *in;
@@ -30,6 +31,8 @@ static int set_size(ulp_store *st, uint64_t ino, uint64_t size)
 		pthread_rwlock_wrlock(&in->data);
 		if (ftruncate(in->fd, (off_t)size) < 0)
 			rc = -errno;
+		else if (in->ov)
+			ulp_overlay_truncate(in->ov, size);
 		pthread_mutex_lock(&st->mu);
 		if (rc == 0) {
 			ulp_stage_set_size(st, in, size);

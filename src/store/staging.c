@@ -1,11 +1,12 @@
 /*
  * staging.c - plain copies of files being written: creating them, copying
- * a committed version up, truncation, and the accounting behind the
- * staging limit.
+ * a committed version up (on demand: overlay.h), truncation, and the
+ * accounting behind the staging limit.
  */
 #include "store/store_internal.h"
 
 #include "store/ns_internal.h"
+#include "store/overlay.h"
 
 #include <sys/stat.h>
 
@@ -20,16 +21,28 @@ int ulp_stage_create(ulp_store *st, uint64_t ino)
 	return fd < 0 ? -errno : fd;
 }
 
+void ulp_stage_account(ulp_store *st, ulp_inode *in)
+{
+	ULP_MU_HELD(st);
+	struct stat sb;
+	/* Disk space, not the apparent size: a sparse file's holes take
+	 * none.  Unknown (no fd): the size, as an upper bound. */
+	uint64_t bytes = in->fd >= 0 && fstat(in->fd, &sb) == 0
+	                         ? (uint64_t)sb.st_blocks * 512
+	                         : in->size;
+	st->staged_bytes += bytes - in->acct;
+	if (in->qstate != ULP_Q_NONE)
+		st->pending_bytes += bytes - in->acct;
+	in->acct = bytes;
+	if (st->space_waiters)
+		pthread_cond_broadcast(&st->space_cv);
+}
+
 void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size)
 {
 	ULP_MU_HELD(st);
-	st->staged_bytes += size - in->acct;
-	if (in->qstate != ULP_Q_NONE)
-		st->pending_bytes += size - in->acct;
-	in->acct = size;
 	in->size = size;
-	if (st->space_waiters)
-		pthread_cond_broadcast(&st->space_cv);
+	ulp_stage_account(st, in);
 }
 
 void ulp_stage_drop(ulp_store *st, ulp_inode *in)
@@ -43,6 +56,11 @@ void ulp_stage_drop(ulp_store *st, ulp_inode *in)
 	ulp_stage_kept_name(in, name);
 	unlinkat(st->stg_fd, name, 0);
 	in->bk_kept = ULP_BK_NONE;
+	if (in->ov) {
+		ulp_overlay_unlink(st->stg_fd, in->ino);
+		ulp_overlay_free(in->ov);
+		in->ov = NULL;
+	}
 	st->staged_bytes -= in->acct;
 	if (in->qstate != ULP_Q_NONE)
 		st->pending_bytes -= in->acct;
@@ -67,8 +85,12 @@ void ulp_stage_wait_space(ulp_store *st, uint64_t grow)
 	}
 }
 
-/* Decode a committed version into fd (copy-up). */
-static int copy_up(ulp_store *st, uint64_t vid, int fd, uint64_t *size)
+/* Copy-up on demand: the staging file starts sparse at the version's
+ * size and an overlay says that all of it is still the version's; reads
+ * and the encoder take it from there (copyup.c).  O(1) whatever the
+ * size: nothing is decoded here. */
+static int copy_up(ulp_store *st, uint64_t vid, int fd, uint64_t *size,
+                   ulp_overlay **ov)
 {
 	ulp_version_info v;
 	int rc;
@@ -78,11 +100,18 @@ static int copy_up(ulp_store *st, uint64_t vid, int fd, uint64_t *size)
 	pthread_mutex_unlock(&st->mu);
 	if (rc < 0)
 		return rc;
-	rc = ulp_version_to_fd(st, vid, v.size, fd, NULL);
-	if (rc == 0 && ftruncate(fd, (off_t)v.size) < 0)
-		rc = -errno;
+	if (ftruncate(fd, (off_t)v.size) < 0)
+		return -errno;
+	*ov = ulp_overlay_new(vid, v.size);
+	if (!*ov)
+		return -ENOMEM;
 	*size = v.size;
-	return rc;
+	return 0;
+}
+
+int ulp_stage_kind(const ulp_inode *in)
+{
+	return in->ov ? ULP_STAGED_OVERLAY : ULP_STAGED_FULL;
 }
 
 /* Commit a closed file's staged content now, before it is replaced (mu
@@ -131,6 +160,7 @@ int ulp_stage_preserve(ulp_store *st, ulp_inode *in)
 int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 {
 	ulp_cat_inode row;
+	ulp_overlay *ov = NULL;
 	int rc = 0, fd = -1;
 	uint64_t size = 0;
 
@@ -158,6 +188,8 @@ int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 		pthread_mutex_unlock(&st->mu);
 		if (rc == 0 && trunc && ftruncate(in->fd, 0) < 0)
 			rc = -errno;
+		if (trunc && rc == 0 && in->ov)
+			ulp_overlay_truncate(in->ov, 0);
 		pthread_mutex_lock(&st->mu);
 		if (trunc && rc == 0) {
 			ulp_stage_set_size(st, in, 0);
@@ -170,7 +202,7 @@ int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 	if (fd < 0)
 		rc = fd;
 	else if (!trunc && version)
-		rc = copy_up(st, version, fd, &size);
+		rc = copy_up(st, version, fd, &size, &ov);
 	pthread_mutex_lock(&st->mu);
 	if (rc == 0)
 		rc = ulp_cat_inode_get(st->cat, in->ino, &row);
@@ -181,11 +213,15 @@ int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 			mt = ct = ulp_now_ns();
 		int tried = 0;
 		do {
-			rc = ulp_cat_inode_content(st->cat, in->ino, version, 1,
+			rc = ulp_cat_inode_content(st->cat, in->ino, version,
+			                           ov ? ULP_STAGED_OVERLAY
+			                              : ULP_STAGED_FULL,
 			                           size, mt, ct);
 		} while (trunc && ulp_ns_retry_nospc(st, rc, &tried));
 		if (rc == 0) {
 			in->fd = fd;
+			in->ov = ov;
+			ov = NULL;
 			in->staged = 1;
 			in->mtime = mt;
 			in->ctime = ct;
@@ -193,6 +229,7 @@ int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 			ulp_stage_set_size(st, in, size);
 		}
 	}
+	ulp_overlay_free(ov); /* not taken: failed */
 	if (rc < 0 && fd >= 0) {
 		char name[32];
 		close(fd);
@@ -216,10 +253,16 @@ void ulp_stage_writer_done(ulp_store *st, ulp_inode *in)
 	/* Persist size and times: getattr of an idle row and a reopen
 	 * after a crash see them (recovery also has the file's own). */
 	ulp_cat_inode row;
+	if (in->ov && ulp_overlay_save(in->ov, st->stg_fd, in->ino, 0) < 0)
+		fprintf(stderr,
+		        "ulpfs: inode %llu: saving its copy-up map failed: "
+		        "a crash before its commit keeps the previous "
+		        "version\n",
+		        (unsigned long long)in->ino);
 	if (ulp_cat_inode_get(st->cat, in->ino, &row) == 0)
 		(void)ulp_cat_inode_content(
-			st->cat, in->ino, row.version, 1, in->size,
-			in->times_dirty ? in->mtime : row.mtime,
+			st->cat, in->ino, row.version, ulp_stage_kind(in),
+			in->size, in->times_dirty ? in->mtime : row.mtime,
 			in->times_dirty ? in->ctime : row.ctime);
 	ulp_queue_add(st, in, (int64_t)st->opts.settle_ms * 1000000);
 }

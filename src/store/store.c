@@ -5,6 +5,7 @@
 #include "store/store_internal.h"
 
 #include "store/gc.h"
+#include "store/overlay.h"
 
 #include <dirent.h>
 #include <sys/file.h>
@@ -201,13 +202,17 @@ static int requeue_staged(ulp_store *st)
 		}
 		errno = 0;
 		unsigned long long ino = strtoull(n, &end, 10);
-		if (*end || errno || !ino)
+		int map = strcmp(end, ULP_OVERLAY_SUFFIX) == 0;
+		if ((*end && !map) || errno || !ino)
 			continue; /* not ours */
 		rc = ulp_cat_inode_get(st->cat, ino, &row);
-		if (rc == -ENOENT || (rc == 0 && (!row.staged || !row.nlink ||
-		                                  row.kind != ULP_KIND_FILE))) {
+		if (rc == -ENOENT ||
+		    (rc == 0 &&
+		     (!row.staged || !row.nlink || row.kind != ULP_KIND_FILE ||
+		      (map && row.staged != ULP_STAGED_OVERLAY)))) {
 			/* Copy-up or create that never committed, or a
-			 * commit whose staging was not removed yet. */
+			 * commit whose staging (or copy-up map) was not
+			 * removed yet. */
 			unlinkat(st->stg_fd, n, 0);
 			rc = 0;
 		}

@@ -17,7 +17,8 @@
  *
  * Data life cycle of a regular file:
  *   open for writing -> its bytes live in staging/<ino> (a plain file; a
- *   committed file opened without O_TRUNC is first copied up), reads and
+ *   committed file opened without O_TRUNC is copied up on demand: the
+ *   bytes not written since come from its version), reads and
  *   writes go straight to it -> after the last writable handle is released
  *   and a settle delay has passed (so a rename can land first), an encoder
  *   thread encodes it standalone, writes and fsyncs the object, commits
@@ -51,8 +52,9 @@ typedef struct ulp_store_opts {
 	unsigned keyframe_every;  /* a keyframe every K versions (default 16) */
 	unsigned settle_ms;       /* delay between last close and encoding
 	                             (default 500) */
-	uint64_t staging_limit;   /* bytes of staging before writers wait
-	                             (default: 50% of the backing free space) */
+	uint64_t staging_limit;   /* bytes of staging (allocated, as du counts)
+	                             before writers wait (default: 50% of the
+	                             backing free space) */
 	/* objects also kept elsewhere (store/remote.h); NULL: local only */
 	const struct ulp_remote *remote;
 } ulp_store_opts;
@@ -209,8 +211,9 @@ int ulp_acl_default_of(ulp_store *st, uint64_t dir);
 typedef struct ulp_file ulp_file;
 
 /* Open a regular file (-EISDIR for a directory, -EINVAL for a symlink).
- * O_WRONLY/O_RDWR move it to staging (copy-up of a committed version
- * unless O_TRUNC; O_TRUNC also works with O_RDONLY) and cancel a pending
+ * O_WRONLY/O_RDWR move it to staging (a copy-up of a committed version on
+ * demand unless O_TRUNC: nothing is decoded at open, see
+ * ulp_file_partial; O_TRUNC also works with O_RDONLY) and cancel a pending
  * or running encode; read-only opens of committed files read through the
  * decoder, of staged files from staging.  With O_APPEND every write lands
  * at the current end, whatever offset it is given.  *keep_cache (may be
@@ -236,7 +239,7 @@ int ulp_file_fsync(ulp_file *f, int datasync);
 void ulp_file_release(ulp_file *f);
 /* FUSE passthrough.  A new descriptor (O_CLOEXEC) of the staging file of
  * f's inode, for the kernel to use as the backing file; -ENOENT when the
- * content is not staged. */
+ * content is not staged, -EBUSY when it is partial (ulp_file_partial). */
 int ulp_file_staging_fd(ulp_file *f);
 /* The staging limit for writers that the daemon does not see (FUSE
  * passthrough), asked before choosing passthrough for writable f: waits
@@ -250,6 +253,11 @@ int ulp_file_staging_fd(ulp_file *f);
 int ulp_file_passthrough_admit(ulp_file *f);
 /* f was admitted but is not written by passthrough after all. */
 void ulp_file_passthrough_cancel(ulp_file *f);
+/* 1 while f's content is a copy-up on demand: a committed file opened for
+ * writing without O_TRUNC, whose staging file holds only what was written
+ * since and has holes where the committed bytes show through.  The kernel
+ * must not read that file itself: such opens are served by the daemon. */
+int ulp_file_partial(ulp_file *f);
 /* From now on the kernel writes f's staging file itself: the store takes
  * size and mtime from that file (getattr, flush, fsync, release).  f must
  * be writable. */
@@ -263,9 +271,17 @@ void ulp_file_backing_release(ulp_file *f);
 /* An unnamed, empty file (O_TMPFILE) beside the staging files, to try
  * whether the kernel takes them as backing files; an fd or -errno. */
 int ulp_store_staging_tmpfd(ulp_store *st);
-/* fallocate(2) mode 0 (reserve space, extending the size when off + len
- * is past the end); other modes -EOPNOTSUPP.  Needs a writable handle. */
+/* fallocate(2) on the staging file: mode 0 reserves space (extending the
+ * size when off + len is past the end), FALLOC_FL_KEEP_SIZE reserves
+ * without extending, FALLOC_FL_PUNCH_HOLE (with KEEP_SIZE) and
+ * FALLOC_FL_ZERO_RANGE make the range read as zeros.  Collapse, insert
+ * and unshare range: -EOPNOTSUPP.  Needs a writable handle. */
 int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len);
+/* lseek(2) SEEK_DATA / SEEK_HOLE: the holes of a staged file (and of a
+ * copy-up on demand, the version's bytes as data); a committed version
+ * is data throughout.  The offset, -ENXIO past the end, -EINVAL for
+ * other whences. */
+off_t ulp_file_seek(ulp_file *f, off_t off, int whence);
 
 /* ------------------------------------------------------------ versions */
 
@@ -341,7 +357,8 @@ typedef struct ulp_store_stats {
 	uint64_t versions[3];   /* by state: live, ghost, deleted */
 	uint64_t stored_bytes;  /* objects of live and ghost versions */
 	uint64_t logical_bytes; /* content of live versions */
-	uint64_t staged_bytes;  /* staging: logical bytes of staged files */
+	uint64_t staged_bytes;  /* staging: disk space of staged files (their
+	                           allocated blocks; holes take none) */
 	uint64_t staging_limit;
 	uint64_t queued; /* files waiting for or in encoding */
 	uint64_t cache_bytes, cache_hits, cache_misses;

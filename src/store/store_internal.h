@@ -19,7 +19,7 @@
  *   read-ahead mutexes       (a handle's, then the pool's) nothing else
  *                            is taken while they are held.
  *
- * ulp_inode.staged, .fd and .version change only with both data (held
+ * ulp_inode.staged, .fd, .ov and .version change only with both data (held
  * exclusively) and mu held, so either one is enough to read them; .size
  * is atomic and changes under mu.  Never wait for ulp_inode.data while
  * holding ulp_store.mu, and never call the reader (which takes mu on a
@@ -93,6 +93,9 @@ typedef struct ulp_inode {
 	int staged;
 	int fd;
 	uint64_t version;
+	/* While staged: a copy-up on demand, whose gaps are the bytes of
+	 * version (overlay.h); NULL: the staging file holds them all. */
+	struct ulp_overlay *ov;
 	_Atomic uint64_t size; /* logical size (while staged: of the
 	                            staging file); readers load it
 	                            without st->mu */
@@ -102,7 +105,8 @@ typedef struct ulp_inode {
 	                            or the file dies: encoders compare it */
 	int err;               /* last deferred write error (-errno) */
 	uint32_t err_seq;      /* bumped with each new error */
-	uint64_t acct;         /* bytes counted in st->staged_bytes */
+	uint64_t acct;         /* bytes counted in st->staged_bytes (the
+	                          staging file's blocks when last looked) */
 	unsigned npt;          /* writable handles the kernel writes through
 	                          (FUSE passthrough): size and mtime come
 	                          from the staging file (backing.c) */
@@ -147,7 +151,7 @@ struct ulp_store {
 	pthread_cond_t done_cv; /* an encode finished (committed or not) */
 	int stopping;           /* close: encoders exit once the queue is
 	                           empty or every entry failed */
-	uint64_t staged_bytes;  /* logical bytes of staged files */
+	uint64_t staged_bytes;  /* allocated bytes of staged files */
 	uint64_t pending_bytes; /* ... of those that are queued or encoding */
 	uint64_t failed_bytes;  /* ... of those whose last encode failed */
 	pthread_cond_t space_cv;
@@ -185,6 +189,11 @@ int ulp_errno_of(int ulp_err);
 int ulp_write_all(int fd, const void *buf, size_t len);
 /* pread() exactly len bytes (short reads at EOF are an error: -EIO). */
 int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off);
+/* pwrite() all of buf at off; 0 or -errno. */
+int ulp_pwrite_all(int fd, const void *buf, size_t len, uint64_t off);
+/* The same, skipping the whole 64 KiB blocks of zeros, where fd must read
+ * as zeros already (a hole): a sparse file stays sparse. */
+int ulp_pwrite_sparse(int fd, const void *buf, size_t len, uint64_t off);
 /* A listing of the directory dir_fd from its start, on a descriptor of
  * its own (dir_fd stays open); closedir() it.  0 or -errno. */
 int ulp_dir_list(int dir_fd, DIR **out);
@@ -232,12 +241,52 @@ void ulp_stage_wait_space(ulp_store *st, uint64_t grow);
 void ulp_stage_writer_done(ulp_store *st, ulp_inode *in);
 /* Set the logical size of a staged inode and its accounting (mu held). */
 void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size);
+/* Count the disk space the staging file of in takes now (its allocated
+ * blocks) against the staging limit (mu held). */
+void ulp_stage_account(ulp_store *st, ulp_inode *in);
 /* Take size and mtime from the staging file, which the kernel writes
  * directly for passthrough handles (mu held; backing.c). */
 void ulp_stage_sync_backing(ulp_store *st, ulp_inode *in);
 /* Before the first passthrough handle: what the staging file holds now is
  * not a write, only later changes of its mtime are (mu held). */
 void ulp_stage_mark_backing(ulp_inode *in);
+/* Read a staged file (data lock held shared): from its staging file, and
+ * for a copy-up on demand from the version below it too (copyup.c).  ra
+ * (may be NULL): read-ahead of that version.  Never with st->mu held. */
+ssize_t ulp_stage_read(ulp_store *st, ulp_inode *in, void *buf, size_t size,
+                       uint64_t off, ulp_readahead *ra);
+/* Before encoding a copy-up on demand (ov, its fd and size taken under
+ * st->mu): copy what still comes from the version into the staging file,
+ * so that it holds the whole content, except the nskip ranges skip
+ * (sorted), which the encoder reads from the version itself.  0, 1
+ * (in->gen moved on: a writer came) or -errno.  No lock held; readers
+ * may run meanwhile. */
+int ulp_stage_fill(ulp_store *st, ulp_inode *in, struct ulp_overlay *ov, int fd,
+                   uint64_t size, uint64_t gen, const uint64_t (*skip)[2],
+                   size_t nskip);
+/* FALLOC_FL_ZERO_RANGE on a staging file that is to be size bytes long
+ * (KEEP_SIZE unless the range ends past it), by punching a hole where
+ * the filesystem has no ZERO_RANGE: 0 or -errno. */
+int ulp_stage_zero(int fd, off_t off, off_t len, uint64_t size);
+/* SEEK_DATA / SEEK_HOLE in a staged file from off < size (data lock held
+ * shared): in the staging file's holes, and for a copy-up on demand the
+ * version's bytes are data and the zeros past its limit a hole. */
+off_t ulp_stage_seek(ulp_inode *in, uint64_t off, int whence);
+/* The holes of the first size bytes of fd (of 64 KiB or more), for the
+ * encoder to skip: *n pairs [lo, hi) in a malloc()ed array.  0, -ENOMEM. */
+int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n);
+/* The ranges of a copy-up on demand of size bytes still unchanged from
+ * its base version (which the caller read under st->mu), before
+ * ulp_stage_fill: the new version is coded against the base with those
+ * chunks identical.  *n 0 (nothing malloc()ed) when it should be a
+ * keyframe instead: the chain would grow past keyframe_every, or most of
+ * it was written.  align (0: none): only the whole align-sized chunks of
+ * each range.  0 or -ENOMEM. */
+int ulp_stage_unchanged(ulp_store *st, struct ulp_overlay *ov, uint64_t size,
+                        const ulp_version_info *base, uint64_t align,
+                        uint64_t (**out)[2], size_t *n);
+/* The inodes.staged value of a staged inode (ULP_STAGED_*). */
+int ulp_stage_kind(const ulp_inode *in);
 /* Drop an inode's staging fd and file and its accounting (mu held). */
 void ulp_stage_drop(ulp_store *st, ulp_inode *in);
 /* At a commit (data and mu held): 1 if the staging file stays, as the
@@ -292,6 +341,13 @@ typedef struct ulp_encode_req {
 	_Atomic int *stop; /* abort when set (may be NULL) */
 	ulp_stats *stats;  /* filled with the encoder's statistics (may be
 	                      NULL) */
+	/* zeros in cur never read (ulp_stage_holes; may be NULL) */
+	const uint64_t (*holes)[2];
+	size_t nholes;
+	/* bytes equal to ref's at the same offsets (ulp_stage_unchanged;
+	 * may be NULL) */
+	const uint64_t (*same)[2];
+	size_t nsame;
 } ulp_encode_req;
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       char name[ULP_OBJ_NAME_LEN], uint64_t *stored,

@@ -73,12 +73,12 @@ int ulp_dir_list(int dir_fd, DIR **out)
 	return 0;
 }
 
-int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off)
+/* pread or pwrite all len bytes at off (0, -errno; -EIO at EOF). */
+static int rw_all(int fd, uint8_t *p, size_t len, uint64_t off, int write)
 {
-	uint8_t *p = buf;
-
 	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
+		ssize_t n = write ? pwrite(fd, p, len, (off_t)off)
+		                  : pread(fd, p, len, (off_t)off);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -89,6 +89,42 @@ int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off)
 		p += n;
 		off += (uint64_t)n;
 		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int ulp_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	return rw_all(fd, buf, len, off, 0);
+}
+
+int ulp_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	/* pwrite does not write through the pointer */
+	return rw_all(fd, (uint8_t *)(uintptr_t)buf, len, off, 1);
+}
+
+int ulp_pwrite_sparse(int fd, const void *data, size_t n, uint64_t off)
+{
+	const size_t blk = 64u << 10;
+	static const uint8_t zero[64u << 10];
+	const uint8_t *buf = data;
+
+	for (size_t at = 0; at < n;) {
+		size_t len = n - at < blk ? n - at : blk;
+		if (len == blk && memcmp(buf + at, zero, blk) == 0) {
+			at += len;
+			continue;
+		}
+		/* a run of blocks with data, written at once */
+		size_t end = at + len;
+		while (end < n &&
+		       (n - end < blk || memcmp(buf + end, zero, blk) != 0))
+			end += n - end < blk ? n - end : blk;
+		int rc = ulp_pwrite_all(fd, buf + at, end - at, off + at);
+		if (rc < 0)
+			return rc;
+		at = end;
 	}
 	return 0;
 }
