@@ -424,15 +424,6 @@ class Tester:
         self.hist.append("#%d %s %s" % (self.idx, name, desc))
         self.progress = time.monotonic()
         ra = wrap(fn, 0)
-        # The kernel sends RELEASE after close() has returned: a pinned
-        # passthrough reader closed just before may still hold its backing
-        # file, so a writer open or a truncate meets ETXTBSY until the
-        # daemon has seen that release.  Wait for it (nothing changed).
-        deadline = time.monotonic() + 10
-        while self.a.passthrough and ra == ("err", "ETXTBSY") and time.monotonic() < deadline:
-            self.counts["pt-release-wait"] += 1
-            time.sleep(0.01)
-            ra = wrap(fn, 0)
         rb = wrap(fn, 1)
         self.hist[-1] += " -> " + short(rb)
         if self.a.verbose:
