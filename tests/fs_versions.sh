@@ -48,8 +48,35 @@ for settle in 0 500 2000; do
 	done
 	printf 'one\n' >"$MNT/log.txt"
 	printf 'two\n' >>"$MNT/log.txt"
+	# One process rewriting a path as fast as it can: the kernel sends
+	# each close's RELEASE after close(2) returns, so the next open often
+	# reaches the daemon first, and that content must still be a version.
+	rapid=0
+	if [ "$settle" = 0 ]; then
+		rapid=100
+		"$PY" - "$MNT/rapid.bin" "$rapid" <<'PY' || bad "rapid rewrites failed"
+import os, sys
+p, n = sys.argv[1], int(sys.argv[2])
+for i in range(n):
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"%06d\n" % i * 1000)
+    os.close(fd)
+PY
+	fi
 	"$ULPFS" sync "$MNT" || bad "ulpfs sync"
 	versions_exact "$MNT" latest.bin f
+	if [ "$rapid" -gt 0 ]; then
+		"$PY" - "$MNT/.ulpfs/versions/rapid.bin" "$rapid" <<'PY' && ok "rapid.bin: $rapid rewrites, $rapid versions, each exact" || bad "rapid.bin lost versions"
+import os, sys
+d, n = sys.argv[1], int(sys.argv[2])
+got = sorted(int(v) for v in os.listdir(d))
+if got != list(range(1, n + 1)):
+    sys.exit("rapid.bin: %d versions, expected %d" % (len(got), n))
+for k in got:
+    if open(os.path.join(d, str(k)), "rb").read() != b"%06d\n" % (k - 1) * 1000:
+        sys.exit("rapid.bin version %d differs" % k)
+PY
+	fi
 	versions_exact "$MNT" saved.bin g
 	[ -e "$MNT/.ulpfs/versions/tmp.bin" ] && bad "tmp.bin has a history"
 	n=$(ls "$MNT/.ulpfs/versions/log.txt" | wc -l)

@@ -13,6 +13,7 @@ struct ulp_file {
 	ulp_inode *in;
 	int writable; /* counted in in->nwriters */
 	int append;
+	int closing;         /* flushed, no write since (in->nclosing) */
 	int pt;              /* written by the kernel (counted in in->npt) */
 	uint64_t pt_reserve; /* admitted: expected to write that */
 	struct ulp_file *pt_next; /* in st->pt_admitted */
@@ -28,6 +29,17 @@ static void pt_sync(ulp_store *st)
 	for (ulp_file *a = st->pt_admitted; a; a = a->pt_next)
 		if (a->pt)
 			ulp_stage_sync_backing(st, a->in);
+}
+
+/* A write through f after a flush: it was a close(2) of one descriptor
+ * of several, not the last (mu held). */
+static void file_active(ulp_file *f)
+{
+	ULP_MU_HELD(f->st);
+	if (f->closing) {
+		f->closing = 0;
+		f->in->nclosing--;
+	}
 }
 
 int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
@@ -124,6 +136,7 @@ ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off)
 	/* At most size bytes more are allocated (fewer over written
 	 * ones; none past them, the holes a sparse write leaves). */
 	pthread_mutex_lock(&st->mu);
+	file_active(f);
 	pt_sync(st);
 	ulp_stage_wait_space(st, size);
 	pthread_mutex_unlock(&st->mu);
@@ -201,6 +214,14 @@ static void sync_pt(ulp_file *f)
 int ulp_file_flush(ulp_file *f)
 {
 	sync_pt(f);
+	if (f->writable) {
+		pthread_mutex_lock(&f->st->mu);
+		if (!f->closing) {
+			f->closing = 1;
+			f->in->nclosing++;
+		}
+		pthread_mutex_unlock(&f->st->mu);
+	}
 	return take_error(f);
 }
 
@@ -372,6 +393,7 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
 		return -EINVAL;
 	uint64_t end = (uint64_t)off + (uint64_t)len;
 	pthread_mutex_lock(&st->mu);
+	file_active(f);
 	pt_sync(st);
 	if (in->npt)
 		ulp_stage_sync_backing(st, in); /* the size the kernel wrote */
@@ -416,7 +438,8 @@ off_t ulp_file_seek(ulp_file *f, off_t off, int whence)
 		return -ENXIO;
 	pthread_mutex_lock(&f->st->mu);
 	if (in->npt)
-		ulp_stage_sync_backing(f->st, in); /* the size the kernel wrote */
+		ulp_stage_sync_backing(f->st,
+		                       in); /* the size the kernel wrote */
 	pthread_mutex_unlock(&f->st->mu);
 	pthread_rwlock_rdlock(&in->data);
 	uint64_t size = in->size;
@@ -444,8 +467,12 @@ void ulp_file_release(ulp_file *f)
 		f->in->npt--;
 	}
 	pt_unreserve(f);
+	if (f->closing)
+		f->in->nclosing--;
 	if (f->writable)
 		ulp_stage_writer_done(st, f->in);
+	/* a truncating open may wait for this release (staging.c) */
+	pthread_cond_broadcast(&st->done_cv);
 	ulp_inode_put(st, f->in);
 	pthread_mutex_unlock(&st->mu);
 	ulp_readahead_free(f->ra);

@@ -121,14 +121,20 @@ int ulp_stage_kind(const ulp_inode *in)
  * closed content is a version.  An encode already under way is waited
  * for rather than cancelled; an empty file has nothing to keep.  0 or the
  * error that kept the content from being committed (it stays staged). */
-static int preserve_closed(ulp_store *st, ulp_inode *in)
+static int preserve_closed(ulp_store *st, ulp_inode *in, int opener)
 {
 	int rc = 0;
 
 	while (in->qstate == ULP_Q_ENCODING)
 		pthread_cond_wait(&st->done_cv, &st->mu);
-	if (!in->staged || in->unlinked || in->qstate != ULP_Q_QUEUED ||
-	    in->size == 0)
+	if (!in->staged || in->unlinked || in->size == 0 || in->bk_kept)
+		return 0;
+	/* Queued: every writer has gone.  Not queued, with a truncating
+	 * opener the only writer: the last one's release came after that
+	 * open counted itself (acquire waited for it), and so did not
+	 * queue its content. */
+	if (in->qstate != ULP_Q_QUEUED &&
+	    !(opener && in->qstate == ULP_Q_NONE && in->nwriters == 1))
 		return 0;
 	ulp_queue_cancel(st, in);
 	pthread_mutex_unlock(&st->mu);
@@ -145,13 +151,31 @@ static int preserve_closed(ulp_store *st, ulp_inode *in)
 	return rc;
 }
 
+/* The writers before this truncating opener (counted in nwriters, as it
+ * is) have all called close(2): each flushed with no write since.  The
+ * kernel sends their RELEASE after close returns, so it may come after
+ * this open; their content is closed all the same and must become a
+ * version.  Wait for those releases (mu held), a little: a descriptor
+ * dup'd elsewhere that flushed and goes on writing never releases. */
+static void wait_closing_writers(ulp_store *st, ulp_inode *in)
+{
+	ULP_MU_HELD(st);
+	struct timespec dl;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += 2;
+	while (in->nwriters > 1 && in->nclosing == in->nwriters - 1)
+		if (pthread_cond_timedwait(&st->done_cv, &st->mu, &dl) ==
+		    ETIMEDOUT)
+			break;
+}
+
 int ulp_stage_preserve(ulp_store *st, ulp_inode *in)
 {
 	ULP_MU_HELD(st);
 	while (in->busy)
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	in->busy = 1;
-	int rc = preserve_closed(st, in);
+	int rc = preserve_closed(st, in, 0);
 	in->busy = 0;
 	pthread_cond_broadcast(&st->done_cv);
 	return rc;
@@ -168,7 +192,9 @@ int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 	while (in->busy)
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	in->busy = 1;
-	if (trunc && (rc = preserve_closed(st, in)) < 0) {
+	if (trunc)
+		wait_closing_writers(st, in);
+	if (trunc && (rc = preserve_closed(st, in, 1)) < 0) {
 		in->busy = 0;
 		pthread_cond_broadcast(&st->done_cv);
 		pthread_mutex_unlock(&st->mu);

@@ -107,6 +107,10 @@ typedef struct ulp_inode {
 	uint32_t err_seq;      /* bumped with each new error */
 	uint64_t acct;         /* bytes counted in st->staged_bytes (the
 	                          staging file's blocks when last looked) */
+	unsigned nclosing;     /* writable handles flushed by close(2) with
+	                          no write since: their RELEASE, which the
+	                          kernel sends after close returns, is on
+	                          its way (file.c) */
 	unsigned npt;          /* writable handles the kernel writes through
 	                          (FUSE passthrough): size and mtime come
 	                          from the staging file (backing.c) */
