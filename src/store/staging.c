@@ -151,19 +151,20 @@ static int preserve_closed(ulp_store *st, ulp_inode *in, int opener)
 	return rc;
 }
 
-/* The writers before this truncating opener (counted in nwriters, as it
- * is) have all called close(2): each flushed with no write since.  The
- * kernel sends their RELEASE after close returns, so it may come after
- * this open; their content is closed all the same and must become a
- * version.  Wait for those releases (mu held), a little: a descriptor
- * dup'd elsewhere that flushed and goes on writing never releases. */
-static void wait_closing_writers(ulp_store *st, ulp_inode *in)
+/* The writers of in, but self of them (a truncating opener counts
+ * itself), have all called close(2): each flushed with no write since.
+ * The kernel sends their RELEASE after close returns, so it may come after
+ * this open or rename; their content is closed all the same and must
+ * become a version.  Wait for those releases (mu held), a little: a
+ * descriptor dup'd elsewhere that flushed and goes on writing never
+ * releases. */
+static void wait_closing_writers(ulp_store *st, ulp_inode *in, unsigned self)
 {
 	ULP_MU_HELD(st);
 	struct timespec dl;
 	clock_gettime(CLOCK_REALTIME, &dl);
 	dl.tv_sec += 2;
-	while (in->nwriters > 1 && in->nclosing == in->nwriters - 1)
+	while (in->nwriters > self && in->nclosing == in->nwriters - self)
 		if (pthread_cond_timedwait(&st->done_cv, &st->mu, &dl) ==
 		    ETIMEDOUT)
 			break;
@@ -175,6 +176,7 @@ int ulp_stage_preserve(ulp_store *st, ulp_inode *in)
 	while (in->busy)
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	in->busy = 1;
+	wait_closing_writers(st, in, 0);
 	int rc = preserve_closed(st, in, 0);
 	in->busy = 0;
 	pthread_cond_broadcast(&st->done_cv);
@@ -193,7 +195,7 @@ int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	in->busy = 1;
 	if (trunc)
-		wait_closing_writers(st, in);
+		wait_closing_writers(st, in, 1);
 	if (trunc && (rc = preserve_closed(st, in, 1)) < 0) {
 		in->busy = 0;
 		pthread_cond_broadcast(&st->done_cv);
