@@ -9,12 +9,25 @@
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 set -u
-rc=0
+# The whole list first: unmounting while reading /proc/self/mounts skips
+# entries.
+targets=()
 while read -r _ target type _; do
 	case $type in
 	fuse | fuse.* | fuseblk)
 		# /proc/self/mounts writes a space in a path as \040
-		umount -l "$(printf %b "$target")" || rc=1 ;;
+		targets+=("$(printf %b "$target")") ;;
 	esac
 done </proc/self/mounts
+rc=0
+# (one may fail: detaching a mount detaches the mounts below it; what is
+# left is checked below)
+for target in "${targets[@]}"; do
+	umount -l "$target" 2>/dev/null || :
+done
+if grep -qE '^[^ ]+ [^ ]+ (fuse|fuse\.[^ ]*|fuseblk) ' /proc/self/mounts; then
+	echo "ns_detach_fuse.sh: FUSE mounts left in this namespace:" >&2
+	grep -E '^[^ ]+ [^ ]+ (fuse|fuse\.[^ ]*|fuseblk) ' /proc/self/mounts >&2
+	rc=1
+fi
 exit "$rc"
