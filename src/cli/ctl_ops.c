@@ -437,7 +437,7 @@ int cli_op_stats(cli_env *env, json_t *req)
 		cli_outf(env,
 		         "\ndecoded-chunk cache: %" PRIu64 " hits, %" PRIu64
 		         " misses (hit rate %.1f%%), %" PRIu64 " chunks "
-		                                               "decoded\n",
+		         "decoded\n",
 		         ss.cache_hits, ss.cache_misses, 100 * hit,
 		         ss.cache_decodes);
 	return CLI_OK;

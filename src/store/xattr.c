@@ -206,7 +206,7 @@ ssize_t ulp_snapshot_xattr_get(ulp_store *st, const char *snap, uint64_t ino,
 	static const char Q[] = "SELECT x.value FROM snapshot_xattrs AS x"
 				" JOIN snapshots AS s ON s.id = x.snapshot"
 				" WHERE s.name = ? AND x.ino = ? AND x.name = "
-	                        "?";
+				"?";
 	int64_t one;
 	ssize_t rc = check_name(name);
 
@@ -229,7 +229,7 @@ ssize_t ulp_snapshot_xattr_list(ulp_store *st, const char *snap, uint64_t ino,
 	static const char Q[] = "SELECT x.name FROM snapshot_xattrs AS x"
 				" JOIN snapshots AS s ON s.id = x.snapshot"
 				" WHERE s.name = ? AND x.ino = ? ORDER BY "
-	                        "x.name";
+				"x.name";
 	int64_t one;
 	ssize_t rc;
 
