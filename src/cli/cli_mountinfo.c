@@ -48,11 +48,40 @@ static int within(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == 0 || path[n] == '/');
 }
 
-/* mode 0: the topmost mount on path; 1: the ulpfs mount whose source is
- * path; 2: the innermost ulpfs mount that path is in. */
-static int scan(const char *path, int mode, cli_mount_ent *out)
+/* What scan() looks for in a mountinfo file. */
+enum {
+	BY_TARGET, /* the topmost mount on key */
+	BY_SOURCE, /* the ulpfs mount whose source is key */
+	OF_PATH,   /* the innermost ulpfs mount that the path key is in */
+	BY_DEV,    /* a mount of the superblock key ("MAJOR:MINOR") */
+};
+
+/* Whether the mount (dev, target, type, src) is what mode looks for; best
+ * is the one found so far, if any. */
+static int matches(int mode, const char *key, const char *dev,
+                   const char *target, const char *type, const char *src,
+                   const cli_mount_ent *best)
 {
-	FILE *f = fopen("/proc/self/mountinfo", "re");
+	switch (mode) {
+	case BY_TARGET:
+		return strcmp(target, key) == 0;
+	case BY_SOURCE:
+		return strcmp(type, "fuse.ulpfs") == 0 && strcmp(src, key) == 0;
+	case OF_PATH:
+		return strcmp(type, "fuse.ulpfs") == 0 && within(key, target) &&
+		       (!best->target ||
+		        strlen(target) >= strlen(best->target));
+	default:
+		return strcmp(dev, key) == 0;
+	}
+}
+
+/* The last mount in the mountinfo file that matches (BY_DEV: the first):
+ * 1 found (in *out), 0 not, -1 error. */
+static int scan(const char *mountinfo, const char *key, int mode,
+                cli_mount_ent *out)
+{
+	FILE *f = fopen(mountinfo, "re");
 	char *line = NULL;
 	size_t cap = 0;
 	int found = 0;
@@ -79,26 +108,21 @@ static int scan(const char *path, int mode, cli_mount_ent *out)
 			continue;
 		unescape(target);
 		unescape(src);
-		const char *dev = fld[2];
-		if (mode == 1 ? (strcmp(type, "fuse.ulpfs") != 0 ||
-		                 strcmp(src, path) != 0)
-		    : mode == 2
-		            ? (strcmp(type, "fuse.ulpfs") != 0 ||
-		               !within(path, target) ||
-		               (found && strlen(target) < strlen(out->target)))
-		            : strcmp(target, path) != 0)
+		if (!matches(mode, key, fld[2], target, type, src, out))
 			continue;
 		cli_mount_ent_free(out);
 		out->target = strdup(target);
 		out->fstype = strdup(type);
 		out->source = strdup(src);
-		snprintf(out->dev, sizeof(out->dev), "%s", dev);
+		snprintf(out->dev, sizeof(out->dev), "%s", fld[2]);
 		if (!out->target || !out->fstype || !out->source) {
 			cli_mount_ent_free(out);
 			found = -1;
 			break;
 		}
 		found = 1;
+		if (mode == BY_DEV)
+			break;
 	}
 	free(line);
 	fclose(f);
@@ -107,31 +131,21 @@ static int scan(const char *path, int mode, cli_mount_ent *out)
 
 int cli_find_mount(const char *path, int by_source, cli_mount_ent *out)
 {
-	return scan(path, by_source ? 1 : 0, out);
+	return scan("/proc/self/mountinfo", path,
+	            by_source ? BY_SOURCE : BY_TARGET, out);
 }
 
 int cli_find_mount_of(const char *path, cli_mount_ent *out)
 {
-	return scan(path, 2, out);
+	return scan("/proc/self/mountinfo", path, OF_PATH, out);
 }
 
 /* Whether a mountinfo file lists a mount of the superblock dev. */
 static int lists_dev(const char *mountinfo, const char *dev)
 {
-	FILE *f = fopen(mountinfo, "re");
-	char *line = NULL;
-	size_t cap = 0, n = strlen(dev);
-	int found = 0;
-	if (!f)
-		return 0; /* the process is gone, or not ours to read */
-	while (!found && getline(&line, &cap, f) > 0) {
-		/* ID PARENT MAJ:MIN ... */
-		char *p = strchr(line, ' ');
-		p = p ? strchr(p + 1, ' ') : NULL;
-		found = p && strncmp(p + 1, dev, n) == 0 && p[1 + n] == ' ';
-	}
-	free(line);
-	fclose(f);
+	cli_mount_ent e = { 0 };
+	int found = scan(mountinfo, dev, BY_DEV, &e) == 1;
+	cli_mount_ent_free(&e);
 	return found;
 }
 
