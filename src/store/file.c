@@ -469,10 +469,11 @@ void ulp_file_release(ulp_file *f)
 	pt_unreserve(f);
 	if (f->closing)
 		f->in->nclosing--;
-	if (f->writable)
+	if (f->writable) {
 		ulp_stage_writer_done(st, f->in);
-	/* a truncating open may wait for this release (staging.c) */
-	pthread_cond_broadcast(&st->done_cv);
+		/* a truncating open may wait for this release (staging.c) */
+		pthread_cond_broadcast(&st->done_cv);
+	}
 	ulp_inode_put(st, f->in);
 	pthread_mutex_unlock(&st->mu);
 	ulp_readahead_free(f->ra);
