@@ -759,16 +759,19 @@ static void report_holders(const cli_mount_ent *ent, long daemon,
 	for (int i = 0; i < n && i < 8 && len < sizeof(list) - 24; i++)
 		len += (size_t)snprintf(list + len, sizeof(list) - len, "%s%ld",
 		                        i ? ", " : "", pids[i]);
+	char who[40] = "the daemon";
+	if (daemon > 0) /* daemon.pid may be unreadable */
+		snprintf(who, sizeof(who), "the daemon (PID %ld)", daemon);
 	cli_err("%s: unmounted here, but %d other mount namespace%s still "
 	        "hold%s a copy of the mount (process%s %s%s), made while it "
-	        "was mounted: %s; the daemon (PID %ld) goes on serving %s "
+	        "was mounted: %s; %s goes on serving %s "
 	        "and keeps the store open until %s unmounted there (nsenter "
 	        "-t %ld -m umount %s) or those processes exit",
 	        ent->target, n, n == 1 ? "" : "s", n == 1 ? "s" : "",
 	        n == 1 ? "" : "es", list, n > 8 ? ", ..." : "",
 	        src == CLI_OK ? "every file closed so far is committed"
 	                      : "committing what is closed failed",
-	        daemon, n == 1 ? "it" : "them", n == 1 ? "it is" : "they are",
+	        who, n == 1 ? "it" : "them", n == 1 ? "it is" : "they are",
 	        pids[0], ent->target);
 }
 
