@@ -75,7 +75,8 @@ static int kill_mask(fuse_req_t req, uint64_t ino, int chown, unsigned *mask)
 	int rc = ulp_ns_getattr(ulp_fs_of(req)->st, ino, &a);
 	if (rc < 0)
 		return rc;
-	if (!S_ISREG(a.mode) || !(a.mode & (S_ISUID | S_ISGID)))
+	/* Directories keep them; chowns clear special files' too. */
+	if (S_ISDIR(a.mode) || !(a.mode & (S_ISUID | S_ISGID)))
 		return 0;
 	*mask = ULP_SET_KILL_SUID | ULP_SET_KILL_SGIDX;
 	if ((a.mode & (S_ISGID | S_IXGRP)) == S_ISGID &&

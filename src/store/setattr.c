@@ -109,7 +109,7 @@ int ulp_ns_setattr(ulp_store *st, uint64_t ino, const ulp_attr *attr,
 	else if (mask & ULP_SET_MTIME)
 		row.mtime = ts_ns(&attr->mtime);
 	uint32_t kill = 0;
-	if (row.kind == ULP_KIND_FILE) {
+	if (row.kind != ULP_KIND_DIR) {
 		if (mask & ULP_SET_KILL_SUID)
 			kill |= S_ISUID;
 		if ((mask & ULP_SET_KILL_SGID) ||

@@ -158,8 +158,9 @@ int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
 #define ULP_SET_MTIME 32u
 #define ULP_SET_ATIME_NOW 64u
 #define ULP_SET_MTIME_NOW 128u
-/* What a write, truncate or chown by an unprivileged caller does to a
- * regular file's set-user-ID and set-group-ID bits, atomically with the
+/* What a write, truncate or chown by an unprivileged caller does to the
+ * set-user-ID and set-group-ID bits of a node other than a directory
+ * (a chown clears those of special files too), atomically with the
  * rest: clear S_ISUID; clear S_ISGID where S_IXGRP is set (without it,
  * S_ISGID marks mandatory locking); clear S_ISGID in any case.  Nothing is
  * written when no bit is cleared and nothing else is set. */
