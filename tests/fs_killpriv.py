@@ -164,6 +164,23 @@ for i, (what, fn, who, m0, owner, want) in enumerate(CASES):
     else:
         ok("%s: %s, as on the reference" % (desc, got[mnt]))
 
+# Special files lose the bits on chown too; directories keep them.
+for kind in ("fifo", "dir"):
+    got = {}
+    for d in (mnt, ref):
+        p = os.path.join(d, "chown-" + kind)
+        (os.mkfifo if kind == "fifo" else os.mkdir)(p)
+        os.chmod(p, 0o6755)
+        os.chown(p, NOBODY, NOGROUP)
+        got[d] = "%o" % mode(p)
+    want = "755" if kind == "fifo" else "6755"
+    desc = "chown by root of a 6755 %s" % kind
+    if got[mnt] != got[ref] or got[ref] != want:
+        bad("%s: %s on the mount, %s on the reference, %s expected" %
+            (desc, got[mnt], got[ref], want))
+    else:
+        ok("%s: %s, as on the reference" % (desc, got[mnt]))
+
 # A chmod that sets S_ISUID while a writer (on the mount: a passthrough
 # one, which the daemon does not see) is open, then a write by nobody: the
 # bit is gone once the writer has closed.  Without a write after the chmod
