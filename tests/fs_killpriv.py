@@ -16,7 +16,6 @@ import pwd
 import grp
 import subprocess
 import sys
-import time
 
 mnt, ref, ulpfs = sys.argv[1:4]
 NOBODY = pwd.getpwnam("nobody").pw_uid
