@@ -22,6 +22,9 @@
 #   (6) the daemon's CPU seconds per GB written in (1)-(4), per target
 #   (7) close-to-commit (the staging file gone) and the store's size for
 #       the checkpoint of (1), per write mode
+#   (8) the requests the daemon read during (1), per write mode and per
+#       MiB written ("ulpfs stats": WRITE, GETXATTR, all): a passthrough
+#       writer sends none per write
 #
 # The stores and the "disk" directory sit on a tmpfs, standing in for a GPU
 # node's NVMe (a slow disk would hide FUSE's cost).  During (1)-(5) the
@@ -146,9 +149,19 @@ size=$(stat -c %s "$SRC")
 say "$SRC: $size bytes"
 
 mount_all "$TMP"
+# reqs MNT: "WRITE GETXATTR total" requests its daemon has read so far.
+reqs() {
+	"$ULPFS" stats --json "$1" | "$PY" -c '
+import json, sys
+r = json.load(sys.stdin).get("requests") or {}
+print(r.get("WRITE", 0), r.get("GETXATTR", 0), r.get("total", 0))'
+}
+declare -A REQ0 REQ1
 if want dd; then
 	step "(1) one writer, dd bs=1M conv=fsync, tmpfs"
+	for m in $MODES; do REQ0[$m]=$(reqs "${DIR[$m]}"); done
 	one_writer dd
+	for m in $MODES; do REQ1[$m]=$(reqs "${DIR[$m]}"); done
 fi
 
 if want four; then
@@ -240,6 +253,18 @@ for t in ptfs $MODES; do
 	[ -n "${BYTES[$t]:-}" ] || continue
 	echo "| $t | $(calc "${CPU[$t]} / $(getconf CLK_TCK) / (${BYTES[$t]} / 1000000000)" 3) |"
 done
+if want dd; then
+	echo
+	echo "| write mode | requests per MiB in (1): WRITE | GETXATTR | all |"
+	echo "|---|---|---|---|"
+	for m in $MODES; do
+		read -r w0 x0 a0 <<<"${REQ0[$m]}"
+		read -r w1 x1 a1 <<<"${REQ1[$m]}"
+		n=$((reps * size / 1048576))
+		[ "$a1" = 0 ] && { echo "| $m | not counted | | |"; continue; }
+		echo "| $m | $(calc "($w1 - $w0) / $n" 3) | $(calc "($x1 - $x0) / $n" 3) | $(calc "($a1 - $a0) / $n" 3) |"
+	done
+fi
 echo
 echo "| write mode | close-to-commit s | store bytes |"
 echo "|---|---|---|"

@@ -190,6 +190,29 @@ static void upload_errors_text(cli_env *env)
 	         ago < 0 ? 0 : ago, e.error);
 }
 
+static void request_json(void *opaque, const char *op, uint64_t n)
+{
+	json_t *o = opaque;
+	json_object_set_new(o, op, json_integer((json_int_t)n));
+	json_object_set_new(
+		o, "total",
+		json_integer(json_integer_value(json_object_get(o, "total")) +
+	                     (json_int_t)n));
+}
+
+/* The requests the daemon read, by opcode: null when not mounted or not
+ * counted (write_mode=cached). */
+static json_t *requests_json(cli_env *env)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "total", json_integer(0));
+	if (!env->fs || ulp_fs_requests(env->fs, request_json, o) < 0) {
+		json_decref(o);
+		return json_null();
+	}
+	return o;
+}
+
 int cli_op_stats(cli_env *env, json_t *req)
 {
 	static const char *const kinds[3] = { "other", "safetensors",
@@ -349,6 +372,7 @@ int cli_op_stats(cli_env *env, json_t *req)
 			o, "write_mode",
 			env->fs ? json_string(ulp_fs_write_mode_active(env->fs))
 				: json_null());
+		json_object_set_new(o, "requests", requests_json(env));
 		if (cks)
 			json_object_set_new(o, "by_checkpoint", cks);
 		json_object_set_new(o, "upload_errors",
@@ -411,6 +435,19 @@ int cli_op_stats(cli_env *env, json_t *req)
 	if (env->fs)
 		cli_outf(env, "writes   %s\n",
 		         ulp_fs_write_mode_active(env->fs));
+	json_t *rq = requests_json(env);
+	if (json_is_object(rq)) {
+		const char *k;
+		json_t *v;
+		cli_outf(env, "requests");
+		json_object_foreach(rq, k, v)
+		{
+			cli_outf(env, " %s %" JSON_INTEGER_FORMAT, k,
+			         json_integer_value(v));
+		}
+		cli_outf(env, "\n");
+	}
+	json_decref(rq);
 	upload_errors_text(env);
 	cli_outf(env, "\nby kind:         %8s %12s %12s %8s", "VERSIONS",
 	         "LOGICAL", "STORED", "RATIO");

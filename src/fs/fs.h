@@ -93,6 +93,12 @@ void ulp_fs_unmount(ulp_fs *fs);
  * kernel refused passthrough ("direct (passthrough refused: ...)").  The
  * string lives as long as fs. */
 const char *ulp_fs_write_mode_active(ulp_fs *fs);
+/* The requests the daemon has read from the kernel since the mount, by
+ * opcode: fn(opaque, name, count) for each opcode seen (opcodes the table
+ * does not name are summed as "other").  -ENOTSUP in write_mode=cached,
+ * where libfuse reads them itself. */
+typedef void (*ulp_fs_request_fn)(void *opaque, const char *op, uint64_t n);
+int ulp_fs_requests(ulp_fs *fs, ulp_fs_request_fn fn, void *opaque);
 
 /* Wait (at most timeout_ms) until every handle whose descriptor was
  * closed has been released, i.e. its file queued for encoding: close(2)

@@ -210,6 +210,10 @@ void ulp_fs_live_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	 * setattr first), so the store can skip the copy-up of a committed
 	 * file that is about to be emptied. */
 	int rc = ulp_file_open(fs->st, ino, fi->flags, &f, &keep);
+	/* O_TRUNC by a caller without CAP_FSETID (KILLPRIV_V2) */
+	if (rc == 0 && ulp_fs_io_kill_asked() &&
+	    (rc = ulp_fs_kill_suidgid(req, ino, 0)) < 0)
+		ulp_file_release(f);
 	if (rc < 0) {
 		fuse_reply_err(req, ulp_fs_errno(rc));
 		return;
@@ -327,6 +331,14 @@ void ulp_fs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 		}
 		size = (size_t)c;
 		p = tmp;
+	}
+	/* a writer without CAP_FSETID (KILLPRIV_V2), before its data lands */
+	if (ulp_fs_io_kill_asked()) {
+		int rc = ulp_fs_kill_suidgid(req, h->ino, 0);
+		if (rc < 0) {
+			fuse_reply_err(req, ulp_fs_errno(rc));
+			return;
+		}
 	}
 	if (h->flushed) { /* written again through a dup'ed descriptor */
 		ulp_fs *fs = ulp_fs_of(req);

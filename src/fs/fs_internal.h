@@ -41,6 +41,8 @@
 #define ULP_CTL_VFILE_OF(id) (ULP_CTL_BIT | ULP_CTL_K_VFILE | (id))
 
 #define ULP_IO_BUCKETS 256
+/* Opcodes counted one by one (FUSE_STATX is 52). */
+#define ULP_FS_NOPCODES 64
 /* How an open file's reads and writes travel. */
 enum {
 	ULP_IO_CACHED = 0, /* requests from the page cache */
@@ -82,6 +84,11 @@ struct ulp_fs {
 	char io_mode_str[128];
 	uint64_t io_kernel_flags, io_init_unique;
 	int io_init_seen, io_init_done, io_allow_mmap;
+	/* FUSE_HANDLE_KILLPRIV_V2 accepted: set-user-ID bits are ours to
+	 * kill */
+	int io_killpriv;
+	/* requests read, by opcode (0: any beyond the table) */
+	uint64_t io_requests[ULP_FS_NOPCODES];
 	pthread_mutex_t io_mu;
 	struct ulp_io_node *io_nodes[ULP_IO_BUCKETS];
 
@@ -203,6 +210,19 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
                    int keep_cache, struct fuse_file_info *fi);
 /* The handle of f opened with io (ULP_IO_*) is released. */
 void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, ulp_file *f, int io);
+/* A chmod has set S_ISUID or S_ISGID on ino: if it has passthrough opens,
+ * whose writes the daemon does not see, the bits are cleared when the last
+ * of them closes if the file was written after the chmod (as a write by a
+ * caller without CAP_FSETID would have). */
+void ulp_fs_io_sxid(ulp_fs *fs, uint64_t ino);
+/* Whether the request this thread serves asked the daemon to kill
+ * set-user-ID and set-group-ID bits (KILLPRIV_V2: a write, truncate or
+ * O_TRUNC open by a caller without CAP_FSETID; any chown). */
+int ulp_fs_io_kill_asked(void);
+/* Kill them on ino as for that request (fs_ops.c; chown: it is one):
+ * S_ISUID, S_ISGID where group-executable or where the caller is not in
+ * the file's group.  0 or -errno. */
+int ulp_fs_kill_suidgid(fuse_req_t req, uint64_t ino, int chown);
 /* Whether ino has passthrough opens (its data bypasses the daemon). */
 int ulp_fs_io_passthrough(ulp_fs *fs, uint64_t ino);
 /* Register fd as a backing file: its id, or -errno. */

@@ -15,6 +15,16 @@
  * worker thread reads a request, runs its handler and writes the reply, so
  * the id of the request being served is thread-local.
  *
+ * The INIT reply also accepts FUSE_HANDLE_KILLPRIV_V2 when offered: the
+ * daemon clears set-user-ID and set-group-ID bits itself (fs_ops.c,
+ * ulp_fs_kill_suidgid), told by flags in the WRITE, SETATTR and OPEN
+ * requests that libfuse 3.14 drops, so the read hook notes them for the
+ * thread's request.  In return the kernel marks inodes S_NOSEC and stops
+ * asking for security.capability (a GETXATTR round trip) before every
+ * write, passthrough writes included.  Passthrough writes never reach the
+ * daemon, so a file with S_ISUID or S_ISGID gets no passthrough writer.
+ * The daemon counts the requests it reads, by opcode (ulpfs stats).
+ *
  * The kernel's rules (fs/fuse/iomode.c) shape the choice per open: while
  * an inode has a passthrough open, every open of it must be passthrough to
  * the same backing file; a passthrough open fails while the inode has
@@ -71,6 +81,9 @@ struct fuse_backing_map {
 
 /* The request this thread serves, and the passthrough its reply gets. */
 static __thread uint64_t tls_unique;
+/* Whether the kernel asked to kill set-user-ID and set-group-ID bits with
+ * it (KILLPRIV_V2 flags that libfuse 3.14 drops). */
+static __thread int tls_kill;
 static __thread uint64_t tls_pt_unique;
 static __thread int32_t tls_pt_id;
 
@@ -78,9 +91,14 @@ static __thread int32_t tls_pt_id;
 struct ulp_io_node {
 	uint64_t ino;
 	int32_t backing; /* while npt > 0 */
-	dev_t bdev;      /* the backing (staging) file */
+	int bfd;         /* the backing (staging) file, while npt > 0 */
+	dev_t bdev;
 	ino_t bino;
 	unsigned npt, nother;
+	/* A chmod set S_ISUID or S_ISGID while passthrough opens were
+	 * open: the staging file's times and size then (ulp_fs_io_sxid). */
+	int sxid;
+	struct stat sxid_st;
 	struct ulp_io_node *next;
 };
 
@@ -122,7 +140,24 @@ static ssize_t io_read(int fd, void *buf, size_t len, void *userdata)
 	if (n < (ssize_t)sizeof(struct fuse_in_header))
 		return n;
 	const struct fuse_in_header *h = buf;
+	const void *arg = h + 1;
+	size_t alen = (size_t)n - sizeof(*h);
 	tls_unique = h->unique;
+	tls_kill = 0;
+	__atomic_fetch_add(
+		&fs->io_requests[h->opcode < ULP_FS_NOPCODES ? h->opcode : 0],
+		1, __ATOMIC_RELAXED);
+	if (h->opcode == FUSE_WRITE &&
+	    alen >= offsetof(struct fuse_write_in, write_flags) + 4)
+		tls_kill = (((const struct fuse_write_in *)arg)->write_flags &
+		            FUSE_WRITE_KILL_SUIDGID) != 0;
+	else if (h->opcode == FUSE_SETATTR &&
+	         alen >= sizeof(struct fuse_setattr_in))
+		tls_kill = (((const struct fuse_setattr_in *)arg)->valid &
+		            FATTR_KILL_SUIDGID) != 0;
+	else if (h->opcode == FUSE_OPEN && alen >= sizeof(struct fuse_open_in))
+		tls_kill = (((const struct fuse_open_in *)arg)->open_flags &
+		            FUSE_OPEN_KILL_SUIDGID) != 0;
 	if (h->opcode == FUSE_INIT &&
 	    (size_t)n >= sizeof(*h) + offsetof(struct fuse_init_in, flags2)) {
 		const struct fuse_init_in *in = (const void *)(h + 1);
@@ -145,6 +180,14 @@ static int patch_init(ulp_fs *fs, struct iovec *iov, int count)
 		return 0;
 	struct fuse_init_out *out = iov[1].iov_base;
 	uint64_t k = fs->io_kernel_flags, add = 0;
+	/* The daemon kills set-user-ID and set-group-ID bits itself
+	 * (fs_ops.c, ulp_fs_kill_suidgid): the kernel then sets SB_NOSEC, and
+	 * stops asking for security.capability before every write of an
+	 * inode (a GETXATTR round trip per passthrough write). */
+	if (k & FUSE_HANDLE_KILLPRIV_V2) {
+		out->flags |= FUSE_HANDLE_KILLPRIV_V2;
+		fs->io_killpriv = 1;
+	}
 	if (!(k & FUSE_INIT_EXT))
 		return 0;
 	if (k & FUSE_DIRECT_IO_ALLOW_MMAP)
@@ -324,11 +367,13 @@ static int backing_new(ulp_fs *fs, struct ulp_io_node *n, ulp_file *f)
 	if (fd < 0)
 		return fd;
 	int id = fstat(fd, &sb) < 0 ? -errno : ulp_fs_backing_open(fs, fd);
-	close(fd);
-	if (id < 0)
+	if (id < 0) {
+		close(fd);
 		return id;
+	}
 	ulp_file_backing_hold(f);
 	n->backing = id;
+	n->bfd = fd;
 	n->bdev = sb.st_dev;
 	n->bino = sb.st_ino;
 	return 0;
@@ -349,6 +394,17 @@ static int backing_same(const struct ulp_io_node *n, ulp_file *f)
 	return same;
 }
 
+/* Whether ino has a set-user-ID bit, or a set-group-ID bit, that a write
+ * may have to kill.  The kernel leaves that to the daemon (KILLPRIV_V2),
+ * which never sees passthrough writes: such a file's writers are served by
+ * the daemon. */
+static int file_sxid(ulp_fs *fs, uint64_t ino)
+{
+	ulp_attr a;
+	return fs->io_killpriv && ulp_ns_getattr(fs->st, ino, &a) == 0 &&
+	       (a.mode & (S_ISUID | S_ISGID));
+}
+
 int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
                    int keep_cache, struct fuse_file_info *fi)
 {
@@ -362,7 +418,7 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	 * has holes where the committed bytes show through: the kernel must
 	 * not read it itself, so the daemon serves such a file. */
 	int admitted = pt_mode && wr && !ulp_file_partial(f) &&
-	               ulp_file_passthrough_admit(f);
+	               !file_sxid(fs, ino) && ulp_file_passthrough_admit(f);
 
 	fi->direct_io = 0;
 	fi->keep_cache = keep_cache ? 1 : 0;
@@ -428,14 +484,30 @@ out:
 	return rc < 0 ? rc : mode;
 }
 
+/* Whether the backing file changed since st was taken (its times are
+ * fine-grained once queried: multigrain timestamps). */
+static int backing_changed(const struct ulp_io_node *n, const struct stat *st)
+{
+	struct stat now;
+	return fstat(n->bfd, &now) < 0 || now.st_size != st->st_size ||
+	       now.st_mtim.tv_sec != st->st_mtim.tv_sec ||
+	       now.st_mtim.tv_nsec != st->st_mtim.tv_nsec ||
+	       now.st_ctim.tv_sec != st->st_ctim.tv_sec ||
+	       now.st_ctim.tv_nsec != st->st_ctim.tv_nsec;
+}
+
 void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, ulp_file *f, int mode)
 {
+	int kill = 0;
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
 	if (n && mode == ULP_IO_PT && n->npt > 0) {
 		/* The kernel let go of the backing file before RELEASE. */
 		if (--n->npt == 0) {
 			ulp_fs_backing_close(fs, n->backing);
+			kill = n->sxid && backing_changed(n, &n->sxid_st);
+			n->sxid = 0;
+			close(n->bfd);
 			ulp_file_backing_release(f);
 		}
 	} else if (n && mode != ULP_IO_PT && n->nother > 0) {
@@ -444,6 +516,73 @@ void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, ulp_file *f, int mode)
 	if (n)
 		node_put(fs, n);
 	pthread_mutex_unlock(&fs->io_mu);
+	if (kill) {
+		/* Written after the chmod by a writer the daemon cannot name:
+		 * kill the bits as for one without CAP_FSETID. */
+		ulp_attr in = { .ino = ino }, out;
+		int rc = ulp_ns_setattr(fs->st, ino, &in,
+		                        ULP_SET_KILL_SUID | ULP_SET_KILL_SGID,
+		                        &out);
+		if (rc < 0)
+			fprintf(stderr,
+			        "ulpfs: inode %llu: cannot clear set-user-ID "
+			        "bits: %s\n",
+			        (unsigned long long)ino, strerror(-rc));
+		ulp_fs_invalidate_inode(fs, ino);
+	}
+}
+
+void ulp_fs_io_sxid(ulp_fs *fs, uint64_t ino)
+{
+	pthread_mutex_lock(&fs->io_mu);
+	struct ulp_io_node *n = node_get(fs, ino, 0);
+	if (n && n->npt > 0 && !n->sxid)
+		n->sxid = fstat(n->bfd, &n->sxid_st) == 0;
+	pthread_mutex_unlock(&fs->io_mu);
+}
+
+/* Names of the opcodes (include/uapi/linux/fuse.h). */
+static const char *const op_names[ULP_FS_NOPCODES] = {
+	[1] = "LOOKUP",        [2] = "FORGET",         [3] = "GETATTR",
+	[4] = "SETATTR",       [5] = "READLINK",       [6] = "SYMLINK",
+	[8] = "MKNOD",         [9] = "MKDIR",          [10] = "UNLINK",
+	[11] = "RMDIR",        [12] = "RENAME",        [13] = "LINK",
+	[14] = "OPEN",         [15] = "READ",          [16] = "WRITE",
+	[17] = "STATFS",       [18] = "RELEASE",       [20] = "FSYNC",
+	[21] = "SETXATTR",     [22] = "GETXATTR",      [23] = "LISTXATTR",
+	[24] = "REMOVEXATTR",  [25] = "FLUSH",         [26] = "INIT",
+	[27] = "OPENDIR",      [28] = "READDIR",       [29] = "RELEASEDIR",
+	[30] = "FSYNCDIR",     [31] = "GETLK",         [32] = "SETLK",
+	[33] = "SETLKW",       [34] = "ACCESS",        [35] = "CREATE",
+	[36] = "INTERRUPT",    [37] = "BMAP",          [38] = "DESTROY",
+	[39] = "IOCTL",        [40] = "POLL",          [41] = "NOTIFY_REPLY",
+	[42] = "BATCH_FORGET", [43] = "FALLOCATE",     [44] = "READDIRPLUS",
+	[45] = "RENAME2",      [46] = "LSEEK",         [47] = "COPY_FILE_RANGE",
+	[48] = "SETUPMAPPING", [49] = "REMOVEMAPPING", [50] = "SYNCFS",
+	[51] = "TMPFILE",      [52] = "STATX",
+};
+
+int ulp_fs_requests(ulp_fs *fs, ulp_fs_request_fn fn, void *opaque)
+{
+	if (fs->io_want == ULP_FS_WRITE_CACHED)
+		return -ENOTSUP; /* libfuse reads them: not counted */
+	uint64_t other = 0;
+	for (unsigned i = 0; i < ULP_FS_NOPCODES; i++) {
+		uint64_t c =
+			__atomic_load_n(&fs->io_requests[i], __ATOMIC_RELAXED);
+		if (i == 0 || !op_names[i])
+			other += c;
+		else if (c)
+			fn(opaque, op_names[i], c);
+	}
+	if (other)
+		fn(opaque, "other", other);
+	return 0;
+}
+
+int ulp_fs_io_kill_asked(void)
+{
+	return tls_kill;
 }
 
 int ulp_fs_io_passthrough(ulp_fs *fs, uint64_t ino)
@@ -461,6 +600,8 @@ void ulp_fs_io_free(ulp_fs *fs)
 		while (fs->io_nodes[i]) {
 			struct ulp_io_node *n = fs->io_nodes[i];
 			fs->io_nodes[i] = n->next;
+			if (n->npt)
+				close(n->bfd);
 			free(n);
 		}
 	pthread_mutex_destroy(&fs->io_mu);

@@ -51,6 +51,62 @@ int ulp_fs_new_owner(fuse_req_t req, fuse_ino_t parent, mode_t *mode,
 	return 0;
 }
 
+/* Whether the caller of req is in group gid (primary or supplementary). */
+static int caller_in_group(fuse_req_t req, gid_t gid)
+{
+	gid_t groups[64];
+	if (fuse_req_ctx(req)->gid == gid)
+		return 1;
+	int n = fuse_req_getgroups(req, 64, groups);
+	for (int i = 0; i < n && i < 64; i++)
+		if (groups[i] == gid)
+			return 1;
+	return 0;
+}
+
+/* The ULP_SET_KILL_* bits that req asks for on ino (0 when it has no such
+ * bit): what Linux's setattr_should_drop_suidgid() gives for a caller
+ * without CAP_FSETID.  A chown asks whatever the caller's privileges;
+ * uid 0 counts as privileged there. */
+static int kill_mask(fuse_req_t req, uint64_t ino, int chown, unsigned *mask)
+{
+	ulp_attr a;
+	*mask = 0;
+	int rc = ulp_ns_getattr(ulp_fs_of(req)->st, ino, &a);
+	if (rc < 0)
+		return rc;
+	/* Directories keep them; chowns clear special files' too. */
+	if (S_ISDIR(a.mode) || !(a.mode & (S_ISUID | S_ISGID)))
+		return 0;
+	*mask = ULP_SET_KILL_SUID | ULP_SET_KILL_SGIDX;
+	if ((a.mode & (S_ISGID | S_IXGRP)) == S_ISGID &&
+	    !(chown && fuse_req_ctx(req)->uid == 0) &&
+	    !caller_in_group(req, a.gid))
+		*mask |= ULP_SET_KILL_SGID;
+	return 1;
+}
+
+/* The kernel's cached mode of ino is stale (attributes only: a write may be
+ * holding its pages). */
+static void inval_attr(ulp_fs *fs, uint64_t ino)
+{
+	(void)fuse_lowlevel_notify_inval_inode(fs->se, (fuse_ino_t)ino, -1, 0);
+}
+
+int ulp_fs_kill_suidgid(fuse_req_t req, uint64_t ino, int chown)
+{
+	ulp_fs *fs = ulp_fs_of(req);
+	unsigned mask;
+	int rc = kill_mask(req, ino, chown, &mask);
+	if (rc <= 0)
+		return rc;
+	ulp_attr in = { .ino = ino }, out;
+	rc = ulp_ns_setattr(fs->st, ino, &in, mask, &out);
+	if (rc == 0)
+		inval_attr(fs, ino);
+	return rc;
+}
+
 static void reply_entry_or_err(fuse_req_t req, int rc, const ulp_attr *a)
 {
 	struct fuse_entry_param e;
@@ -149,6 +205,18 @@ static void live_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		in.mtime = attr->st_mtim;
 	}
 	/* FUSE_SET_ATTR_CTIME: the store sets ctime itself on every change. */
+	if (ulp_fs_io_kill_asked()) {
+		/* a truncate or a chown: in the same update */
+		unsigned kill;
+		rc = kill_mask(req, ino,
+		               (mask & (ULP_SET_UID | ULP_SET_GID)) != 0,
+		               &kill);
+		if (rc < 0) {
+			fuse_reply_err(req, ulp_fs_errno(rc));
+			return;
+		}
+		mask |= kill;
+	}
 
 	/* Passthrough writes bypass the store: let it take their size and
 	 * mtime first, or an explicit time set now would be overridden by
@@ -163,6 +231,8 @@ static void live_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		fuse_reply_err(req, ulp_fs_errno(rc));
 		return;
 	}
+	if ((mask & ULP_SET_MODE) && (in.mode & (S_ISUID | S_ISGID)))
+		ulp_fs_io_sxid(fs, ino);
 	ulp_fs_attr_to_stat(&out, &st);
 	fuse_reply_attr(req, &st, fs->attr_timeout);
 }

@@ -9,7 +9,9 @@
  * symlinks (a symlink's target never changes); no splice (the store takes
  * memory buffers, so splicing would only add a copy; the I/O hooks of the
  * write modes, fs_io.c, read and write memory buffers); no "handle killpriv"
- * (the kernel clears set-user-ID bits itself with a setattr).  Requests
+ * v1 (fs_io.c takes v2, where the kernel offers it, in every mode but
+ * write_mode=cached, where the kernel clears set-user-ID bits itself with
+ * a setattr).  Requests
  * carry up to 1 MiB (FUSE_MAX_PAGES).  POSIX ACLs with default_permissions
  * (fs_xattr.c).  lseek answers SEEK_DATA/SEEK_HOLE from the staging
  * file's holes (fs_file.c).  POSIX locks, flock and copy_file_range are

@@ -108,12 +108,25 @@ int ulp_ns_setattr(ulp_store *st, uint64_t ino, const ulp_attr *attr,
 		row.mtime = now;
 	else if (mask & ULP_SET_MTIME)
 		row.mtime = ts_ns(&attr->mtime);
+	uint32_t kill = 0;
+	if (row.kind != ULP_KIND_DIR) {
+		if (mask & ULP_SET_KILL_SUID)
+			kill |= S_ISUID;
+		if ((mask & ULP_SET_KILL_SGID) ||
+		    ((mask & ULP_SET_KILL_SGIDX) && (row.mode & S_IXGRP)))
+			kill |= S_ISGID;
+	}
+	kill &= row.mode;
+	row.mode &= ~kill;
+	other &= ~ULP_SET_KILLS;
+	if (kill)
+		other |= ULP_SET_MODE;
 	if (other) {
 		row.ctime = now;
 		rc = ulp_cat_begin(st->cat);
 		if (rc == 0)
 			rc = ulp_cat_inode_update(st->cat, &row);
-		if (rc == 0 && (mask & ULP_SET_MODE))
+		if (rc == 0 && (other & ULP_SET_MODE))
 			rc = ulp_acl_chmod(st, ino, row.mode);
 		if (rc == 0)
 			rc = ulp_cat_commit(st->cat);

@@ -158,6 +158,17 @@ int ulp_ns_rename(ulp_store *st, uint64_t parent, const char *name,
 #define ULP_SET_MTIME 32u
 #define ULP_SET_ATIME_NOW 64u
 #define ULP_SET_MTIME_NOW 128u
+/* What a write, truncate or chown by an unprivileged caller does to the
+ * set-user-ID and set-group-ID bits of a node other than a directory
+ * (a chown clears those of special files too), atomically with the
+ * rest: clear S_ISUID; clear S_ISGID where S_IXGRP is set (without it,
+ * S_ISGID marks mandatory locking); clear S_ISGID in any case.  Nothing is
+ * written when no bit is cleared and nothing else is set. */
+#define ULP_SET_KILL_SUID 256u
+#define ULP_SET_KILL_SGIDX 512u
+#define ULP_SET_KILL_SGID 1024u
+#define ULP_SET_KILLS \
+	(ULP_SET_KILL_SUID | ULP_SET_KILL_SGIDX | ULP_SET_KILL_SGID)
 int ulp_ns_setattr(ulp_store *st, uint64_t ino, const ulp_attr *attr,
                    unsigned mask, ulp_attr *out);
 
