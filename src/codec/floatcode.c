@@ -272,10 +272,12 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (W == 16 && !alt && ulp_rans_simd())
 		i = ulp_delta16_pass_avx2(cur, ref, n, f.mbits,
 		                          (1u << f.ebits) - 1, sym, ctx, &bw,
-		                          &raw_bits);
+		                          &raw_bits, h4, nsym, fs->dused);
 	if (W == 32 && !alt && ulp_rans_simd())
-		i = ulp_delta32_pass_avx2(cur, ref, n, sym, ctx, &bw,
-		                          &raw_bits);
+		i = ulp_delta32_pass_avx2(cur, ref, n, sym, ctx, &bw, &raw_bits,
+		                          h4, nsym, fs->dused);
+	/* the elements the SIMD pass counted (a multiple of 4) */
+	const size_t counted = i;
 	for (; i < n; i++) {
 		uint64_t r = el_load(ref, i, W), c = el_load(cur, i, W);
 		uint64_t diff = (el_ord(c, W) - el_ord(r, W)) & el_mask(W);
@@ -306,12 +308,12 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 			kprev = k;
 		}
 	}
-	/* Counting in a second, tight pass into four interleaved partial
-	 * histograms: runs of equal symbols would otherwise serialise on
-	 * one counter's read-modify-write. */
+	/* Counting what the SIMD pass did not in a second, tight pass into
+	 * four interleaved partial histograms: runs of equal symbols would
+	 * otherwise serialise on one counter's read-modify-write. */
 	{
 		uint8_t *restrict used = fs->dused;
-		size_t j = 0;
+		size_t j = counted;
 		for (; j + 4 <= n; j += 4) {
 			h4[(ctx[j] * nsym + sym[j]) * 4]++;
 			h4[(ctx[j + 1] * nsym + sym[j + 1]) * 4 + 1]++;
