@@ -517,22 +517,13 @@ static int emit_block(ulp_float_scratch *fs, const uint8_t *sym,
                       unsigned nctx, const uint32_t *hist, ulp_buf *out)
 {
 	size_t start = out->len;
-	int rc;
-	/* Encode behind a maximal varint gap and close the gap afterwards. */
-	if (ulp_buf_reserve(out, out->len + ULP_VARINT_MAX))
+	size_t gap = ulp_buf_open_gap(out, ulp_rans_bound(n, nsym));
+	if (!gap)
 		return ULP_ERR_NOMEM;
-	out->len += ULP_VARINT_MAX;
-	size_t block = out->len;
-	rc = ulp_rans_encode(fs->rs, sym, ctx, n, nsym, nctx, hist, out);
+	int rc = ulp_rans_encode(fs->rs, sym, ctx, n, nsym, nctx, hist, out);
 	if (rc)
 		return rc;
-	size_t blen = out->len - block;
-	uint8_t vi[ULP_VARINT_MAX];
-	size_t vn = ulp_varint_put(vi, blen);
-	memmove(out->p + start + vn, out->p + block, blen);
-	memcpy(out->p + start, vi, vn);
-	out->len = start + vn + blen;
-	return ULP_OK;
+	return ulp_buf_close_gap(out, start, gap);
 }
 
 static int emit_raw(ulp_float_scratch *fs, size_t raw_bytes, ulp_buf *out)
