@@ -60,6 +60,10 @@ struct ulp_float_scratch {
 	uint32_t hist_s[ULP_RANS_MAXSYM];
 	/* standalone: (sign, top mantissa bits) in the exponent's context */
 	uint32_t hist_b[ULP_RANS_NCTX * SA_MAX_NB];
+	/* hist_b counted by the SIMD passes in four partial histograms, and
+	 * its rows to add (kept zero between calls like hist_d4) */
+	uint32_t hist_b4[ULP_RANS_NCTX * SA_MAX_NB * 4];
+	uint8_t bused[ULP_RANS_NCTX];
 	uint32_t hist_pk[PK_BUCKETS * ULP_RANS_NCTX * MAX_DELTA_NSYM];
 };
 
@@ -364,9 +368,12 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	size_t i = 0;
 	if (W == 16 && ulp_rans_simd())
 		i = ulp_sa16_pass_avx2(cur, n, f.mbits, (1u << f.ebits) - 1,
-		                       sa_topbits(f), a, b, &bw);
+		                       sa_topbits(f), a, b, &bw, fs->hist_b4,
+		                       fs->bused);
 	if (W == 32 && ulp_rans_simd())
-		i = ulp_sa32_pass_avx2(cur, n, a, b, &bw);
+		i = ulp_sa32_pass_avx2(cur, n, a, b, &bw, fs->hist_b4,
+		                       fs->bused);
+	const size_t counted = i;
 	for (; i < n; i++) {
 		sa_parts sp = sa_split(el_load(cur, i, W), f, W);
 		a[i] = (uint8_t)sp.a;
@@ -378,8 +385,20 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	}
 	/* the exponent histogram is the row sums of the pair histogram:
 	 * one counter per element, whose updates chain less often */
-	for (i = 0; i < n; i++)
+	for (i = counted; i < n; i++)
 		hb[a[i] * nb + b[i]]++;
+	for (unsigned e = 0; e < ULP_RANS_NCTX; e++) {
+		if (!fs->bused[e])
+			continue;
+		uint32_t *h4 = fs->hist_b4 + (size_t)e * nb * 4;
+		for (unsigned k = 0; k < nb; k++) {
+			hb[e * nb + k] += h4[4 * k] + h4[4 * k + 1] +
+			                  h4[4 * k + 2] + h4[4 * k + 3];
+			h4[4 * k] = h4[4 * k + 1] = h4[4 * k + 2] =
+				h4[4 * k + 3] = 0;
+		}
+		fs->bused[e] = 0;
+	}
 	for (unsigned e = 0; e < (1u << sa_symbits(f)); e++)
 		for (unsigned k = 0; k < nb; k++)
 			hs[e] += hb[e * nb + k];

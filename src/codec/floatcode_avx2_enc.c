@@ -29,8 +29,8 @@ ULP_AVX2_INLINE __m256i bitlen32(__m256i mag)
 	return _mm256_blendv_epi8(kh, kl, _mm256_cmpeq_epi32(hi, zero));
 }
 
-/* Histogram counting fused into the delta passes: the eight cells
- * ctx * nsym + sym of a step leave the register by one store and are
+/* Histogram counting fused into the passes: the eight cells
+ * ctx * nsym + sym of a step (standalone: exponent * nb + second symbol) leave the register by one store and are
  * counted into four interleaved partial histograms (cell * 4 + lane % 4),
  * so that runs of one symbol do not serialise on one counter; a second
  * pass over the byte arrays would load both again and combine them.  The
@@ -184,10 +184,12 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 
 ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
                                    unsigned emask, unsigned topbits, uint8_t *a,
-                                   uint8_t *b, ulp_bitw *bw)
+                                   uint8_t *b, ulp_bitw *bw, uint32_t *h4,
+                                   uint8_t *used)
 {
 	if (bw->fill || mbits - topbits > 7)
 		return 0; /* the steps below write whole bytes */
+	delta_count dc = count_init(h4, 2u << topbits);
 	const unsigned lowm = mbits - topbits;
 	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
 	const __m128i cl = _mm_cvtsi32_si128((int)lowm);
@@ -209,6 +211,7 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		__m256i low = _mm256_and_si256(m, lm);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
+		count8(&dc, e, sb);
 		/* eight fixed-width fields (8 x 7 bits at most for the 16-bit
 		 * formats) are lowm whole bytes: one store, and no bit
 		 * writer's chain from one step to the next */
@@ -225,13 +228,16 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		memcpy(bw->p, &v, 8);
 		bw->p += lowm;
 	}
+	count_finish(&dc, i, used);
 	return i;
 }
 ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
-                                   uint8_t *b, ulp_bitw *bw)
+                                   uint8_t *b, ulp_bitw *bw, uint32_t *h4,
+                                   uint8_t *used)
 {
 	if (bw->fill)
 		return 0; /* the steps below write whole bytes */
+	delta_count dc = count_init(h4, 16);
 	/* fp32: 8 exponent bits, sign and 3 mantissa bits, 20 raw bits */
 	const __m256i m20 = _mm256_set1_epi32((1 << 20) - 1);
 	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
@@ -248,6 +254,7 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 		__m256i low = _mm256_and_si256(c, m20);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
+		count8(&dc, e, sb);
 		/* pairs of 20-bit fields into four runs of 40 bits, five
 		 * whole bytes each: four stores (each one's zero top bytes
 		 * overwritten by the next), no bit writer's chain */
@@ -260,5 +267,6 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 			memcpy(bw->p + 5 * j, &v[j], 8);
 		bw->p += 20;
 	}
+	count_finish(&dc, i, used);
 	return i;
 }
