@@ -255,6 +255,17 @@ typedef struct delta_pass {
 	size_t raw_bytes;  /* bytes written to fs->raw */
 } delta_pass;
 
+/* A row of n cells from its four interleaved partial histograms (added
+ * to dst when add, else stored), which are left zero. */
+static void hist_ways_sum(uint32_t *restrict dst, uint32_t *restrict h4,
+                          unsigned n, int add)
+{
+	for (unsigned j = 0; j < n; j++)
+		dst[j] = (add ? dst[j] : 0) + h4[4 * j] + h4[4 * j + 1] +
+		         h4[4 * j + 2] + h4[4 * j + 3];
+	memset(h4, 0, sizeof(uint32_t) * 4 * n);
+}
+
 /* The symbol and raw bit count of the residual of c against r. */
 ULP_INLINE unsigned delta_symbol(uint64_t c, uint64_t r, unsigned *nraw_out,
                                  uint64_t *mag_out, unsigned *k_out, unsigned W)
@@ -340,7 +351,7 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (W == 32 && !alt && ulp_rans_simd())
 		i = ulp_delta32_pass_avx2(cur, ref, n, sym, ctx, &bw, &raw_bits,
 		                          h4, nsym, fs->dused);
-	/* the elements the SIMD pass counted (a multiple of 4) */
+	/* the elements the SIMD pass counted (a multiple of 8) */
 	const size_t counted = i;
 	for (; i < n; i++) {
 		uint64_t r = el_load(ref, i, W), mag;
@@ -385,13 +396,8 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	for (unsigned c = 0; c < ULP_RANS_NCTX; c++) {
 		if (!fs->dused[c])
 			continue;
-		for (size_t j = (size_t)c * nsym; j < (size_t)(c + 1) * nsym;
-		     j++) {
-			fs->hist_d[j] = h4[4 * j] + h4[4 * j + 1] +
-			                h4[4 * j + 2] + h4[4 * j + 3];
-			h4[4 * j] = h4[4 * j + 1] = h4[4 * j + 2] =
-				h4[4 * j + 3] = 0;
-		}
+		hist_ways_sum(fs->hist_d + (size_t)c * nsym,
+		              h4 + (size_t)c * nsym * 4, nsym, 0);
 	}
 	dp->raw_bytes = (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
 	dp->raw_bits = raw_bits;
@@ -434,13 +440,8 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	for (unsigned e = 0; e < ULP_RANS_NCTX; e++) {
 		if (!fs->bused[e])
 			continue;
-		uint32_t *h4 = fs->hist_b4 + (size_t)e * nb * 4;
-		for (unsigned k = 0; k < nb; k++) {
-			hb[e * nb + k] += h4[4 * k] + h4[4 * k + 1] +
-			                  h4[4 * k + 2] + h4[4 * k + 3];
-			h4[4 * k] = h4[4 * k + 1] = h4[4 * k + 2] =
-				h4[4 * k + 3] = 0;
-		}
+		hist_ways_sum(hb + e * nb, fs->hist_b4 + (size_t)e * nb * 4, nb,
+		              1);
 		fs->bused[e] = 0;
 	}
 	for (unsigned e = 0; e < (1u << sa_symbits(f)); e++)
