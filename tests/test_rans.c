@@ -1413,6 +1413,58 @@ Test(floatcode, uncorrelated_with_reference)
 	}
 }
 
+/* Streams of at least 64 Ki elements estimate the delta coding on a
+ * sample first and skip the delta pass where standalone coding is
+ * clearly cheaper; the full pass (which the model statistics force)
+ * must make the same choice, byte for byte, both ways. */
+Test(floatcode, sampled_choice_matches_full_pass)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x464c4f415410ull);
+	const size_t n = 100003;
+	for (size_t k = 0; k < NFMTS; k++) {
+		ulp_float_fmt f = ulp_dtype_fmt(FMTS[k].dt);
+		const char *nm = ulp_dtype_name(FMTS[k].dt);
+		const size_t nb = n * (f.width / 8);
+		uint8_t *cur = tu_xmalloc(nb), *ref = tu_xmalloc(nb);
+		uint8_t *near = tu_xmalloc(nb);
+		tu_fill_weights(&r, f, cur, n);
+		tu_fill_weights(&r, f, ref, n);
+		tu_walk_weights(&r, f, cur, near, n);
+		const uint8_t *refs[2] = { ref, cur };
+		const uint8_t *curs[2] = { cur, near };
+		const int want[2] = { ULP_SC_STANDALONE, ULP_SC_DELTA };
+		for (int c = 0; c < 2; c++) {
+			ulp_float_scratch *fs = ulp_float_scratch_new();
+			ulp_buf fast = { 0 }, full = { 0 };
+			ulp_dtype_stats st;
+			memset(&st, 0, sizeof(st));
+			cr_assert(fs);
+			TU_OK(ulp_float_encode(fs, f, curs[c], refs[c], n, 0,
+			                       &fast, NULL),
+			      "%s: encode", nm);
+			TU_OK(ulp_float_encode(fs, f, curs[c], refs[c], n, 1,
+			                       &full, &st),
+			      "%s: encode with statistics", nm);
+			TU_ASSERT(fast.len > 0 && fast.p[0] == want[c],
+			          "%s case %d: coding %d", nm, c,
+			          fast.len ? fast.p[0] : -1);
+			TU_ASSERT(fast.len == full.len,
+			          "%s case %d: %zu vs %zu", nm, c, fast.len,
+			          full.len);
+			TU_MEMEQ(fast.p, full.p, fast.len, "sampled vs full");
+			frt d = float_rt(f, curs[c], refs[c], n, 0);
+			TU_ASSERT(d.coding == want[c], "%s: round trip", nm);
+			ulp_buf_free(&fast);
+			ulp_buf_free(&full);
+			ulp_float_scratch_free(fs);
+		}
+		free(cur);
+		free(ref);
+		free(near);
+	}
+}
+
 Test(floatcode, small_and_odd_n)
 {
 	static const size_t ns[] = { 0, 1, 2, 3, 5, 7, 9, 63, 255, 1023 };

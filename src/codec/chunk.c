@@ -366,32 +366,38 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 		const uint8_t *cur = nin > 1 ? c->s.cur.p
 		                             : (const uint8_t *)src + first_pos;
 		size_t curlen = nin > 1 ? c->s.cur.len : runs[first].len;
-		ulp_buf *sb = &c->s.stream;
-		sb->len = 0;
+		/* coded in place behind its length (see ulp_buf_open_gap) */
+		size_t start = o->len, gap;
 		if (id == 0) {
-			rc = generic_encode(c, &plan->params, cur, curlen, sb);
+			size_t zb = ZSTD_compressBound(curlen);
+			gap = ulp_buf_open_gap(o,
+			                       1 + (zb > curlen ? zb : curlen));
+			if (!gap)
+				return ULP_ERR_NOMEM;
+			rc = generic_encode(c, &plan->params, cur, curlen, o);
+			size_t len = o->len - start - gap;
 			local.dt[0].bytes_in += curlen;
-			local.dt[0].bytes_out += sb->len;
-			local.dt[0].model_bits += 8.0 * (sb->len - 1);
+			local.dt[0].bytes_out += len;
+			local.dt[0].model_bits += 8.0 * (len - 1);
 		} else {
 			ulp_float_fmt f = ulp_dtype_fmt(dt);
 			size_t n = curlen / (f.width / 8);
-			if (ulp_buf_reserve(sb, ulp_float_bound(n, f.width)))
+			size_t bound = ulp_float_bound(n, f.width);
+			gap = ulp_buf_open_gap(o, bound);
+			if (!gap || ulp_buf_reserve(o, o->len + bound))
 				return ULP_ERR_NOMEM;
 			rc = ulp_float_encode(c->s.fs, f, cur,
 			                      c->s.ref.len ? c->s.ref.p : NULL,
-			                      n, plan->params.model_stats, sb,
+			                      n, plan->params.model_stats, o,
 			                      &local.dt[dt]);
 		}
 		if (rc)
 			return rc;
-		any_delta |= sb->p[0] == ULP_SC_DELTA;
-		all_same &= sb->p[0] == ULP_SC_IDENTICAL;
-		if (ulp_buf_reserve(o, o->len + ULP_VARINT_MAX + sb->len))
-			return ULP_ERR_NOMEM;
-		o->len += ulp_varint_put(o->p + o->len, sb->len);
-		memcpy(o->p + o->len, sb->p, sb->len);
-		o->len += sb->len;
+		any_delta |= o->p[start + gap] == ULP_SC_DELTA;
+		all_same &= o->p[start + gap] == ULP_SC_IDENTICAL;
+		rc = ulp_buf_close_gap(o, start, gap);
+		if (rc)
+			return rc;
 	}
 	if (all_same)
 		local.chunks_copy = 1;

@@ -112,6 +112,15 @@ typedef struct ulp_buf {
 int ulp_buf_reserve(ulp_buf *b, size_t cap);
 void ulp_buf_free(ulp_buf *b);
 
+/* Length-prefixed pieces written in place: ulp_buf_open_gap leaves room
+ * after out->len for the varint of a length of at most bound (returns
+ * the gap's size, 0 without memory), the caller appends the piece, and
+ * ulp_buf_close_gap writes the varint of the piece's length at start.
+ * The piece moves only when its varint is shorter than its bound's,
+ * which is rare: a pass over every coded byte otherwise. */
+size_t ulp_buf_open_gap(ulp_buf *out, uint64_t bound);
+int ulp_buf_close_gap(ulp_buf *out, size_t start, size_t gap);
+
 /* ---------------------------------------------------------- plans */
 
 /* One run of bytes inside a chunk: a contiguous logical range coded one

@@ -60,6 +60,10 @@ struct ulp_float_scratch {
 	uint32_t hist_s[ULP_RANS_MAXSYM];
 	/* standalone: (sign, top mantissa bits) in the exponent's context */
 	uint32_t hist_b[ULP_RANS_NCTX * SA_MAX_NB];
+	/* hist_b counted by the SIMD passes in four partial histograms, and
+	 * its rows to add (kept zero between calls like hist_d4) */
+	uint32_t hist_b4[ULP_RANS_NCTX * SA_MAX_NB * 4];
+	uint8_t bused[ULP_RANS_NCTX];
 	uint32_t hist_pk[PK_BUCKETS * ULP_RANS_NCTX * MAX_DELTA_NSYM];
 };
 
@@ -251,20 +255,91 @@ typedef struct delta_pass {
 	size_t raw_bytes;  /* bytes written to fs->raw */
 } delta_pass;
 
+/* A row of n cells from its four interleaved partial histograms (added
+ * to dst when add, else stored), which are left zero. */
+static void hist_ways_sum(uint32_t *restrict dst, uint32_t *restrict h4,
+                          unsigned n, int add)
+{
+	for (unsigned j = 0; j < n; j++)
+		dst[j] = (add ? dst[j] : 0) + h4[4 * j] + h4[4 * j + 1] +
+		         h4[4 * j + 2] + h4[4 * j + 3];
+	memset(h4, 0, sizeof(uint32_t) * 4 * n);
+}
+
+/* The symbol and raw bit count of the residual of c against r. */
+ULP_INLINE unsigned delta_symbol(uint64_t c, uint64_t r, unsigned *nraw_out,
+                                 uint64_t *mag_out, unsigned *k_out, unsigned W)
+{
+	uint64_t diff = (el_ord(c, W) - el_ord(r, W)) & el_mask(W);
+	uint64_t neg = diff >> (W - 1);
+	uint64_t mag = ((diff ^ (0 - neg)) + neg) & el_mask(W);
+	/* branch-free: zero residuals are common and unpredictable */
+	unsigned k = 64u - (unsigned)__builtin_clzll(mag | 1) - (mag == 0);
+	/* by table: compilers turn the k < 2 case into a branch, which
+	 * mispredicts constantly */
+	const ksym_info *ki = &ktab[k];
+	unsigned nraw = ki->nraw;
+	unsigned b1 = (unsigned)(mag >> nraw) & ki->b1mask;
+	*nraw_out = nraw;
+	*mag_out = mag;
+	*k_out = k;
+	return ki->base + (unsigned)neg * ki->negmul + b1;
+}
+
+/* The standalone estimate only steers the choice of coding: a 1-in-8
+ * sample of the elements is plenty (counts scaled up to n). */
+ULP_INLINE void sa_sample_w(ulp_float_scratch *fs, ulp_float_fmt f,
+                            const uint8_t *cur, size_t n, unsigned W)
+{
+	const unsigned nb = 2u << sa_topbits(f);
+	for (size_t j = 0; j < n; j += 8) {
+		sa_parts sp = sa_split(el_load(cur, j, W), f, W);
+		fs->hist_s[sp.a] += 8;
+		fs->hist_b[sp.a * nb + sp.b] += 8;
+	}
+}
+
+/* Streams of at least this many elements first estimate the delta
+ * coding on a sample of DELTA_SAMPLES elements, and skip the delta pass
+ * where standalone coding is clearly cheaper (Adam's first moment).  A
+ * fixed count keeps the cost off the large streams, which delta coding
+ * mostly wins. */
+#define DELTA_SAMPLE_MIN (64u << 10)
+#define DELTA_SAMPLES 2048u
+
+/* The sampled delta histogram into hist_d (rows flagged in dused, counts
+ * scaled up to about n; n >= DELTA_SAMPLES); returns the raw bits, scaled
+ * the same way. */
+ULP_INLINE uint64_t delta_sample_w(ulp_float_scratch *fs, ulp_float_fmt f,
+                                   const uint8_t *cur, const uint8_t *ref,
+                                   size_t n, unsigned W)
+{
+	const unsigned nsym = DELTA_NSYM(W);
+	const size_t step = n / DELTA_SAMPLES;
+	uint64_t raw = 0;
+	for (size_t j = 0; j < n; j += step) {
+		uint64_t r = el_load(ref, j, W), mag;
+		unsigned nraw, k;
+		unsigned s =
+			delta_symbol(el_load(cur, j, W), r, &nraw, &mag, &k, W);
+		unsigned cx = el_ctx(r, f);
+		fs->hist_d[cx * nsym + s] += (uint32_t)step;
+		fs->dused[cx] = 1;
+		raw += nraw;
+	}
+	return raw * step;
+}
+
 /* One pass over a stream with a reference: delta symbols, contexts and
- * raw bits, plus the standalone exponent histogram so the choice between
- * the two codings costs no second pass where delta wins. */
+ * raw bits. */
 ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
                              const uint8_t *cur, const uint8_t *ref, size_t n,
                              int alt, delta_pass *dp, unsigned W)
 {
 	const unsigned nsym = DELTA_NSYM(W);
-	const unsigned nb = 2u << sa_topbits(f);
 	uint8_t *restrict sym = fs->sym;
 	uint8_t *restrict ctx = fs->ctx;
-	uint32_t *restrict hb = fs->hist_b;
 	uint32_t *restrict h4 = fs->hist_d4;
-	uint32_t *restrict hs = fs->hist_s;
 	ulp_bitw bw = { fs->raw.p, 0, 0 };
 	uint64_t raw_bits = 0;
 	unsigned kprev = 0;
@@ -272,24 +347,17 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (W == 16 && !alt && ulp_rans_simd())
 		i = ulp_delta16_pass_avx2(cur, ref, n, f.mbits,
 		                          (1u << f.ebits) - 1, sym, ctx, &bw,
-		                          &raw_bits);
+		                          &raw_bits, h4, nsym, fs->dused);
 	if (W == 32 && !alt && ulp_rans_simd())
-		i = ulp_delta32_pass_avx2(cur, ref, n, sym, ctx, &bw,
-		                          &raw_bits);
+		i = ulp_delta32_pass_avx2(cur, ref, n, sym, ctx, &bw, &raw_bits,
+		                          h4, nsym, fs->dused);
+	/* the elements the SIMD pass counted (a multiple of 8) */
+	const size_t counted = i;
 	for (; i < n; i++) {
-		uint64_t r = el_load(ref, i, W), c = el_load(cur, i, W);
-		uint64_t diff = (el_ord(c, W) - el_ord(r, W)) & el_mask(W);
-		uint64_t neg = diff >> (W - 1);
-		uint64_t mag = ((diff ^ (0 - neg)) + neg) & el_mask(W);
-		/* branch-free: zero residuals are common and unpredictable */
-		unsigned k =
-			64u - (unsigned)__builtin_clzll(mag | 1) - (mag == 0);
-		/* by table: compilers turn the k < 2 case into a branch,
-		 * which mispredicts constantly */
-		const ksym_info *ki = &ktab[k];
-		unsigned nraw = ki->nraw;
-		unsigned b1 = (unsigned)(mag >> nraw) & ki->b1mask;
-		unsigned s = ki->base + (unsigned)neg * ki->negmul + b1;
+		uint64_t r = el_load(ref, i, W), mag;
+		unsigned nraw, k;
+		unsigned s =
+			delta_symbol(el_load(cur, i, W), r, &nraw, &mag, &k, W);
 		unsigned cx = el_ctx(r, f);
 		sym[i] = (uint8_t)s;
 		ctx[i] = (uint8_t)cx;
@@ -306,12 +374,12 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 			kprev = k;
 		}
 	}
-	/* Counting in a second, tight pass into four interleaved partial
-	 * histograms: runs of equal symbols would otherwise serialise on
-	 * one counter's read-modify-write. */
+	/* Counting what the SIMD pass did not in a second, tight pass into
+	 * four interleaved partial histograms: runs of equal symbols would
+	 * otherwise serialise on one counter's read-modify-write. */
 	{
 		uint8_t *restrict used = fs->dused;
-		size_t j = 0;
+		size_t j = counted;
 		for (; j + 4 <= n; j += 4) {
 			h4[(ctx[j] * nsym + sym[j]) * 4]++;
 			h4[(ctx[j + 1] * nsym + sym[j + 1]) * 4 + 1]++;
@@ -325,23 +393,11 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 			used[ctx[j]] = 1;
 		}
 	}
-	/* The standalone estimate only steers the choice of coding: a
-	 * 1-in-8 sample of the elements is plenty. */
-	for (size_t j = 0; j < n; j += 8) {
-		sa_parts sp = sa_split(el_load(cur, j, W), f, W);
-		hs[sp.a] += 8;
-		hb[sp.a * nb + sp.b] += 8;
-	}
 	for (unsigned c = 0; c < ULP_RANS_NCTX; c++) {
 		if (!fs->dused[c])
 			continue;
-		for (size_t j = (size_t)c * nsym; j < (size_t)(c + 1) * nsym;
-		     j++) {
-			fs->hist_d[j] = h4[4 * j] + h4[4 * j + 1] +
-			                h4[4 * j + 2] + h4[4 * j + 3];
-			h4[4 * j] = h4[4 * j + 1] = h4[4 * j + 2] =
-				h4[4 * j + 3] = 0;
-		}
+		hist_ways_sum(fs->hist_d + (size_t)c * nsym,
+		              h4 + (size_t)c * nsym * 4, nsym, 0);
 	}
 	dp->raw_bytes = (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
 	dp->raw_bits = raw_bits;
@@ -362,9 +418,12 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	size_t i = 0;
 	if (W == 16 && ulp_rans_simd())
 		i = ulp_sa16_pass_avx2(cur, n, f.mbits, (1u << f.ebits) - 1,
-		                       sa_topbits(f), a, b, &bw);
+		                       sa_topbits(f), a, b, &bw, fs->hist_b4,
+		                       fs->bused);
 	if (W == 32 && ulp_rans_simd())
-		i = ulp_sa32_pass_avx2(cur, n, a, b, &bw);
+		i = ulp_sa32_pass_avx2(cur, n, a, b, &bw, fs->hist_b4,
+		                       fs->bused);
+	const size_t counted = i;
 	for (; i < n; i++) {
 		sa_parts sp = sa_split(el_load(cur, i, W), f, W);
 		a[i] = (uint8_t)sp.a;
@@ -376,8 +435,15 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	}
 	/* the exponent histogram is the row sums of the pair histogram:
 	 * one counter per element, whose updates chain less often */
-	for (i = 0; i < n; i++)
+	for (i = counted; i < n; i++)
 		hb[a[i] * nb + b[i]]++;
+	for (unsigned e = 0; e < ULP_RANS_NCTX; e++) {
+		if (!fs->bused[e])
+			continue;
+		hist_ways_sum(hb + e * nb, fs->hist_b4 + (size_t)e * nb * 4, nb,
+		              1);
+		fs->bused[e] = 0;
+	}
 	for (unsigned e = 0; e < (1u << sa_symbits(f)); e++)
 		for (unsigned k = 0; k < nb; k++)
 			hs[e] += hb[e * nb + k];
@@ -427,6 +493,25 @@ static void delta_pass_any(ulp_float_scratch *fs, ulp_float_fmt f,
 		ULP_DISPATCH_FMT(f, DELTA_PASS);
 #undef DELTA_PASS_ALT
 #undef DELTA_PASS
+}
+
+static void sa_sample_any(ulp_float_scratch *fs, ulp_float_fmt f,
+                          const uint8_t *cur, size_t n)
+{
+#define SA_SAMPLE(F, w) sa_sample_w(fs, F, cur, n, w)
+	ULP_DISPATCH_FMT(f, SA_SAMPLE);
+#undef SA_SAMPLE
+}
+
+static uint64_t delta_sample_any(ulp_float_scratch *fs, ulp_float_fmt f,
+                                 const uint8_t *cur, const uint8_t *ref,
+                                 size_t n)
+{
+	uint64_t r;
+#define DELTA_SAMPLE_CALL(F, w) r = delta_sample_w(fs, F, cur, ref, n, w)
+	ULP_DISPATCH_FMT(f, DELTA_SAMPLE_CALL);
+#undef DELTA_SAMPLE_CALL
+	return r;
 }
 
 static size_t sa_pass_any(ulp_float_scratch *fs, ulp_float_fmt f,
@@ -515,22 +600,13 @@ static int emit_block(ulp_float_scratch *fs, const uint8_t *sym,
                       unsigned nctx, const uint32_t *hist, ulp_buf *out)
 {
 	size_t start = out->len;
-	int rc;
-	/* Encode behind a maximal varint gap and close the gap afterwards. */
-	if (ulp_buf_reserve(out, out->len + ULP_VARINT_MAX))
+	size_t gap = ulp_buf_open_gap(out, ulp_rans_bound(n, nsym));
+	if (!gap)
 		return ULP_ERR_NOMEM;
-	out->len += ULP_VARINT_MAX;
-	size_t block = out->len;
-	rc = ulp_rans_encode(fs->rs, sym, ctx, n, nsym, nctx, hist, out);
+	int rc = ulp_rans_encode(fs->rs, sym, ctx, n, nsym, nctx, hist, out);
 	if (rc)
 		return rc;
-	size_t blen = out->len - block;
-	uint8_t vi[ULP_VARINT_MAX];
-	size_t vn = ulp_varint_put(vi, blen);
-	memmove(out->p + start + vn, out->p + block, blen);
-	memcpy(out->p + start, vi, vn);
-	out->len = start + vn + blen;
-	return ULP_OK;
+	return ulp_buf_close_gap(out, start, gap);
 }
 
 static int emit_raw(ulp_float_scratch *fs, size_t raw_bytes, ulp_buf *out)
@@ -591,7 +667,25 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 	double sa_bits = 0;
 	if (ref) {
 		delta_pass dp;
-		size_t dcells, scells;
+		size_t dcells, scells, bcells;
+		sa_sample_any(fs, f, cur, n);
+		sa_bits = hist2_bits(fs->hist_s, 1, snsym, &scells) +
+		          hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, &bcells) +
+		          (double)n * sa_nraw(f);
+		scells += bcells;
+		const double sa_cost = sa_bits + 16.0 * scells;
+		if (!alt_stats && n >= DELTA_SAMPLE_MIN) {
+			/* a sample's entropy errs low, and more so for the
+			 * delta model's many cells: skipping the delta pass
+			 * on a clear margin keeps the full pass's choice */
+			double est =
+				(double)delta_sample_any(fs, f, cur, ref, n);
+			est += hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym,
+			                  &dcells) +
+			       16.0 * dcells;
+			if (est > 1.02 * sa_cost)
+				goto emit;
+		}
 		if (alt_stats)
 			memset(fs->hist_pk, 0,
 			       sizeof(uint32_t) * PK_BUCKETS * ULP_RANS_NCTX *
@@ -600,12 +694,7 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 		double dbits =
 			hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym, &dcells) +
 			(double)dp.raw_bits;
-		size_t bcells;
-		sa_bits = hist2_bits(fs->hist_s, 1, snsym, &scells) +
-		          hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, &bcells) +
-		          (double)n * sa_nraw(f);
-		scells += bcells;
-		use_delta = dbits + 16.0 * dcells < sa_bits + 16.0 * scells;
+		use_delta = dbits + 16.0 * dcells < sa_cost;
 		if (use_delta) {
 			raw_bytes = dp.raw_bytes;
 			model_bits = dbits;
@@ -622,6 +711,7 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 				dp.raw_bits;
 		}
 	}
+emit:
 	if (use_delta) {
 		rc = emit_coding(ULP_SC_DELTA, out);
 		if (!rc)

@@ -79,29 +79,36 @@ size_t ulp_sa32_avx2(const uint8_t *a, const uint8_t *b, const uint8_t *rawp,
 /* ulp_sa16_pass_avx2 (below) for fp32 (8 exponent bits, 3 top mantissa
  * bits). */
 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a, uint8_t *b,
-                          struct ulp_bitw *bw);
+                          struct ulp_bitw *bw, uint32_t *h4, uint8_t *used);
 
 /* The encoder's delta pass over 16-bit elements with AVX2: symbols and
  * contexts (exponent (r >> mbits) & emask) of a prefix of the n elements,
- * their raw bits appended to bw and counted in *raw_bits; returns how
- * many elements it did. */
+ * their raw bits appended to bw and counted in *raw_bits, each
+ * (context c, symbol s) counted at h4[(c * nsym + s) * 4 + i % 4] and
+ * used[c] set for every context between the lowest and the highest seen;
+ * returns how many elements it did (a multiple of 8). */
 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
                              unsigned mbits, unsigned emask, uint8_t *sym,
                              uint8_t *ctx, struct ulp_bitw *bw,
-                             uint64_t *raw_bits);
+                             uint64_t *raw_bits, uint32_t *h4, unsigned nsym,
+                             uint8_t *used);
 
 /* The same for fp32 (contexts: the 8 exponent bits). */
 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
                              uint8_t *sym, uint8_t *ctx, struct ulp_bitw *bw,
-                             uint64_t *raw_bits);
+                             uint64_t *raw_bits, uint32_t *h4, unsigned nsym,
+                             uint8_t *used);
 
 /* The standalone pass over 16-bit elements (exponent bits at most 8):
  * exponents into a, sign and topbits mantissa bits into b, the other
  * mantissa bits (at most 7) appended to bw, for a prefix of the n
- * elements; returns how many.  Does nothing unless bw is at a byte
- * boundary, since it writes whole bytes. */
+ * elements; returns how many.  Each pair is counted at
+ * h4[(a * nb + b) * 4 + i % 4] (nb = 2 << topbits) and used[a] set for
+ * every exponent between the lowest and the highest seen.  Does nothing
+ * unless bw is at a byte boundary, since it writes whole bytes. */
 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
                           unsigned emask, unsigned topbits, uint8_t *a,
-                          uint8_t *b, struct ulp_bitw *bw);
+                          uint8_t *b, struct ulp_bitw *bw, uint32_t *h4,
+                          uint8_t *used);
 
 #endif /* ULP_FLOATCODE_H */

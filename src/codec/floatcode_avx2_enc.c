@@ -29,11 +29,70 @@ ULP_AVX2_INLINE __m256i bitlen32(__m256i mag)
 	return _mm256_blendv_epi8(kh, kl, _mm256_cmpeq_epi32(hi, zero));
 }
 
+/* Histogram counting fused into the passes: the eight cells
+ * ctx * nsym + sym of a step (standalone: exponent * nb + second symbol) leave the register by one store and are
+ * counted into four interleaved partial histograms (cell * 4 + lane % 4),
+ * so that runs of one symbol do not serialise on one counter; a second
+ * pass over the byte arrays would load both again and combine them.  The
+ * lowest and highest context seen bound the rows the caller must sum. */
+typedef struct delta_count {
+	uint32_t *h4;
+	__m256i nsym, cmin, cmax;
+} delta_count;
+
+ULP_AVX2_INLINE delta_count count_init(uint32_t *h4, unsigned nsym)
+{
+	delta_count dc = { h4, _mm256_set1_epi32((int)nsym),
+		           _mm256_set1_epi32(255), _mm256_setzero_si256() };
+	return dc;
+}
+
+ULP_AVX2_INLINE void count8(delta_count *dc, __m256i cx, __m256i s)
+{
+	uint32_t c[8] __attribute__((aligned(32)));
+	_mm256_store_si256(
+		(__m256i *)(void *)c,
+		_mm256_slli_epi32(
+			_mm256_add_epi32(_mm256_mullo_epi32(cx, dc->nsym), s),
+			2));
+	dc->cmin = _mm256_min_epu32(dc->cmin, cx);
+	dc->cmax = _mm256_max_epu32(dc->cmax, cx);
+	uint32_t *h4 = dc->h4;
+	h4[c[0]]++;
+	h4[c[1] + 1]++;
+	h4[c[2] + 2]++;
+	h4[c[3] + 3]++;
+	h4[c[4]]++;
+	h4[c[5] + 1]++;
+	h4[c[6] + 2]++;
+	h4[c[7] + 3]++;
+}
+
+/* Mark the rows between the lowest and the highest context counted. */
+ULP_AVX2_INLINE void count_finish(const delta_count *dc, size_t done,
+                                  uint8_t *used)
+{
+	uint32_t lo[8] __attribute__((aligned(32)));
+	uint32_t hi[8] __attribute__((aligned(32)));
+	if (!done)
+		return;
+	_mm256_store_si256((__m256i *)(void *)lo, dc->cmin);
+	_mm256_store_si256((__m256i *)(void *)hi, dc->cmax);
+	uint32_t a = lo[0], b = hi[0];
+	for (int k = 1; k < 8; k++) {
+		a = lo[k] < a ? lo[k] : a;
+		b = hi[k] > b ? hi[k] : b;
+	}
+	memset(used + a, 1, b - a + 1);
+}
+
 ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
                                       size_t n, unsigned mbits, unsigned emask,
                                       uint8_t *sym, uint8_t *ctx, ulp_bitw *bw,
-                                      uint64_t *raw_bits)
+                                      uint64_t *raw_bits, uint32_t *h4,
+                                      unsigned nsym, uint8_t *used)
 {
+	delta_count dc = count_init(h4, nsym);
 	const __m256i m16 = _mm256_set1_epi32(0xffff);
 	const __m256i em = _mm256_set1_epi32((int)emask);
 	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
@@ -57,9 +116,11 @@ ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 					23),
 				_mm256_set1_epi32(126)),
 			_mm256_setzero_si256());
-		v8_store_u8(sym + i, v8_symbol(mag, k, ng, &nraw));
-		v8_store_u8(ctx + i,
-		            _mm256_and_si256(_mm256_srl_epi32(r, cm), em));
+		__m256i sv = v8_symbol(mag, k, ng, &nraw);
+		__m256i cx = _mm256_and_si256(_mm256_srl_epi32(r, cm), em);
+		v8_store_u8(sym + i, sv);
+		v8_store_u8(ctx + i, cx);
+		count8(&dc, cx, sv);
 		/* raw bits: pairs of lanes, then pairs of pairs, into two
 		 * runs of at most 56 bits */
 		__m256i c1,
@@ -73,14 +134,18 @@ ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 2), n1);
 		bits += n0 + n1;
 	}
+	count_finish(&dc, i, used);
 	*raw_bits += bits;
 	return i;
 }
 
 ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
                                       size_t n, uint8_t *sym, uint8_t *ctx,
-                                      ulp_bitw *bw, uint64_t *raw_bits)
+                                      ulp_bitw *bw, uint64_t *raw_bits,
+                                      uint32_t *h4, unsigned nsym,
+                                      uint8_t *used)
 {
+	delta_count dc = count_init(h4, nsym);
 	uint64_t bits = 0;
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
@@ -91,8 +156,12 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		__m256i ng, nraw;
 		__m256i mag = v8_magnitude(
 			_mm256_sub_epi32(v8_ord32(c), v8_ord32(r)), 31, &ng);
-		v8_store_u8(sym + i, v8_symbol(mag, bitlen32(mag), ng, &nraw));
-		v8_store_u8(ctx + i, _mm256_srli_epi32(r, 23));
+		__m256i sv = v8_symbol(mag, bitlen32(mag), ng, &nraw);
+		__m256i cx = _mm256_and_si256(_mm256_srli_epi32(r, 23),
+		                              _mm256_set1_epi32(0xff));
+		v8_store_u8(sym + i, sv);
+		v8_store_u8(ctx + i, cx);
+		count8(&dc, cx, sv);
 		/* raw bits: pairs of lanes into four runs of at most 60
 		 * bits, each one put in word mode (the puts' chain through
 		 * the writer's state bounded this loop at eight pieces) */
@@ -108,16 +177,19 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		}
 	}
 	ulp_bitw_word_end(bw);
+	count_finish(&dc, i, used);
 	*raw_bits += bits;
 	return i;
 }
 
 ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
                                    unsigned emask, unsigned topbits, uint8_t *a,
-                                   uint8_t *b, ulp_bitw *bw)
+                                   uint8_t *b, ulp_bitw *bw, uint32_t *h4,
+                                   uint8_t *used)
 {
 	if (bw->fill || mbits - topbits > 7)
 		return 0; /* the steps below write whole bytes */
+	delta_count dc = count_init(h4, 2u << topbits);
 	const unsigned lowm = mbits - topbits;
 	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
 	const __m128i cl = _mm_cvtsi32_si128((int)lowm);
@@ -139,6 +211,7 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		__m256i low = _mm256_and_si256(m, lm);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
+		count8(&dc, e, sb);
 		/* eight fixed-width fields (8 x 7 bits at most for the 16-bit
 		 * formats) are lowm whole bytes: one store, and no bit
 		 * writer's chain from one step to the next */
@@ -155,13 +228,16 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		memcpy(bw->p, &v, 8);
 		bw->p += lowm;
 	}
+	count_finish(&dc, i, used);
 	return i;
 }
 ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
-                                   uint8_t *b, ulp_bitw *bw)
+                                   uint8_t *b, ulp_bitw *bw, uint32_t *h4,
+                                   uint8_t *used)
 {
 	if (bw->fill)
 		return 0; /* the steps below write whole bytes */
+	delta_count dc = count_init(h4, 16);
 	/* fp32: 8 exponent bits, sign and 3 mantissa bits, 20 raw bits */
 	const __m256i m20 = _mm256_set1_epi32((1 << 20) - 1);
 	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
@@ -178,6 +254,7 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 		__m256i low = _mm256_and_si256(c, m20);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
+		count8(&dc, e, sb);
 		/* pairs of 20-bit fields into four runs of 40 bits, five
 		 * whole bytes each: four stores (each one's zero top bytes
 		 * overwritten by the next), no bit writer's chain */
@@ -190,5 +267,6 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 			memcpy(bw->p + 5 * j, &v[j], 8);
 		bw->p += 20;
 	}
+	count_finish(&dc, i, used);
 	return i;
 }

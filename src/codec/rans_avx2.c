@@ -21,24 +21,38 @@
 #define ULP_AVX2 __attribute__((target("avx2,bmi2")))
 
 /* One decoding step of eight lanes; returns the new states and leaves the
- * eight symbols (one per 32-bit lane, in bits 0-7) in *s. */
+ * eight symbols (one per 32-bit lane, in bits 0-7) in *s.  Each lane's
+ * table entry is flat[off[ctx[k]] + slot]: the slots leave the register
+ * by one store and the entries come back by scalar loads and inserts.
+ * Adding the table offsets in scalar code spares the eight inserts a
+ * vector of offsets would cost; a vpgatherdd, for either load, costs
+ * about 3 ns on the AMD EPYC measured (half the kernel's speed). */
 static inline __attribute__((always_inline)) ULP_AVX2 __m256i
-dec8(__m256i x, __m256i base, const uint32_t *flat, const uint8_t **pp,
-     __m256i *s)
+dec8(__m256i x, const uint8_t *ctx, const uint32_t *off, const uint32_t *flat,
+     const uint8_t **pp, __m256i *s)
 {
 	const __m256i mmask = _mm256_set1_epi32(ULP_RANS_M - 1);
 	const __m256i m12 = _mm256_set1_epi32(0xfff);
 	const __m256i lm1 = _mm256_set1_epi32(ULP_RANS_L - 1);
-	__m256i idx = _mm256_add_epi32(base, _mm256_and_si256(x, mmask));
-	/* the table entries by scalar loads, not a gather: 0.91 -> 0.85 ns
-	 * a symbol on real bf16 deltas (AMD EPYC).  While the delta
-	 * reconstruction gathered its raw bits too, this was slower. */
 	uint32_t ix[8] __attribute__((aligned(32)));
-	_mm256_store_si256((__m256i *)(void *)ix, idx);
-	__m256i e = _mm256_setr_epi32((int)flat[ix[0]], (int)flat[ix[1]],
-	                              (int)flat[ix[2]], (int)flat[ix[3]],
-	                              (int)flat[ix[4]], (int)flat[ix[5]],
-	                              (int)flat[ix[6]], (int)flat[ix[7]]);
+	_mm256_store_si256((__m256i *)(void *)ix, _mm256_and_si256(x, mmask));
+	__m256i e;
+	if (ctx)
+		e = _mm256_setr_epi32((int)flat[off[ctx[0]] + ix[0]],
+		                      (int)flat[off[ctx[1]] + ix[1]],
+		                      (int)flat[off[ctx[2]] + ix[2]],
+		                      (int)flat[off[ctx[3]] + ix[3]],
+		                      (int)flat[off[ctx[4]] + ix[4]],
+		                      (int)flat[off[ctx[5]] + ix[5]],
+		                      (int)flat[off[ctx[6]] + ix[6]],
+		                      (int)flat[off[ctx[7]] + ix[7]]);
+	else {
+		const uint32_t *t = flat + off[0];
+		e = _mm256_setr_epi32((int)t[ix[0]], (int)t[ix[1]],
+		                      (int)t[ix[2]], (int)t[ix[3]],
+		                      (int)t[ix[4]], (int)t[ix[5]],
+		                      (int)t[ix[6]], (int)t[ix[7]]);
+	}
 	__m256i freq = _mm256_add_epi32(_mm256_and_si256(e, m12),
 	                                _mm256_set1_epi32(1));
 	__m256i bias = _mm256_and_si256(_mm256_srli_epi32(e, 12), m12);
@@ -62,20 +76,6 @@ dec8(__m256i x, __m256i base, const uint32_t *flat, const uint8_t **pp,
 	return _mm256_blendv_epi8(x, xs, need);
 }
 
-/* The table offsets of eight contexts.  Scalar loads: on the AMD EPYC
- * measured, a vpgatherdd costs about 3 ns, and gathering these halved the
- * kernel's speed (526 against 1110 Msymbols/s). */
-static inline __attribute__((always_inline)) ULP_AVX2 __m256i
-ctx_base(const uint8_t *ctx, const uint32_t *off)
-{
-	if (!ctx)
-		return _mm256_set1_epi32((int)off[0]);
-	return _mm256_setr_epi32((int)off[ctx[0]], (int)off[ctx[1]],
-	                         (int)off[ctx[2]], (int)off[ctx[3]],
-	                         (int)off[ctx[4]], (int)off[ctx[5]],
-	                         (int)off[ctx[6]], (int)off[ctx[7]]);
-}
-
 ULP_AVX2 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx,
                                     size_t n, uint8_t *sym)
 {
@@ -92,10 +92,10 @@ ULP_AVX2 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx,
 	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
 		const uint8_t *c = ctx ? ctx + i : NULL;
 		__m256i s0, s1, s2, s3;
-		x0 = dec8(x0, ctx_base(c, off), flat, &p, &s0);
-		x1 = dec8(x1, ctx_base(c ? c + 8 : NULL, off), flat, &p, &s1);
-		x2 = dec8(x2, ctx_base(c ? c + 16 : NULL, off), flat, &p, &s2);
-		x3 = dec8(x3, ctx_base(c ? c + 24 : NULL, off), flat, &p, &s3);
+		x0 = dec8(x0, c, off, flat, &p, &s0);
+		x1 = dec8(x1, c ? c + 8 : NULL, off, flat, &p, &s1);
+		x2 = dec8(x2, c ? c + 16 : NULL, off, flat, &p, &s2);
+		x3 = dec8(x3, c ? c + 24 : NULL, off, flat, &p, &s3);
 		/* 4 x 8 symbols to 32 bytes: the packs interleave the 128-bit
 		 * halves, the permutation restores symbol order */
 		__m256i t01 = _mm256_packus_epi32(s0, s1);

@@ -84,6 +84,31 @@ void ulp_buf_free(ulp_buf *b)
 	*b = (ulp_buf){ 0 };
 }
 
+size_t ulp_buf_open_gap(ulp_buf *out, uint64_t bound)
+{
+	uint8_t vi[ULP_VARINT_MAX];
+	size_t gap = ulp_varint_put(vi, bound);
+	if (ulp_buf_reserve(out, out->len + gap))
+		return 0;
+	out->len += gap;
+	return gap;
+}
+
+int ulp_buf_close_gap(ulp_buf *out, size_t start, size_t gap)
+{
+	uint64_t len = out->len - start - gap;
+	uint8_t vi[ULP_VARINT_MAX];
+	size_t vn = ulp_varint_put(vi, len);
+	/* a piece past its bound would need room: slower, still right */
+	if (vn > gap && ulp_buf_reserve(out, out->len + vn - gap))
+		return ULP_ERR_NOMEM;
+	if (vn != gap)
+		memmove(out->p + start + vn, out->p + start + gap, len);
+	memcpy(out->p + start, vi, vn);
+	out->len = start + vn + len;
+	return ULP_OK;
+}
+
 void ulp_params_resolve(const ulp_params *in, ulp_params *out)
 {
 	ulp_params p = in ? *in : (ulp_params){ 0 };
