@@ -100,6 +100,8 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	job.nholes = req->nholes;
 	job.same = req->same;
 	job.nsame = req->nsame;
+	job.ref_chunk_hash = ulp_ref_chunk_hash;
+	job.flat_hash = req->flat_hash;
 	if (req->stats)
 		memset(req->stats, 0, sizeof *req->stats);
 	rc = ulp_encode_file(&job, req->stats, hash, stored);
@@ -349,8 +351,8 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	if (rc == -ENOENT)
 		rc = 1; /* unlinked meanwhile */
 	/* A copy-up on demand: what was not written is coded as identical
-	 * to the version it came from (when that keeps chains short), and
-	 * is decoded here rather than at open, for the file's hash. */
+	 * to the version it came from (when that keeps chains short); the
+	 * chunks left whole are hashed from its index, not decoded. */
 	if (rc == 0 && ov && current) {
 		pthread_mutex_lock(&st->mu);
 		rc = ulp_version_tmap_locked(st, current, &bmap);

@@ -303,7 +303,7 @@ typedef struct ulp_version_info {
 	uint64_t size;    /* logical bytes */
 	int64_t mtime_ns; /* the file's mtime when committed */
 	int64_t created_ns;
-	uint8_t hash[16]; /* XXH3-128 of the content (canonical) */
+	uint8_t hash[16]; /* content hash, either kind (ulp.h; canonical) */
 	uint64_t ref;     /* version it is coded against; 0: keyframe */
 	uint32_t depth;   /* references between it and a keyframe */
 	int keyframe;
