@@ -272,6 +272,15 @@ static inline void expect_content(ulp_store *st, uint64_t ino, const void *p,
 	free(got);
 }
 
+/* The store's "chunks decoded" counter. */
+static inline uint64_t cache_decodes(ulp_store *st)
+{
+	ulp_store_stats s;
+
+	cr_assert_eq(ulp_store_stats_get(st, &s), 0);
+	return s.cache_decodes;
+}
+
 static inline void sync_ok(ulp_store *st)
 {
 	int rc = ulp_store_sync(st);

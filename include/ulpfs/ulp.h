@@ -298,6 +298,10 @@ typedef struct ulp_encode_job {
 	/* Write a format-2 object, whose file hash is ULP_HASH_FLAT (0: a
 	 * format-3 object, ULP_HASH_TREE). */
 	int flat_hash;
+	/* The content hash of cur (of the kind flat_hash says) when the
+	 * caller knows it already, cur being a copy of the reference: the
+	 * encoder does not hash.  May be NULL. */
+	const uint8_t *known_hash;
 } ulp_encode_job;
 
 int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,

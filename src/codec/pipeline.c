@@ -255,7 +255,7 @@ static int drain(enc_pipe *p, ulp_writer *w, ulp_hasher *hs, ulp_stats *stats)
 			                          s->buf.len, s->dec_hash);
 		/* A chunk that is a leaf is hashed by its decoded hash: its
 		 * bytes are not read again (nor decoded, when unchanged). */
-		if (!rc &&
+		if (!rc && !job->known_hash &&
 		    (job->flat_hash || !is_leaf(off, len, job->cur_size) ||
 		     ulp_hasher_leaf(hs, s->dec_hash, len) != ULP_OK)) {
 			const uint8_t *src = chunk_src(job, off, len,
@@ -364,7 +364,9 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	pthread_mutex_destroy(&p.mu);
 	free(p.slots);
 	uint8_t digest[16];
-	if (!rc)
+	if (!rc && job->known_hash)
+		memcpy(digest, job->known_hash, 16);
+	else if (!rc)
 		rc = ulp_hasher_final(hs, digest);
 	if (!rc) {
 		rc = ulp_writer_finish(w, digest, object_size);

@@ -355,6 +355,8 @@ typedef struct ulp_encode_req {
 	/* the content hash's kind: a version committed with a flat hash
 	 * keeps it when coded again (other objects name it by that hash) */
 	int flat_hash;
+	/* the content hash when known (cur is a copy of ref; may be NULL) */
+	const uint8_t *known_hash;
 } ulp_encode_req;
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
