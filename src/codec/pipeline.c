@@ -166,7 +166,8 @@ static void *worker(void *arg)
 			if (r2)
 				rc = r2;
 		}
-		int zero = !rc && src == sb.zero.p && plain_generic(p->plan, i);
+		int zero = !rc && src && src == sb.zero.p &&
+		           plain_generic(p->plan, i);
 		if (zero && zm.len == len) {
 			enc = zm.enc.p;
 			enc_len = zm.enc.len;
