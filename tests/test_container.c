@@ -270,7 +270,7 @@ Test(container, future_versions)
 		int want;
 		const char *what;
 	} cases[] = {
-		{ 8, 3, ULP_ERR_VERSION, "format 3" },
+		{ 8, 4, ULP_ERR_VERSION, "format 4" },
 		{ 8, 0, ULP_ERR_VERSION, "format 0" },
 		{ 9, 1, ULP_ERR_VERSION, "format 257" },
 		{ 7, '2', ULP_ERR_VERSION, "magic ULPFSOB2" },
@@ -757,7 +757,7 @@ Test(container, writer_misuse)
 	sink = (tu_sink){ 0 };
 	TU_OK(ulp_writer_new(tu_sink_write, &sink, NULL, 12345, &w), "writer");
 	uint8_t h0[16];
-	ulp_hash128(NULL, 0, h0);
+	ulp_content_hash(ULP_HASH_TREE, NULL, 0, h0);
 	TU_OK(ulp_writer_finish(w, h0, &total), "finish");
 	ulp_writer_free(w);
 	tu_file empty;
@@ -953,5 +953,44 @@ Test(container, format1_objects_still_decode)
 	v1 = decode_data_object("format1/v1-16k.ulp", v0, n0,
 	                        "571370e3e66b17001468800bebdd9988", &n1);
 	free(v1);
+	free(v0);
+}
+
+/* Objects written by the format-2 encoder: the file hash is the whole-file
+ * XXH3-128 (format 3 has the tree hash), and the delta's reference hash
+ * is the reference's XXH3-128.  They decode, say which kind they have,
+ * and their hashes are that kind's. */
+Test(container, format2_objects_still_verify)
+{
+	static const char *const name[] = { "format2/v0.ulp", "format2/v1.ulp",
+		                            "format2/v1-16k.ulp" };
+	static const char *const hex[] = { "125b5fd41d0414ef7704b3611d7f8123",
+		                           "571370e3e66b17001468800bebdd9988",
+		                           "571370e3e66b17001468800bebdd9988" };
+	size_t n0, n;
+	uint8_t *v0 = decode_data_object(name[0], NULL, 0, hex[0], &n0);
+	for (int k = 0; k < 3; k++) {
+		uint8_t *v = k ? decode_data_object(name[k], v0, n0, hex[k], &n)
+		               : v0;
+		size_t olen;
+		uint8_t *o = read_data_file(name[k], &olen);
+		tu_mem om = tu_mem_of(o, olen);
+		ulp_object *obj = NULL;
+		uint8_t h[16];
+		TU_OK(ulp_object_open(tu_mem_read, &om, olen, &obj), "open");
+		TU_ASSERT(ulp_object_hash_kind(obj) == ULP_HASH_FLAT,
+		          "%s: kind %d", name[k], ulp_object_hash_kind(obj));
+		ulp_hash128(v, k ? n : n0, h);
+		TU_ASSERT(memcmp(h, ulp_object_file_hash(obj), 16) == 0,
+		          "%s: file hash is not the XXH3-128", name[k]);
+		if (k) {
+			ulp_hash128(v0, n0, h);
+			TU_ASSERT(memcmp(h, ulp_object_ref_hash(obj), 16) == 0,
+			          "%s: reference hash", name[k]);
+			free(v);
+		}
+		ulp_object_close(obj);
+		free(o);
+	}
 	free(v0);
 }

@@ -478,7 +478,7 @@ static inline void tu_file_build(tu_file *out, const tu_tspec *specs, size_t n,
 			tu_walk_weights(r, f, pd, d, ne);
 		}
 	}
-	ulp_hash128(out->data, out->size, out->hash);
+	ulp_content_hash(ULP_HASH_TREE, out->data, out->size, out->hash);
 	free(offs);
 	tu_buf_free(&hdr);
 }
@@ -489,7 +489,7 @@ static inline void tu_file_raw(tu_file *out, const void *p, uint64_t size)
 	memset(out, 0, sizeof(*out));
 	out->data = tu_dup(p, size);
 	out->size = size;
-	ulp_hash128(out->data, size, out->hash);
+	ulp_content_hash(ULP_HASH_TREE, out->data, size, out->hash);
 }
 
 static inline void tu_file_free(tu_file *f)
@@ -575,7 +575,7 @@ static inline void tu_check_object(const uint8_t *o, size_t olen,
 	          "size %" PRIu64 ", want %" PRIu64, ulp_object_size(obj),
 	          want->size);
 	TU_ASSERT(memcmp(ulp_object_file_hash(obj), want->hash, 16) == 0,
-	          "file hash differs from ulp_hash128 of the data");
+	          "file hash differs from the tree hash of the data");
 	TU_ASSERT(ulp_object_has_ref(obj) == (ref != NULL), "has_ref");
 	if (ref) {
 		TU_ASSERT(ulp_object_ref_size(obj) == ref->size, "ref_size");

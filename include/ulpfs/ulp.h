@@ -219,19 +219,26 @@ typedef int (*ulp_write_fn)(void *opaque, const void *buf, size_t len);
 
 typedef struct ulp_writer ulp_writer;
 
-/* ref_hash: XXH3-128 (16 bytes, canonical big-endian form) of the
- * reference's logical bytes, or NULL when there is no reference; readers
- * compare it with the reference they are given. */
+/* ref_hash: the content hash (16 bytes, either kind) of the reference's
+ * logical bytes, or NULL when there is no reference; readers compare it
+ * with the reference they are given.  The object's own file hash is of
+ * kind ULP_HASH_TREE (format 3); ulp_writer_new_kind with ULP_HASH_FLAT
+ * writes a format-2 object, whose file hash is the whole-file XXH3-128
+ * (what re-encoding a version committed with one needs). */
 int ulp_writer_new(ulp_write_fn write, void *opaque, const uint8_t *ref_hash,
                    uint64_t ref_size, ulp_writer **out);
+int ulp_writer_new_kind(ulp_write_fn write, void *opaque,
+                        const uint8_t *ref_hash, uint64_t ref_size,
+                        int hash_kind, ulp_writer **out);
 /* Append the next chunk, exactly as ulp_chunk_encode() produced it for the
  * logical range [off, off+len); chunks must be added in order and cover the
  * file without gaps. */
 int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
                          const void *enc, size_t enc_len,
                          uint64_t decoded_xxh3);
-/* Write the index and trailer.  file_hash is the XXH3-128 of all logical
- * bytes (canonical form).  Returns the total object size in *total. */
+/* Write the index and trailer.  file_hash is the content hash of all
+ * logical bytes, of the writer's kind.  Returns the total object size in
+ * *total. */
 int ulp_writer_finish(ulp_writer *w, const uint8_t file_hash[16],
                       uint64_t *total);
 void ulp_writer_free(ulp_writer *w);
@@ -243,7 +250,8 @@ void ulp_writer_free(ulp_writer *w);
  * from ulp_format_parse() (NULL: no tensors known).  With has_ref, the
  * object is coded against the reference of ref_size bytes whose XXH3-128 is
  * ref_hash, read through ref_read.  stats (may be NULL) receives the sums
- * over all chunks; hash_out (may be NULL) the XXH3-128 of cur; object_size
+ * over all chunks; hash_out (may be NULL) the content hash of cur (the
+ * object's file hash); object_size
  * (may be NULL) the bytes written. */
 typedef struct ulp_encode_job {
 	const uint8_t *cur;
@@ -280,6 +288,20 @@ typedef struct ulp_encode_job {
 	 * holding only what changed).  May be NULL. */
 	const uint64_t (*same)[2];
 	size_t nsame;
+	/* The XXH3-64 of the reference's decoded bytes [off, off + len) when
+	 * one chunk of its object covers exactly that range (from its index:
+	 * nothing decoded): 1 and *xxh3, else 0.  With it a chunk inside a
+	 * same range is neither read nor hashed from the reference.  Called
+	 * with ref_opaque, from any encoding thread.  May be NULL. */
+	int (*ref_chunk_hash)(void *opaque, uint64_t off, uint32_t len,
+	                      uint64_t *xxh3);
+	/* Write a format-2 object, whose file hash is ULP_HASH_FLAT (0: a
+	 * format-3 object, ULP_HASH_TREE). */
+	int flat_hash;
+	/* The content hash of cur (of the kind flat_hash says) when the
+	 * caller knows it already, cur being a copy of the reference: the
+	 * encoder does not hash.  May be NULL. */
+	const uint8_t *known_hash;
 } ulp_encode_job;
 
 int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
@@ -308,8 +330,12 @@ size_t ulp_object_chunk_count(const ulp_object *obj);
 int ulp_object_has_ref(const ulp_object *obj);
 uint64_t ulp_object_ref_size(const ulp_object *obj);
 const uint8_t *ulp_object_ref_hash(const ulp_object *obj);
-/* XXH3-128 (canonical form) of the whole logical content. */
+/* The content hash of the whole logical content, of the object's kind
+ * (ulp_object_hash_kind: ULP_HASH_TREE from format 3, else ULP_HASH_FLAT).
+ * The reference hash is whatever the writer was given: the reference's
+ * content hash of either kind. */
 const uint8_t *ulp_object_file_hash(const ulp_object *obj);
+int ulp_object_hash_kind(const ulp_object *obj);
 void ulp_object_chunk_range(const ulp_object *obj, size_t i, uint64_t *off,
                             uint32_t *len);
 /* Stored bytes of chunk i (payload only). */
@@ -350,6 +376,30 @@ int ulp_baseline_bytegroup(const void *data, size_t len, unsigned width,
 
 /* XXH3-128 of data in canonical (big-endian) form. */
 void ulp_hash128(const void *data, size_t len, uint8_t out[16]);
+
+/* Content hashes (a version's identity, an object's file hash).  From
+ * object format 3 it is a one-level tree (ULP_HASH_TREE): the XXH3-128
+ * (canonical form) of the XXH3-64s (u64 little-endian each) of the
+ * content's consecutive ULP_HASH_LEAF-byte blocks, the last one shorter,
+ * followed by ULP_HASH_LEAF and the total length (u64 little-endian).  The
+ * leaf is the default chunk size, so each chunk of a generic file is one
+ * leaf, whose hash the object's index holds: an unchanged chunk is hashed
+ * without decoding it.  Formats 1-2 hash the whole content with XXH3-128
+ * (ULP_HASH_FLAT, ulp_hash128). */
+#define ULP_HASH_LEAF ULP_CHUNK_SIZE_DEFAULT
+enum { ULP_HASH_FLAT = 1, ULP_HASH_TREE = 2 };
+typedef struct ulp_hasher ulp_hasher;
+/* NULL when out of memory or kind is unknown. */
+ulp_hasher *ulp_hasher_new(int kind);
+void ulp_hasher_update(ulp_hasher *h, const void *data, size_t len);
+/* Add the next len bytes by their XXH3-64, without reading them: a whole
+ * leaf (len == ULP_HASH_LEAF), or the last, shorter one.  ULP_ERR_ARG
+ * (nothing added) unless the tree hasher stands at a leaf boundary. */
+int ulp_hasher_leaf(ulp_hasher *h, uint64_t leaf_hash, uint64_t len);
+/* ULP_ERR_ARG when bytes were added after a short leaf. */
+int ulp_hasher_final(ulp_hasher *h, uint8_t out[16]);
+void ulp_hasher_free(ulp_hasher *h);
+int ulp_content_hash(int kind, const void *data, size_t len, uint8_t out[16]);
 /* Lower-case hex of a 128-bit hash; out must hold 33 bytes. */
 void ulp_hash128_hex(const uint8_t h[16], char out[33]);
 

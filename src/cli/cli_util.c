@@ -122,7 +122,7 @@ int cli_fd_write(void *opaque, const void *buf, size_t len)
 int cli_check_ref(const ulp_object *obj, const cli_map *ref,
                   const char *obj_path)
 {
-	uint8_t h[16];
+	uint8_t h[16] = { 0 };
 	if (!ulp_object_has_ref(obj))
 		return 0;
 	if (!ref) {
@@ -131,9 +131,18 @@ int cli_check_ref(const ulp_object *obj, const cli_map *ref,
 		        obj_path);
 		return -1;
 	}
-	ulp_hash128(ref->data, ref->size, h);
-	if (ref->size != ulp_object_ref_size(obj) ||
-	    memcmp(h, ulp_object_ref_hash(obj), 16) != 0) {
+	/* The reference hash is of either kind (the packer's, or the
+	 * store's for an object taken from a store). */
+	int same = ref->size == ulp_object_ref_size(obj);
+	if (same) {
+		ulp_content_hash(ULP_HASH_TREE, ref->data, ref->size, h);
+		same = memcmp(h, ulp_object_ref_hash(obj), 16) == 0;
+	}
+	if (!same && ref->size == ulp_object_ref_size(obj)) {
+		ulp_hash128(ref->data, ref->size, h);
+		same = memcmp(h, ulp_object_ref_hash(obj), 16) == 0;
+	}
+	if (!same) {
 		cli_err("%s: %s is not the reference it was packed against",
 		        obj_path, ref->path);
 		return -1;

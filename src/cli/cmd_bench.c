@@ -235,7 +235,7 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 	if (!dst)
 		return ULP_ERR_NOMEM;
 	if (ref)
-		ulp_hash128(ref->data, ref->size, ref_hash);
+		ulp_content_hash(ULP_HASH_TREE, ref->data, ref->size, ref_hash);
 	job.cur = m->data;
 	job.cur_size = m->size;
 	job.cur_map = &tmaps[i];
@@ -265,8 +265,9 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 	if (rc)
 		goto out;
 	uint8_t h[16];
-	ulp_hash128(m->data, m->size, h);
-	if (memcmp(h, ulp_object_file_hash(obj), 16) != 0)
+	if (ulp_content_hash(ulp_object_hash_kind(obj), m->data, m->size, h) !=
+	            ULP_OK ||
+	    memcmp(h, ulp_object_file_hash(obj), 16) != 0)
 		mismatch = 1;
 	row->dec1 = time_decode(obj, ref, 1, o->reps, dst, m, &mismatch, o);
 	if (o->threads > 1 && !mismatch)

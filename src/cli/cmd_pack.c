@@ -200,7 +200,7 @@ int cmd_pack(int argc, char **argv)
 		goto done;
 	}
 	if (ref_path)
-		ulp_hash128(ref.data, ref.size, ref_hash);
+		ulp_content_hash(ULP_HASH_TREE, ref.data, ref.size, ref_hash);
 	if (out_open(&out, out_path) < 0)
 		goto done;
 	cli_progress_init(&prog, "pack");

@@ -11,7 +11,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-#include <xxhash.h>
 
 #include "cli.h"
 #include "ctl.h"
@@ -57,16 +56,18 @@ int cli_op_verify(cli_env *env, json_t *req)
 	vall a = { 0 };
 	uint64_t done = 0, bad = 0;
 	uint8_t *buf = malloc(PIECE);
-	XXH3_state_t *xs = XXH3_createState();
-	int rc = buf && xs ? ulp_version_list(env->st, NULL, vall_cb, &a)
-	                   : -ENOMEM;
+	int rc = buf ? ulp_version_list(env->st, NULL, vall_cb, &a) : -ENOMEM;
 	(void)req;
 
 	for (size_t i = 0; rc == 0 && i < a.vec.n; i++) {
 		const ulp_version_info *v = &a.vec.v[i];
-		int err = 0;
-		XXH3_128bits_reset(xs);
-		for (uint64_t off = 0; off < v->size;) {
+		/* The catalog holds the hash of the kind the version was
+		 * committed with (flat before object format 3): both are
+		 * computed in the one pass. */
+		ulp_hasher *tree = ulp_hasher_new(ULP_HASH_TREE);
+		ulp_hasher *flat = ulp_hasher_new(ULP_HASH_FLAT);
+		int err = tree && flat ? 0 : -ENOMEM;
+		for (uint64_t off = 0; !err && off < v->size;) {
 			size_t n = v->size - off < PIECE
 			                   ? (size_t)(v->size - off)
 			                   : PIECE;
@@ -76,22 +77,28 @@ int cli_op_verify(cli_env *env, json_t *req)
 				err = got < 0 ? (int)got : -EIO;
 				break;
 			}
-			XXH3_128bits_update(xs, buf, (size_t)got);
+			ulp_hasher_update(tree, buf, (size_t)got);
+			ulp_hasher_update(flat, buf, (size_t)got);
 			off += (uint64_t)got;
 			done += (uint64_t)got;
 			env->sink->progress(env->sink->opaque, "verify", done,
 			                    a.bytes);
 		}
-		XXH128_canonical_t c;
-		XXH128_canonicalFromHash(&c, XXH3_128bits_digest(xs));
+		uint8_t ht[16], hf[16];
+		if (!err &&
+		    (ulp_hasher_final(tree, ht) || ulp_hasher_final(flat, hf)))
+			err = -EIO;
+		ulp_hasher_free(tree);
+		ulp_hasher_free(flat);
 		if (err) {
 			cli_errf(env, "%s@%" PRIu64 ": cannot decode: %s",
 			         a.vec.path[i], v->seq, strerror(-err));
 			bad++;
-		} else if (memcmp(c.digest, v->hash, 16) != 0) {
+		} else if (memcmp(ht, v->hash, 16) != 0 &&
+		           memcmp(hf, v->hash, 16) != 0) {
 			char want[33], got[33];
 			hex(v->hash, want);
-			hex(c.digest, got);
+			hex(ht, got);
 			cli_errf(env,
 			         "%s@%" PRIu64 ": hash mismatch (catalog %s, "
 			         "decoded %s)",
@@ -103,7 +110,6 @@ int cli_op_verify(cli_env *env, json_t *req)
 		env->sink->progress(env->sink->opaque, "verify", a.bytes,
 		                    a.bytes);
 	free(buf);
-	XXH3_freeState(xs);
 	size_t n = a.vec.n;
 	vall_free(&a);
 	if (rc < 0) {

@@ -159,8 +159,12 @@ void ulp_params_resolve(const ulp_params *in, ulp_params *out);
 #define ULP_OBJ_MAGIC "ULPFSOB1"
 #define ULP_OBJ_END_MAGIC "ULPFSEND"
 /* 2: 32-lane rANS blocks; format-1 objects (4 lanes) still decode, and
- * the lane count is in every block's header, so nothing else differs. */
-#define ULP_OBJ_FORMAT 2
+ * the lane count is in every block's header, so nothing else differs.
+ * 3: the file hash is the tree hash (ULP_HASH_TREE); formats 1-2 have the
+ * whole-file XXH3-128, and format 2 is still written for versions that
+ * were committed with one (ULP_OBJ_FORMAT_FLAT). */
+#define ULP_OBJ_FORMAT 3
+#define ULP_OBJ_FORMAT_FLAT 2
 #define ULP_OBJ_FORMAT_MIN 1
 #define ULP_OBJ_HEADER_SIZE 48
 #define ULP_OBJ_INDEX_ENTRY 32
@@ -184,6 +188,7 @@ struct ulp_object {
 	ulp_read_at_fn read_at;
 	void *opaque;
 	uint64_t obj_size;
+	uint16_t format;
 	uint64_t size;
 	uint64_t ref_size;
 	int has_ref;

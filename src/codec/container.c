@@ -8,7 +8,8 @@
  *                 u32 zero, u64 XXH3-64 of the logical bytes,
  *                 u64 XXH3-64 of the payload
  *   trailer (64)  u64 logical size, u64 chunk count, u64 index offset,
- *                 file_hash[16] (XXH3-128 of the logical bytes),
+ *                 file_hash[16] (content hash of the logical bytes: the
+ *                 tree hash from format 3, the XXH3-128 before),
  *                 u64 XXH3-64 of the index, "ULPFSEND",
  *                 u64 XXH3-64 of trailer bytes 0..55
  *
@@ -47,10 +48,19 @@ static int w_out(ulp_writer *w, const void *p, size_t n)
 int ulp_writer_new(ulp_write_fn write, void *opaque, const uint8_t *ref_hash,
                    uint64_t ref_size, ulp_writer **out)
 {
+	return ulp_writer_new_kind(write, opaque, ref_hash, ref_size,
+	                           ULP_HASH_TREE, out);
+}
+
+int ulp_writer_new_kind(ulp_write_fn write, void *opaque,
+                        const uint8_t *ref_hash, uint64_t ref_size,
+                        int hash_kind, ulp_writer **out)
+{
 	uint8_t h[ULP_OBJ_HEADER_SIZE] = { 0 };
 	ulp_writer *w;
 	int rc;
-	if (!write || !out)
+	if (!write || !out ||
+	    (hash_kind != ULP_HASH_TREE && hash_kind != ULP_HASH_FLAT))
 		return ULP_ERR_ARG;
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -59,7 +69,8 @@ int ulp_writer_new(ulp_write_fn write, void *opaque, const uint8_t *ref_hash,
 	w->opaque = opaque;
 	w->has_ref = ref_hash != NULL;
 	memcpy(h, ULP_OBJ_MAGIC, 8);
-	ulp_put16(h + 8, ULP_OBJ_FORMAT);
+	ulp_put16(h + 8, hash_kind == ULP_HASH_TREE ? ULP_OBJ_FORMAT
+	                                            : ULP_OBJ_FORMAT_FLAT);
 	ulp_put16(h + 10, ref_hash ? ULP_OBJ_FLAG_HAS_REF : 0);
 	if (ref_hash) {
 		ulp_put64(h + 16, ref_size);
@@ -167,6 +178,7 @@ static int parse_header(ulp_object *o)
 	if (h[7] != ULP_OBJ_MAGIC[7] || ulp_le16(h + 8) > ULP_OBJ_FORMAT ||
 	    ulp_le16(h + 8) < ULP_OBJ_FORMAT_MIN)
 		return ULP_ERR_VERSION;
+	o->format = ulp_le16(h + 8);
 	uint16_t flags = ulp_le16(h + 10);
 	if ((flags & ~ULP_OBJ_FLAG_HAS_REF) || ulp_le32(h + 12))
 		return ULP_ERR_VERSION;
@@ -301,6 +313,11 @@ const uint8_t *ulp_object_ref_hash(const ulp_object *o)
 const uint8_t *ulp_object_file_hash(const ulp_object *o)
 {
 	return o->file_hash;
+}
+
+int ulp_object_hash_kind(const ulp_object *o)
+{
+	return o->format >= 3 ? ULP_HASH_TREE : ULP_HASH_FLAT;
 }
 
 void ulp_object_chunk_range(const ulp_object *o, size_t i, uint64_t *off,

@@ -145,23 +145,37 @@ static void *worker(void *arg)
 		ulp_plan_chunk_range(p->plan, i, &off, &len);
 		int same = is_same(job, off, len);
 		int rc = cc ? ULP_OK : ULP_ERR_NOMEM;
-		const uint8_t *src =
-			rc ? NULL : chunk_src(job, off, len, same, &sb, &rc);
+		const uint8_t *src = NULL;
 		const void *enc = NULL;
-		int zero = !rc && src == sb.zero.p && plain_generic(p->plan, i);
 		uint64_t h = 0;
+		int known = 0; /* h from the reference's index */
+		if (!rc && same) {
+			/* Unchanged since the reference: identical, if the
+			 * plan maps it onto the same bytes; then its bytes
+			 * are needed only for its hash, which the
+			 * reference's index may hold. */
+			rc = ulp_chunk_encode_copy(cc, p->plan, i, &enc,
+			                           &enc_len, &st);
+			known = !rc && job->ref_chunk_hash &&
+			        job->ref_chunk_hash(job->ref_opaque, off, len,
+			                            &h) == 1;
+		}
+		if ((!rc || rc == ULP_ERR_REF) && !known) {
+			int r2 = ULP_OK;
+			src = chunk_src(job, off, len, same, &sb, &r2);
+			if (r2)
+				rc = r2;
+		}
+		int zero = !rc && src && src == sb.zero.p &&
+		           plain_generic(p->plan, i);
 		if (zero && zm.len == len) {
 			enc = zm.enc.p;
 			enc_len = zm.enc.len;
 			st = zm.st;
 			h = zm.hash;
-		} else if (!rc && same)
-			/* Unchanged since the reference: identical, if the
-			 * plan maps it onto the same bytes. */
-			rc = ulp_chunk_encode_copy(cc, p->plan, i, &enc,
-			                           &enc_len, &st);
-		else if (!rc)
+		} else if (!rc && !same) {
 			rc = ULP_ERR_REF;
+		}
 		if (rc == ULP_ERR_REF)
 			rc = ulp_chunk_encode(cc, p->plan, i, src,
 			                      job->ref_read, job->ref_opaque,
@@ -172,7 +186,7 @@ static void *worker(void *arg)
 			memcpy(slot->buf.p, enc, enc_len);
 			slot->buf.len = enc_len;
 		}
-		if (!rc && !h)
+		if (!rc && !known && !h)
 			h = XXH3_64bits(src, len);
 		if (!rc && zero && zm.len != len &&
 		    !ulp_buf_reserve(&zm.enc, enc_len)) {
@@ -200,8 +214,17 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* Whether chunk [off, off + len) of a file of size bytes is one leaf of
+ * the tree hash. */
+static int is_leaf(uint64_t off, uint32_t len, uint64_t size)
+{
+	return off % ULP_HASH_LEAF == 0 &&
+	       (len == ULP_HASH_LEAF ||
+	        (len < ULP_HASH_LEAF && off + len == size));
+}
+
 /* Write chunks in order as the workers finish them. */
-static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
+static int drain(enc_pipe *p, ulp_writer *w, ulp_hasher *hs, ulp_stats *stats)
 {
 	const ulp_encode_job *job = p->job;
 	size_t n = ulp_plan_chunk_count(p->plan);
@@ -231,12 +254,18 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 		if (!rc)
 			rc = ulp_writer_add_chunk(w, off, len, s->buf.p,
 			                          s->buf.len, s->dec_hash);
-		const uint8_t *src = rc ? NULL
-		                        : chunk_src(job, off, len,
-		                                    is_same(job, off, len), &sb,
-		                                    &rc);
+		/* A chunk that is a leaf is hashed by its decoded hash: its
+		 * bytes are not read again (nor decoded, when unchanged). */
+		if (!rc && !job->known_hash &&
+		    (job->flat_hash || !is_leaf(off, len, job->cur_size) ||
+		     ulp_hasher_leaf(hs, s->dec_hash, len) != ULP_OK)) {
+			const uint8_t *src = chunk_src(job, off, len,
+			                               is_same(job, off, len),
+			                               &sb, &rc);
+			if (!rc)
+				ulp_hasher_update(hs, src, len);
+		}
 		if (!rc) {
-			XXH3_128bits_update(hs, src, len);
 			if (stats)
 				ulp_stats_add(stats, &s->st);
 		}
@@ -274,7 +303,7 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 {
 	ulp_plan *plan = NULL;
 	ulp_writer *w = NULL;
-	XXH3_state_t *hs = NULL;
+	ulp_hasher *hs = NULL;
 	pthread_t th[256];
 	enc_worker wk[256];
 	unsigned nth, started = 0;
@@ -295,17 +324,17 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 		return rc;
 	if (stats)
 		memset(stats, 0, sizeof(*stats));
-	rc = ulp_writer_new(job->write, job->write_opaque,
-	                    job->has_ref ? job->ref_hash : NULL, job->ref_size,
-	                    &w);
+	int kind = job->flat_hash ? ULP_HASH_FLAT : ULP_HASH_TREE;
+	rc = ulp_writer_new_kind(job->write, job->write_opaque,
+	                         job->has_ref ? job->ref_hash : NULL,
+	                         job->ref_size, kind, &w);
 	if (rc)
 		goto out;
-	hs = XXH3_createState();
+	hs = ulp_hasher_new(kind);
 	if (!hs) {
 		rc = ULP_ERR_NOMEM;
 		goto out;
 	}
-	XXH3_128bits_reset(hs);
 
 	nth = thread_count(job->nthreads);
 	p.job = job;
@@ -335,15 +364,18 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	pthread_cond_destroy(&p.cv_done);
 	pthread_mutex_destroy(&p.mu);
 	free(p.slots);
+	uint8_t digest[16];
+	if (!rc && job->known_hash)
+		memcpy(digest, job->known_hash, 16);
+	else if (!rc)
+		rc = ulp_hasher_final(hs, digest);
 	if (!rc) {
-		XXH128_canonical_t c;
-		XXH128_canonicalFromHash(&c, XXH3_128bits_digest(hs));
-		rc = ulp_writer_finish(w, c.digest, object_size);
+		rc = ulp_writer_finish(w, digest, object_size);
 		if (!rc && hash_out)
-			memcpy(hash_out, c.digest, 16);
+			memcpy(hash_out, digest, 16);
 	}
 out:
-	XXH3_freeState(hs);
+	ulp_hasher_free(hs);
 	ulp_writer_free(w);
 	ulp_plan_free(plan);
 	return rc;

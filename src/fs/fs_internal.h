@@ -181,6 +181,11 @@ void ulp_fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
                          off_t length, struct fuse_file_info *fi);
 void ulp_fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
                      struct fuse_file_info *fi);
+/* fs_copy.c */
+void ulp_fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                               struct fuse_file_info *fi_in, fuse_ino_t ino_out,
+                               off_t off_out, struct fuse_file_info *fi_out,
+                               size_t len, int flags);
 
 void ulp_fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                         const char *value, size_t size, int flags);

@@ -14,10 +14,10 @@
  * a setattr).  Requests
  * carry up to 1 MiB (FUSE_MAX_PAGES).  POSIX ACLs with default_permissions
  * (fs_xattr.c).  lseek answers SEEK_DATA/SEEK_HOLE from the staging
- * file's holes (fs_file.c).  POSIX locks, flock and copy_file_range are
- * not implemented: libfuse answers ENOSYS, after which the kernel stops
- * asking (locks: local to this machine; copy_file_range: the generic
- * fallback).
+ * file's holes (fs_file.c).  copy_file_range is served by the daemon
+ * (fs_copy.c).  POSIX locks and flock are not implemented: libfuse
+ * answers ENOSYS, after which the kernel stops asking (they are local to
+ * this machine).
  */
 #include "config.h"
 
@@ -145,6 +145,7 @@ static const struct fuse_lowlevel_ops fs_ops = {
 	.fsync = ulp_fs_op_fsync,
 	.fallocate = ulp_fs_op_fallocate,
 	.lseek = ulp_fs_op_lseek,
+	.copy_file_range = ulp_fs_op_copy_file_range,
 	.opendir = ulp_fs_op_opendir,
 	.readdir = ulp_fs_op_readdir,
 	.readdirplus = ulp_fs_op_readdirplus,

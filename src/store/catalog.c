@@ -58,9 +58,11 @@ int ulp_cat_errno(int rc)
 
 /* ------------------------------------------------------- the schema */
 
-/* Version 1.  Times are nanoseconds since the epoch; hashes are XXH3-128
- * in canonical form; object names are 32 hex digits; versions.state is
- * 0 live, 1 ghost (deleted, still referenced), 2 deleted (object gone). */
+/* Version 1.  Times are nanoseconds since the epoch; hashes are content
+ * hashes in canonical form (of the kind the version's object has: the
+ * tree hash from object format 3, the XXH3-128 before); object names are
+ * 32 hex digits; versions.state is 0 live, 1 ghost (deleted, still
+ * referenced), 2 deleted (object gone). */
 static const char SCHEMA_V1[] =
 	"CREATE TABLE meta(key TEXT PRIMARY KEY, value) WITHOUT ROWID;"
 	"CREATE TABLE inodes("

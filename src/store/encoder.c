@@ -11,6 +11,7 @@
 #include "store/store_internal.h"
 
 #include "store/gc.h"
+#include "store/overlay.h"
 
 #include <sys/mman.h>
 
@@ -100,6 +101,9 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	job.nholes = req->nholes;
 	job.same = req->same;
 	job.nsame = req->nsame;
+	job.ref_chunk_hash = ulp_ref_chunk_hash;
+	job.flat_hash = req->flat_hash;
+	job.known_hash = req->known_hash;
 	if (req->stats)
 		memset(req->stats, 0, sizeof *req->stats);
 	rc = ulp_encode_file(&job, req->stats, hash, stored);
@@ -349,8 +353,8 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	if (rc == -ENOENT)
 		rc = 1; /* unlinked meanwhile */
 	/* A copy-up on demand: what was not written is coded as identical
-	 * to the version it came from (when that keeps chains short), and
-	 * is decoded here rather than at open, for the file's hash. */
+	 * to the version it came from (when that keeps chains short); the
+	 * chunks left whole are hashed from its index, not decoded. */
 	if (rc == 0 && ov && current) {
 		pthread_mutex_lock(&st->mu);
 		rc = ulp_version_tmap_locked(st, current, &bmap);
@@ -362,14 +366,26 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	 * (Every other chunk is filled; the format is not parsed again, the
 	 * base had none.) */
 	int generic = ov && current && bmap.n == 0;
+	/* Nothing written since the copy-up (a copy by reference,
+	 * copyrange.c): the content is the base's, tensors included, so
+	 * nothing is filled, every chunk is coded as identical with its hash
+	 * from the base's index, and the file's hash is the base's. */
+	int pristine = ov && current && size == cur.size &&
+	               ulp_overlay_pristine(ov, size);
+	int kind = pristine ? ulp_version_hash_kind(st, current) : 0;
+	if (kind < 0)
+		rc = kind;
 	if (rc == 0 && ov && current)
-		rc = ulp_stage_unchanged(st, ov, size, &cur,
-		                         generic ? ULP_CHUNK_SIZE_DEFAULT : 0,
-		                         &same, &nsame);
+		rc = ulp_stage_unchanged(
+			st, ov, size, &cur,
+			generic && !pristine ? ULP_CHUNK_SIZE_DEFAULT : 0,
+			&same, &nsame);
+	pristine = pristine && nsame;
 	if (rc == 0 && ov)
-		rc = ulp_stage_fill(st, in, ov, fd, size, gen,
-		                    generic ? (const uint64_t(*)[2])same : NULL,
-		                    generic ? nsame : 0);
+		rc = ulp_stage_fill(
+			st, in, ov, fd, size, gen,
+			generic || pristine ? (const uint64_t(*)[2])same : NULL,
+			generic || pristine ? nsame : 0);
 	if (rc != 0)
 		goto out;
 
@@ -385,13 +401,14 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		madvise(data, size, MADV_SEQUENTIAL);
 	}
 	nv.v.size = size;
-	if (!(generic && nsame))
+	const ulp_tensor_map *cmap = pristine ? &bmap : &map;
+	if (!(generic && nsame) && !pristine)
 		rc = ulp_errno_of(ulp_format_parse(data, size, &map));
 	if (rc == 0)
-		rc = ulp_tmap_encode(&map, &tmap, &tmap_len);
+		rc = ulp_tmap_encode(cmap, &tmap, &tmap_len);
 	if (rc < 0)
 		goto out;
-	nv.v.layout = ulp_tensor_map_layout_hash(&map);
+	nv.v.layout = ulp_tensor_map_layout_hash(cmap);
 
 	pthread_mutex_lock(&st->mu);
 	rc = choose_ref(st, current, path, nv.v.layout, &ref);
@@ -405,7 +422,7 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 	ulp_encode_req req = {
 		.cur = data,
 		.size = size,
-		.map = &map,
+		.map = cmap,
 		.cctx = cctx,
 		/* below a few chunks, threads cost more than they give */
 		.threads = size >= (8u << 20) ? threads : 1,
@@ -420,6 +437,8 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		.ref_map = &bmap,
 		.same = (const uint64_t(*)[2])same,
 		.nsame = nsame,
+		.flat_hash = pristine && kind == ULP_HASH_FLAT,
+		.known_hash = pristine ? cur.hash : NULL,
 	};
 	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, nv.v.hash);
 	if (rc == -ECANCELED) {
@@ -430,8 +449,9 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		goto out;
 	/* The encoder's hash is the only pass of hashing over the staged
 	 * file; the bytes of the current version again (a rewrite of the
-	 * same content) cost an encode, but give no new version. */
-	if (current && cur.size == size &&
+	 * same content) cost an encode, but give no new version.  (A copy
+	 * of another file's version is a version of its own.) */
+	if (current && cur.ino == in->ino && cur.size == size &&
 	    memcmp(cur.hash, nv.v.hash, 16) == 0) {
 		ulp_obj_unlink(st, nv.v.object);
 		nv.unchanged = 1;

@@ -479,3 +479,65 @@ void ulp_file_release(ulp_file *f)
 	ulp_readahead_free(f->ra);
 	free(f);
 }
+
+/* ------------------------------------------------------------ copies */
+
+ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
+                              uint64_t off_out, uint64_t len)
+{
+	ulp_store *st = f->st;
+	ulp_inode *in = f->in;
+	ulp_version_info v;
+	struct stat sb;
+	int rc;
+
+	if (!f->writable || f->pt || off_in || off_out)
+		return 0;
+	pthread_rwlock_wrlock(&in->data);
+	pthread_mutex_lock(&st->mu);
+	rc = ulp_version_get_locked(st, vid, &v);
+	if (rc == -ENOENT)
+		rc = 1;
+	/* Empty and staged in full (created, or cut to 0), this the only
+	 * writer and no kernel I/O on the staging file: nobody but the
+	 * daemon sees it become a copy-up. */
+	if (rc == 0 &&
+	    (v.state != ULP_VERSION_LIVE || v.size == 0 || len < v.size ||
+	     !in->staged || in->ov || in->size != 0 || in->nwriters != 1 ||
+	     in->npt || in->bk_held || in->unlinked))
+		rc = 1;
+	if (rc == 0 && fstat(in->fd, &sb) < 0)
+		rc = -errno;
+	if (rc == 0 && (sb.st_size != 0 || sb.st_blocks != 0))
+		rc = 1;
+	ulp_overlay *ov = rc == 0 ? ulp_overlay_new(vid, v.size) : NULL;
+	if (rc == 0 && !ov)
+		rc = -ENOMEM;
+	if (rc == 0 && ftruncate(in->fd, (off_t)v.size) < 0)
+		rc = -errno;
+	int64_t now = ulp_now_ns();
+	/* The row names vid as the file's version, which keeps vid from
+	 * being released (its own file deleted) until this one commits;
+	 * recovery makes the same copy-up of it (no map saved: all of it
+	 * shows through). */
+	if (rc == 0) {
+		rc = ulp_cat_inode_content(st->cat, in->ino, vid,
+		                           ULP_STAGED_OVERLAY, v.size, now,
+		                           now);
+		if (rc < 0 && ftruncate(in->fd, 0) < 0)
+			rc = -errno;
+	}
+	if (rc == 0) {
+		atomic_fetch_add(&in->gen, 1);
+		in->ov = ov;
+		ov = NULL;
+		in->version = vid;
+		in->mtime = in->ctime = now;
+		in->times_dirty = 1;
+		ulp_stage_set_size(st, in, v.size);
+	}
+	pthread_mutex_unlock(&st->mu);
+	pthread_rwlock_unlock(&in->data);
+	ulp_overlay_free(ov);
+	return rc < 0 ? rc : rc == 1 ? 0 : (ssize_t)v.size;
+}

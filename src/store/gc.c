@@ -235,7 +235,10 @@ static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
 	uint64_t(*holes)[2] = NULL;
 	size_t nholes = 0;
 	int fd = -1;
-	int rc = decode_to_tmp(st, &j->d, &fd, &data);
+	/* The version keeps its hash (objects coded against it name it by
+	 * it), of whichever kind it was committed with. */
+	int kind = ulp_version_hash_kind(st, j->d.id);
+	int rc = kind < 0 ? kind : decode_to_tmp(st, &j->d, &fd, &data);
 
 	/* The zeros of a sparse file were left as holes: not read again. */
 	if (rc == 0 && j->d.size)
@@ -260,6 +263,7 @@ static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
 			.stats = &est,
 			.holes = (const uint64_t(*)[2])holes,
 			.nholes = nholes,
+			.flat_hash = kind == ULP_HASH_FLAT,
 		};
 		rc = ulp_encode_object(st, &req, object, stored, hash);
 		if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {

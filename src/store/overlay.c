@@ -159,6 +159,14 @@ int ulp_overlay_complete(ulp_overlay *ov, uint64_t size)
 	return all;
 }
 
+int ulp_overlay_pristine(ulp_overlay *ov, uint64_t size)
+{
+	pthread_mutex_lock(&ov->mu);
+	int none = ov->n == 0 && ov->limit >= size;
+	pthread_mutex_unlock(&ov->mu);
+	return none;
+}
+
 /* ------------------------------------------------------------ saving */
 
 void ulp_overlay_name(uint64_t ino, char buf[40])

@@ -49,6 +49,9 @@ int ulp_overlay_lookup(ulp_overlay *ov, uint64_t off, uint64_t max,
                        uint64_t *len);
 /* Whether [0, size) is all in staging (nothing left to fill). */
 int ulp_overlay_complete(ulp_overlay *ov, uint64_t size);
+/* Whether [0, size) is all the base's (nothing written, nothing cut):
+ * with size the base's size, the content is the base's. */
+int ulp_overlay_pristine(ulp_overlay *ov, uint64_t size);
 
 /* Save to staging/<ino>.cu under the directory stg_fd (a temporary,
  * renamed over it; with durable, fsynced with the directory): 0 or

@@ -328,6 +328,40 @@ int ulp_ref_read(void *opaque, uint64_t off, void *buf, size_t len)
 	return n == -ENOMEM ? ULP_ERR_NOMEM : ULP_ERR_IO;
 }
 
+int ulp_ref_chunk_hash(void *opaque, uint64_t off, uint32_t len, uint64_t *xxh3)
+{
+	ulp_ref_ctx *c = opaque;
+	oentry *e;
+	int found = 0;
+
+	if (entry_get(c->st, c->vid, &e) < 0)
+		return 0; /* the bytes are read then, and fail there */
+	if (off < ulp_object_size(e->obj)) {
+		uint64_t coff;
+		uint32_t clen;
+		size_t i = ulp_object_chunk_at(e->obj, off);
+		ulp_object_chunk_range(e->obj, i, &coff, &clen);
+		if (coff == off && clen == len) {
+			*xxh3 = ulp_object_chunk_hash(e->obj, i);
+			found = 1;
+		}
+	}
+	entry_put(c->st->reader, e);
+	return found;
+}
+
+int ulp_version_hash_kind(ulp_store *st, uint64_t vid)
+{
+	oentry *e;
+	int rc = entry_get(st, vid, &e);
+
+	if (rc < 0)
+		return rc;
+	rc = ulp_object_hash_kind(e->obj);
+	entry_put(st->reader, e);
+	return rc;
+}
+
 static int stopped(const ulp_ctask *task)
 {
 	return task->stop && atomic_load(task->stop);

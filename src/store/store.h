@@ -293,6 +293,15 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len);
  * is data throughout.  The offset, -ENXIO past the end, -EINVAL for
  * other whences. */
 off_t ulp_file_seek(ulp_file *f, off_t off, int whence);
+/* copy_file_range(2) of version vid into f by reference: when f's file is
+ * empty and staged in full (created, or cut to 0), f is its only writer
+ * and is not written by the kernel (passthrough), and the range is vid
+ * whole (off_in = off_out = 0, len at least its size), the file becomes a
+ * copy-up on demand of vid: nothing is copied or decoded, and its commit
+ * codes every chunk as identical to vid's (encoder.c).  vid's size, 0
+ * when the copy does not qualify (copy the bytes instead), or -errno. */
+ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
+                              uint64_t off_out, uint64_t len);
 
 /* ------------------------------------------------------------ versions */
 
@@ -314,7 +323,7 @@ typedef struct ulp_version_info {
 	uint64_t size;    /* logical bytes */
 	int64_t mtime_ns; /* the file's mtime when committed */
 	int64_t created_ns;
-	uint8_t hash[16]; /* XXH3-128 of the content (canonical) */
+	uint8_t hash[16]; /* content hash, either kind (ulp.h; canonical) */
 	uint64_t ref;     /* version it is coded against; 0: keyframe */
 	uint32_t depth;   /* references between it and a keyframe */
 	int keyframe;

@@ -352,6 +352,11 @@ typedef struct ulp_encode_req {
 	 * may be NULL) */
 	const uint64_t (*same)[2];
 	size_t nsame;
+	/* the content hash's kind: a version committed with a flat hash
+	 * keeps it when coded again (other objects name it by that hash) */
+	int flat_hash;
+	/* the content hash when known (cur is a copy of ref; may be NULL) */
+	const uint8_t *known_hash;
 } ulp_encode_req;
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
@@ -421,6 +426,13 @@ typedef struct ulp_ref_ctx {
 	ulp_ctask *task;
 } ulp_ref_ctx;
 int ulp_ref_read(void *opaque, uint64_t off, void *buf, size_t len);
+/* ulp_encode_job.ref_chunk_hash over a ulp_ref_ctx: the decoded hash of
+ * the version's chunk at exactly [off, off + len), from its index. */
+int ulp_ref_chunk_hash(void *opaque, uint64_t off, uint32_t len,
+                       uint64_t *xxh3);
+/* The kind of version vid's content hash (ULP_HASH_FLAT or ULP_HASH_TREE,
+ * as its object has it), or -errno. */
+int ulp_version_hash_kind(ulp_store *st, uint64_t vid);
 /* Forget the opened object of a version (rebased or deleted). */
 void ulp_reader_forget(ulp_store *st, uint64_t vid);
 

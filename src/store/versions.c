@@ -143,8 +143,11 @@ int ulp_versions_settle(ulp_store *st, ulp_obj_list *dead)
 	return rc < 0 ? rc : 0;
 }
 
-static const char Q_PINNED[] = "SELECT 1 FROM snapshot_items WHERE version = ? "
-			       "LIMIT 1";
+/* Pinned by a snapshot, or still named by a file's row: the base of a
+ * copy made by reference (ulp_file_copy_version), until that commits. */
+static const char Q_PINNED[] = "SELECT 1 FROM snapshot_items WHERE version = ?1"
+			       " UNION ALL SELECT 1 FROM inodes"
+			       " WHERE version = ?1 LIMIT 1";
 
 int ulp_versions_release(ulp_store *st, uint64_t vid, ulp_obj_list *dead)
 {

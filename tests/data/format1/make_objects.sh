@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Regenerate the format-1 objects of tests/test_container.c (old_format_*).
 #
-#   tests/data/format1/make_objects.sh ULPFS_OF_FORMAT_1
+#   tests/data/format1/make_objects.sh ULPFS_OF_FORMAT_1 [OUTDIR]
+#
+# (OUTDIR, default this directory: tests/data/format2 makes its objects
+# from the same inputs with this script.)
 #
 # Run once with a binary that writes object format 1 (the codec before the
 # 32-lane rANS of format 2); the objects are committed and the tests never
@@ -9,7 +12,7 @@
 # expected XXH3-128 of every decoded file is fixed in the test.
 set -euo pipefail
 ulpfs=$1
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+here=${2:-$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 /usr/bin/python3 - "$work" <<'PY'

@@ -1,0 +1,158 @@
+/*
+ * test_copyrange.c - unit tests of copy_file_range by reference
+ * (ulp_file_copy_version): a committed version copied whole into an empty
+ * file decodes nothing, at the copy nor at its commit, stores almost
+ * nothing, and outlives the deletion of its source file (before its
+ * commit too); copies that do not qualify are left to the caller.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "store/store.h"
+#include "ulpfs/ulp.h"
+
+#include "test_store_util.h"
+
+TestSuite(copyrange, .init = setup, .fini = teardown);
+
+/* A committed generic file "src" of len random bytes (seed) and an empty
+ * file "dst" opened for writing (*f): *a is src's version, *dst dst's
+ * inode; the bytes are returned. */
+static uint8_t *src_and_dst(ulp_store *st, size_t len, uint64_t seed,
+                            ulp_version_info *a, uint64_t *dst, ulp_file **f)
+{
+	uint8_t *data = malloc(len);
+	ulp_attr d;
+
+	cr_assert(data);
+	fill_random(data, len, seed);
+	uint64_t src = put_file(st, ULP_ROOT_INO, "src", data, len);
+	sync_ok(st);
+	*a = current(st, src);
+	cr_assert_eq(ulp_ns_create(st, ULP_ROOT_INO, "dst", 0644, 0, 0, &d), 0);
+	cr_assert_eq(ulp_file_open(st, d.ino, O_WRONLY | O_TRUNC, f, NULL), 0);
+	*dst = d.ino;
+	return data;
+}
+
+Test(copyrange, by_reference_decodes_nothing_and_outlives_its_source)
+{
+	ulp_store *st = open_default();
+	size_t len = (6u << 20) + 100;
+	ulp_version_info a;
+	uint64_t dst;
+	ulp_file *f;
+	uint8_t *data = src_and_dst(st, len, 23, &a, &dst, &f);
+
+	uint64_t d0 = cache_decodes(st);
+	/* Not the version whole, or not at 0: the caller copies bytes. */
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 1, 0, len), 0);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 7, len), 0);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, len - 1), 0);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, SIZE_MAX),
+	             (ssize_t)len);
+	/* Not empty any more. */
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, SIZE_MAX), 0);
+	ulp_file_release(f);
+	sync_ok(st);
+	cr_assert_eq(cache_decodes(st), d0, "%llu chunks decoded",
+	             (unsigned long long)(cache_decodes(st) - d0));
+	ulp_version_info b = current(st, dst);
+	cr_assert_eq(b.size, len);
+	cr_assert_eq(b.ref, a.id, "coded against %llu",
+	             (unsigned long long)b.ref);
+	cr_assert_lt(b.stored, 4096, "stored %llu",
+	             (unsigned long long)b.stored);
+	cr_assert(memcmp(b.hash, a.hash, 16) == 0, "not the source's hash");
+	expect_content(st, dst, data, len);
+	expect_version(st, b.id, data, len);
+	check_integrity(st);
+	/* Its source deleted, gc codes the copy against something live (or
+	 * alone) and the source's version goes. */
+	cr_assert_eq(ulp_ns_unlink(st, ULP_ROOT_INO, "src"), 0);
+	settle_all(st);
+	cr_assert_eq(ulp_version_get(st, a.id, &b), 0);
+	cr_assert_eq(b.state, ULP_VERSION_DELETED, "the source's version: %d",
+	             b.state);
+	expect_content(st, dst, data, len);
+	check_integrity(st);
+	ulp_store_close(st);
+	st = open_default();
+	expect_content(st, dst, data, len);
+	check_integrity(st);
+	ulp_store_close(st);
+	free(data);
+}
+
+Test(copyrange, source_deleted_before_the_copy_commits)
+{
+	ulp_store *st = open_default();
+	size_t len = (4u << 20) + 1;
+	ulp_version_info a;
+	uint64_t dst;
+	ulp_file *f;
+	uint8_t *data = src_and_dst(st, len, 29, &a, &dst, &f);
+
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, SIZE_MAX),
+	             (ssize_t)len);
+	/* The copy's row names the version: deleting its file keeps it. */
+	cr_assert_eq(ulp_ns_unlink(st, ULP_ROOT_INO, "src"), 0);
+	sync_ok(st);
+	expect_version(st, a.id, data, len);
+	ulp_file_release(f);
+	sync_ok(st);
+	expect_content(st, dst, data, len);
+	settle_all(st);
+	expect_content(st, dst, data, len);
+	check_integrity(st);
+	ulp_store_close(st);
+	st = open_default();
+	expect_content(st, dst, data, len);
+	ulp_store_close(st);
+	free(data);
+}
+
+Test(copyrange, only_into_an_empty_sole_writer)
+{
+	ulp_store *st = open_default();
+	uint8_t data[5000];
+	ulp_file *f, *g;
+
+	fill_random(data, sizeof data, 3);
+	uint64_t src = put_file(st, ULP_ROOT_INO, "src", data, sizeof data);
+	uint64_t dst = put_file(st, ULP_ROOT_INO, "dst", "x", 1);
+	sync_ok(st);
+	ulp_version_info a = current(st, src);
+	/* A committed destination opened without O_TRUNC is not empty. */
+	cr_assert_eq(ulp_file_open(st, dst, O_WRONLY, &f, NULL), 0);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, SIZE_MAX), 0);
+	ulp_file_release(f);
+	/* A second writer may be the kernel's own (passthrough) or write
+	 * meanwhile: bytes, not a reference. */
+	cr_assert_eq(ulp_file_open(st, dst, O_WRONLY | O_TRUNC, &f, NULL), 0);
+	cr_assert_eq(ulp_file_open(st, dst, O_WRONLY, &g, NULL), 0);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, SIZE_MAX), 0);
+	ulp_file_release(g);
+	/* A read-only handle cannot be the destination. */
+	cr_assert_eq(ulp_file_open(st, src, O_RDONLY, &g, NULL), 0);
+	cr_assert_eq(ulp_file_copy_version(g, a.id, 0, 0, SIZE_MAX), 0);
+	ulp_file_release(g);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, SIZE_MAX),
+	             (ssize_t)sizeof data);
+	ulp_file_release(f);
+	sync_ok(st);
+	expect_content(st, dst, data, sizeof data);
+	check_integrity(st);
+	ulp_store_close(st);
+}
