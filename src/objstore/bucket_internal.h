@@ -74,7 +74,7 @@ struct ulp_bucket {
 	pthread_cond_t flush_cv; /* flushers: an upload ended */
 	int have_up_cv;
 
-	/* tests: where a publish kills the daemon (publish.c) */
+	/* tests: where a publish kills the daemon (publish_crash.c) */
 	int crash_at;
 	unsigned crash_n;
 	atomic_uint crash_uploads; /* uploads while the gate was closed */

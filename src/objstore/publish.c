@@ -27,7 +27,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,6 +102,14 @@ static int write_state(const ulp_bucket *b, const char *file, const char *snap)
 	return rc;
 }
 
+static void drop_intent(const ulp_bucket *b)
+{
+	char *p = cpath(b, INTENT_FILE);
+	if (p)
+		unlink(p);
+	free(p);
+}
+
 /* The pointer's snapshot name into snap ("" when none). */
 static int read_pointer(ulp_bucket *b, char *snap, size_t len,
                         ulp_s3_status *st)
@@ -160,6 +167,8 @@ static int download_catalog(ulp_bucket *b, const char *snap, ulp_s3_status *st)
 		unlink(tmp);
 	if (!rc)
 		rc = write_state(b, STATE_FILE, snap);
+	if (!rc)
+		drop_intent(b); /* one of the catalog just replaced */
 	free(key);
 	free(tmp);
 	free(dst);
@@ -234,7 +243,10 @@ int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen)
 		ulp_bucket_log("s3://%s/%s: %s is this cache's own (its "
 		               "publish was interrupted): kept",
 		               b->bucket, b->prefix, snap);
-		return write_state(b, STATE_FILE, snap);
+		rc = write_state(b, STATE_FILE, snap);
+		if (!rc)
+			drop_intent(b);
+		return rc;
 	}
 	if (local && !b->o.read_only && (rc = move_aside(b)) < 0) {
 		snprintf(err, errlen,
@@ -360,12 +372,8 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 		       sizeof b->prev_snapshot);
 		snprintf(b->last_snapshot, sizeof b->last_snapshot, "%s", snap);
 		b->pub_stamp = stamp;
-		if (write_state(b, STATE_FILE, snap) == 0) {
-			char *p = cpath(b, INTENT_FILE);
-			if (p)
-				unlink(p);
-			free(p);
-		}
+		if (write_state(b, STATE_FILE, snap) == 0)
+			drop_intent(b);
 	} else {
 		char line[400];
 		ulp_bucket_log(
@@ -456,46 +464,4 @@ void ulp_publish_sweep(ulp_bucket *b)
 	free(s.v);
 	free(all);
 	free(pfx);
-}
-
-/* ---------------------------------------------------------------- tests */
-
-void ulp_publish_crash_init(ulp_bucket *b)
-{
-	static const char *const names[] = { "",        "flush",  "snapshot",
-		                             "pointer", "record", "deletes" };
-	const char *env = getenv("ULPFS_TEST_CRASH_PUBLISH");
-	if (!env || !*env || b->o.read_only)
-		return;
-	size_t n = strcspn(env, ":");
-	for (int i = ULP_CRASH_FLUSH; i <= ULP_CRASH_DELETES; i++)
-		if (strlen(names[i]) == n && !strncmp(env, names[i], n))
-			b->crash_at = i;
-	b->crash_n = env[n] == ':' ? (unsigned)strtoul(env + n + 1, NULL, 10)
-	                           : 1;
-	if (!b->crash_at)
-		ulp_bucket_log("ULPFS_TEST_CRASH_PUBLISH=%s: no such point "
-		               "(ignored)",
-		               env);
-}
-
-void ulp_publish_crash(const ulp_bucket *b, int point)
-{
-	if (b->crash_at == point) {
-		ulp_bucket_log("ULPFS_TEST_CRASH_PUBLISH=%s: killing the "
-		               "daemon",
-		               getenv("ULPFS_TEST_CRASH_PUBLISH"));
-		raise(SIGKILL);
-	}
-}
-
-void ulp_publish_crash_upload(ulp_bucket *b)
-{
-	if (b->crash_at != ULP_CRASH_FLUSH)
-		return;
-	pthread_mutex_lock(&b->mu);
-	int closed = b->gate;
-	pthread_mutex_unlock(&b->mu);
-	if (closed && atomic_fetch_add(&b->crash_uploads, 1) + 1 >= b->crash_n)
-		ulp_publish_crash(b, ULP_CRASH_FLUSH);
 }
