@@ -7,7 +7,10 @@
 #      bytes that were not uploaded, and what the bucket keeps at the end;
 #      the same with upload_delay=0 (each object uploaded before its
 #      version commits, so also the standalone objects that flips of older
-#      versions replace) as the baseline;
+#      versions replace) as the baseline; and with a sync after every
+#      checkpoint (what examples/train.py --commit_cmd "ulpfs sync" does:
+#      each sync uploads the newest version, standalone, and the next one
+#      its reverse delta);
 #   2. upload throughput: the local store's encoded objects uploaded by
 #      ulpfs's client (bench/s3put -j 4) and by "aws s3 cp --recursive";
 #   3. cold read: the newest checkpoint read from a fresh read-only mount
@@ -89,18 +92,32 @@ write_s3() {
 	printf -v "$4" 'cp %.2f s, sync %.2f s, umount %.2f s' "$(echo "$t1 - $t0" | bc -l)" \
 		"$(echo "$t2 - $t1" | bc -l)" "$(echo "$t3 - $t2" | bc -l)"
 }
+# write_s3_each PREFIX CACHE: the trajectory through a bucket mount with a
+# sync after every checkpoint, umount
+write_s3_each() {
+	local mnt=$W/mnt-$1 s
+	mount_it "s3://$S3_BUCKET/$1" "$mnt" "cache_dir=$2"
+	for s in $(cd "$W/plain" && ls -d step-* | sort); do
+		cp -r "$W/plain/$s" "$mnt/" && "$ULPFS" sync "$mnt" >/dev/null || exit 1
+	done
+	umount_it "$mnt"
+}
 # The same trajectory with each object uploaded before its version commits
 # (upload_delay=0): the baseline of the deferred uploads below.
 write_s3 bench-now "$W/cache-now" upload_delay=0 times_now
 uploaded up_now cat_now ncat_now "$W/cache-now"
 write_s3 bench "$W/cache" "" times_def
 uploaded up_obj up_cat ncat "$W/cache"
+write_s3_each bench-each "$W/cache-each"
+uploaded up_each cat_each ncat_each "$W/cache-each"
 printf 'raw files              %12d bytes\n' "$raw"
 printf 'local store objects/   %12d bytes\n' "$local_obj"
 printf 'uploaded objects       %12d bytes  (%.4f x the local objects; deferred uploads, the default)\n' "$up_obj" "$(echo "$up_obj / $local_obj" | bc -l)"
 printf 'uploaded catalogs      %12d bytes  (%d snapshots)\n' "$up_cat" "$ncat"
 printf 'upload_delay=0         %12d bytes  (%.4f x the local objects; each object before its commit) + %d bytes of %d catalogs\n' \
 	"$up_now" "$(echo "$up_now / $local_obj" | bc -l)" "$cat_now" "$ncat_now"
+printf 'sync every checkpoint  %12d bytes  (%.4f x the local objects; deferred) + %d bytes of %d catalogs\n' \
+	"$up_each" "$(echo "$up_each / $local_obj" | bc -l)" "$cat_each" "$ncat_each"
 printf 'write, sync, umount    deferred: %s; upload_delay=0: %s\n' "$times_def" "$times_now"
 # Reverse chains re-encode an older version against its successor (a new
 # object; the one it replaces deleted): uploaded at once (upload_delay=0),

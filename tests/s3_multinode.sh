@@ -5,7 +5,9 @@
 # machine would, fresh read-only mounts of both node stores (new cache
 # directories) and a resumed run whose losses must equal the original's
 # bit for bit.  Prints the bits per element of the flattened fp32
-# partitions (zero_pp_rank_*_optim_states.pt) as stored.
+# partitions (zero_pp_rank_*_optim_states.pt) as stored, and checks that
+# each partition stored as a delta takes under 0.95x zstd -3's bytes (a
+# flat fp32 buffer found the float codec).
 #
 # FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
 #
@@ -38,17 +40,32 @@ for r in 0 1 2 3; do
 	[ -f "$WORK/node$((r / 2))/global_step$RESUME/zero_pp_rank_${r}_mp_rank_00_optim_states.pt" ] ||
 		bad "rank $r's shard is not on node $((r / 2))"
 done
+# The older steps are reverse deltas once the flips are done: gc waits.
+for n in 0 1; do "$ULPFS" gc "$WORK/node$n" >/dev/null 2>&1 || bad "gc node $n"; done
 say "bits per element of the flattened fp32 partitions (stored bytes x 8 / (size / 4)):"
+# A delta that found the float codec takes well under zstd -3's bytes (a
+# flat fp32 buffer that fell to zstd would take about as many).
+ndelta=0
 for n in 0 1; do
 	for f in "$WORK/node$n"/global_step*/zero_pp_rank_*_optim_states.pt; do
-		"$ULPFS" log --json "$f" | "$PY" -c '
+		z3=$(zstd -3 -c -q -- "$f" | wc -c)
+		if "$ULPFS" log --json "$f" | "$PY" -c '
 import json, sys
 v = json.load(sys.stdin)[-1]
-print("    %-60s %8d -> %8d bytes  %6.2f bits/element  ref %s" % (
+z3 = int(sys.argv[1])
+print("    %-60s %8d -> %8d bytes  %6.2f bits/element (zstd -3: %6.2f)  ref %s" % (
     v["path"], v["size"], v["stored"], 8.0 * v["stored"] / (v["size"] / 4.0),
-    "none (keyframe)" if v["ref"] is None else v["ref"]["path"]))'
+    8.0 * z3 / (v["size"] / 4.0),
+    "none (keyframe)" if v["ref"] is None else v["ref"]["path"]))
+sys.exit(3 if v["ref"] is None else 0 if v["stored"] < 0.95 * z3 else 1)' "$z3"; then
+			ndelta=$((ndelta + 1))
+		else
+			[ $? = 3 ] || bad "$f: its delta takes no fewer bytes than zstd -3 (no float codec?)"
+		fi
 	done
 done
+[ "$ndelta" -ge 4 ] && ok "$ndelta partition deltas take under 0.95x zstd -3's bytes (the float codec)" ||
+	bad "only $ndelta partitions are deltas under 0.95x zstd -3"
 for n in 0 1; do fs_umount "$WORK/node$n"; done
 
 step "another machine: fresh read-only mounts of both node stores, resume from step $RESUME"

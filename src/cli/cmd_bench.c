@@ -400,6 +400,36 @@ static void print_dtypes(const file_row *rows, size_t n)
 	       (unsigned long long)t.chunks_standalone);
 }
 
+/* Which codec each file's bytes took: float elements (of which coded as
+ * deltas against the reference) and the generic bytes zstd codes.  A flat
+ * fp32 buffer that lost the float codec shows here as generic bytes. */
+static void print_file_codecs(const file_row *rows, size_t n)
+{
+	printf("\n== per file: float codec | generic bytes (zstd) ==\n");
+	printf("%-44s %-6s %10s %10s %8s | %10s %10s\n", "file", "dtype",
+	       "elements", "as delta", "bits/el", "generic", "coded");
+	for (size_t i = 0; i < n; i++) {
+		const ulp_stats *st = &rows[i].st;
+		size_t len = strlen(rows[i].path);
+		const char *name = rows[i].path + (len > 44 ? len - 44 : 0);
+		int any = 0;
+		for (int d = 1; d < ULP_DT_COUNT; d++) {
+			const ulp_dtype_stats *s = &st->dt[d];
+			if (!s->elems)
+				continue;
+			printf("%-44s %-6s %10llu %10llu %8.3f |\n", name,
+			       ulp_dtype_name(d), (unsigned long long)s->elems,
+			       (unsigned long long)s->delta_elems,
+			       s->bytes_out * 8.0 / (double)s->elems);
+			any = 1;
+		}
+		printf("%-44s %-6s %10s %10s %8s | %10llu %10llu\n", name,
+		       any ? "" : "none", "", "", "",
+		       (unsigned long long)st->dt[0].bytes_in,
+		       (unsigned long long)st->dt[0].bytes_out);
+	}
+}
+
 static void print_speeds(const file_row *rows, size_t n, const bench_opts *o)
 {
 	double *v = calloc(n ? n : 1, sizeof(double));
@@ -577,6 +607,7 @@ int cmd_bench(int argc, char **argv)
 		print_sizes("TOTAL", s[0], s[1], s[2], s[3], s[4]);
 		print_groups(rows, n, o.baselines);
 		print_dtypes(rows, n);
+		print_file_codecs(rows, n);
 		print_speeds(rows, n, &o);
 		printf("\nall %zu round trips verified\n", n);
 	}

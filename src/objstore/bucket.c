@@ -193,6 +193,7 @@ int ulp_bucket_upload(ulp_bucket *b, int dir_fd, const char *name)
 		atomic_fetch_add(&b->up_objects, 1);
 		atomic_fetch_add(&b->up_object_bytes,
 		                 (unsigned long long)sb.st_size);
+		ulp_publish_crash_upload(b);
 	}
 	if (rc) {
 		char line[400];
@@ -359,6 +360,8 @@ static void return_dead(ulp_bucket *b, deadlist d)
 
 static void flush_dead(ulp_bucket *b, deadlist d)
 {
+	if (d.n)
+		ulp_publish_crash(b, ULP_CRASH_DELETES);
 	char **dead = d.v;
 	size_t n = d.n;
 	for (size_t i = 0; i < n; i++) {
@@ -746,6 +749,7 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 		                  .read_at = hook_read_at,
 		                  .synced = hook_synced };
 	b->sweep_done = o->read_only;
+	ulp_publish_crash_init(b);
 	if (!rc && !o->read_only)
 		rc = ulp_lease_acquire(b, err, errlen);
 	if (!rc && !o->read_only)

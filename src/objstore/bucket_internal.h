@@ -74,6 +74,11 @@ struct ulp_bucket {
 	pthread_cond_t flush_cv; /* flushers: an upload ended */
 	int have_up_cv;
 
+	/* tests: where a publish kills the daemon (publish_crash.c) */
+	int crash_at;
+	unsigned crash_n;
+	atomic_uint crash_uploads; /* uploads while the gate was closed */
+
 	char owner[512]; /* this mount's lease owner id */
 	int leased;
 	int lease_advisory; /* the server refused If-None-Match */
@@ -128,5 +133,26 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed);
 /* A writer's mount: delete the catalog snapshots crashes left (all but the
  * pointer's and the one before it). */
 void ulp_publish_sweep(ulp_bucket *b);
+
+/* Tests: ULPFS_TEST_CRASH_PUBLISH=POINT[:N] makes a writer's publish kill
+ * its own process (SIGKILL, as kill -9 would) at POINT: flush:N after the
+ * N-th upload while the gate is closed (or at the flush's end when it
+ * uploads fewer), snapshot once the snapshot is taken (before its
+ * upload), pointer once the snapshot is uploaded (before the pointer
+ * PUT), record once the pointer is PUT (before the cache records it),
+ * deletes once published (before the objects it dropped are deleted).
+ * ulp_publish_crash_init reads it at open; ulp_publish_crash raises at
+ * the point; ulp_publish_crash_upload counts an upload. */
+enum {
+	ULP_CRASH_NONE,
+	ULP_CRASH_FLUSH,
+	ULP_CRASH_SNAPSHOT,
+	ULP_CRASH_POINTER,
+	ULP_CRASH_RECORD,
+	ULP_CRASH_DELETES
+};
+void ulp_publish_crash_init(ulp_bucket *b);
+void ulp_publish_crash(const ulp_bucket *b, int point);
+void ulp_publish_crash_upload(ulp_bucket *b);
 
 #endif

@@ -15,6 +15,10 @@
  * descends from; when the bucket's pointer names another one (someone else
  * wrote since), a read-only mount takes the newer snapshot and a writer
  * moves the old local catalog and staging aside (to stale-<time>/) first.
+ * A crash between the pointer PUT and that record would make the next
+ * mount take its own snapshot for someone else's: so the name goes to
+ * cache_dir/bucket-snapshot-next (fsynced) before the pointer PUT, and the
+ * seed accepts either file's name as this cache's own.
  *
  * Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
  */
@@ -61,10 +65,14 @@ static int mkdir_p(const char *dir)
 	return rc;
 }
 
-static void read_state(const ulp_bucket *b, char *out, size_t len)
+#define STATE_FILE "bucket-snapshot"
+#define INTENT_FILE "bucket-snapshot-next"
+
+static void read_state(const ulp_bucket *b, const char *file, char *out,
+                       size_t len)
 {
 	out[0] = '\0';
-	char *p = cpath(b, "bucket-snapshot");
+	char *p = cpath(b, file);
 	FILE *f = p ? fopen(p, "r") : NULL;
 	if (f) {
 		if (fgets(out, (int)len, f))
@@ -74,10 +82,9 @@ static void read_state(const ulp_bucket *b, char *out, size_t len)
 	free(p);
 }
 
-static int write_state(const ulp_bucket *b, const char *snap)
+static int write_state(const ulp_bucket *b, const char *file, const char *snap)
 {
-	char *p = cpath(b, "bucket-snapshot"), *t = cpath(b, ".bucket-"
-	                                                     "snapshot");
+	char *p = cpath(b, file), *t = cpath(b, ".bucket-snapshot.tmp");
 	int rc = p && t ? 0 : -ENOMEM;
 	FILE *f = rc ? NULL : fopen(t, "w");
 	if (!rc && !f)
@@ -93,6 +100,14 @@ static int write_state(const ulp_bucket *b, const char *snap)
 	free(p);
 	free(t);
 	return rc;
+}
+
+static void drop_intent(const ulp_bucket *b)
+{
+	char *p = cpath(b, INTENT_FILE);
+	if (p)
+		unlink(p);
+	free(p);
 }
 
 /* The pointer's snapshot name into snap ("" when none). */
@@ -151,7 +166,9 @@ static int download_catalog(ulp_bucket *b, const char *snap, ulp_s3_status *st)
 	if (rc && tmp)
 		unlink(tmp);
 	if (!rc)
-		rc = write_state(b, snap);
+		rc = write_state(b, STATE_FILE, snap);
+	if (!rc)
+		drop_intent(b); /* one of the catalog just replaced */
 	free(key);
 	free(tmp);
 	free(dst);
@@ -211,7 +228,9 @@ int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen)
 	if (!snap[0])
 		return 0; /* nothing published yet: a new store */
 	snprintf(b->last_snapshot, sizeof b->last_snapshot, "%s", snap);
-	read_state(b, have, sizeof have);
+	char next[128];
+	read_state(b, STATE_FILE, have, sizeof have);
+	read_state(b, INTENT_FILE, next, sizeof next);
 	char *cat = cpath(b, "catalog.db");
 	if (!cat)
 		return -ENOMEM;
@@ -219,6 +238,16 @@ int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen)
 	free(cat);
 	if (local && !strcmp(have, snap))
 		return 0;
+	if (local && !strcmp(next, snap)) {
+		/* our own publish, cut off before it was recorded */
+		ulp_bucket_log("s3://%s/%s: %s is this cache's own (its "
+		               "publish was interrupted): kept",
+		               b->bucket, b->prefix, snap);
+		rc = write_state(b, STATE_FILE, snap);
+		if (!rc)
+			drop_intent(b);
+		return rc;
+	}
 	if (local && !b->o.read_only && (rc = move_aside(b)) < 0) {
 		snprintf(err, errlen,
 		         "%s: cannot move the old catalog aside: %s",
@@ -300,10 +329,14 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 		 * snapshot is taken upload before they commit (uploads.c). */
 		ulp_up_gate(b, 1);
 		rc = ulp_up_flush(b);
+		if (!rc)
+			ulp_publish_crash(b, ULP_CRASH_FLUSH);
 		unlink(tmp);
 		if (!rc)
 			rc = vacuum_into(db, tmp);
 		ulp_up_gate(b, 0);
+		if (!rc)
+			ulp_publish_crash(b, ULP_CRASH_SNAPSHOT);
 	}
 	int fd = -1;
 	if (!rc && (fd = open(tmp, O_RDONLY | O_CLOEXEC)) < 0)
@@ -319,9 +352,14 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 		atomic_fetch_add(&b->up_catalogs, 1);
 		atomic_fetch_add(&b->up_catalog_bytes,
 		                 (unsigned long long)sb.st_size);
-		rc = ulp_s3_put(b->s3, ptr, snap, strlen(snap), 0, &st);
+		ulp_publish_crash(b, ULP_CRASH_POINTER);
+		/* Kept after a failed PUT too: a timeout may have stored it. */
+		rc = write_state(b, INTENT_FILE, snap);
 	}
+	if (!rc)
+		rc = ulp_s3_put(b->s3, ptr, snap, strlen(snap), 0, &st);
 	if (!rc) {
+		ulp_publish_crash(b, ULP_CRASH_RECORD);
 		/* the previous snapshot stays for a reader that fetched the
 		 * old pointer just now; the one before it goes */
 		if (b->prev_snapshot[0]) {
@@ -334,7 +372,8 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 		       sizeof b->prev_snapshot);
 		snprintf(b->last_snapshot, sizeof b->last_snapshot, "%s", snap);
 		b->pub_stamp = stamp;
-		write_state(b, snap);
+		if (write_state(b, STATE_FILE, snap) == 0)
+			drop_intent(b);
 	} else {
 		char line[400];
 		ulp_bucket_log(
