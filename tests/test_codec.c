@@ -1053,6 +1053,55 @@ Test(codec, thread_counts_give_identical_objects)
 	free_versions(v);
 }
 
+/* job.cur_read: the new file pulled chunk by chunk (gc's rebase decodes a
+ * version straight into the encoder) gives the object cur gives, reads
+ * every byte once and never past the file, and its errors come back. */
+Test(codec, pulled_input_gives_identical_objects)
+{
+	tu_file v[3];
+	build_versions(v, 2, 0xc0dec072ull);
+	tu_mem rm = tu_mem_of(v[0].data, v[0].size);
+	static const unsigned th[] = { 1, 3 };
+	for (int t = 0; t < 2; t++) {
+		tu_buf base;
+		tu_encode_ok(&v[1], &v[0], 4099, th[t], &base, NULL);
+		tu_sink sink = { 0 };
+		tu_mem cm = tu_mem_of(v[1].data, v[1].size);
+		ulp_encode_job job = tu_job(&v[1], &v[0], &rm, th[t]);
+		job.params.chunk_size = 4099;
+		job.write = tu_sink_write;
+		job.write_opaque = &sink;
+		job.cur_read = tu_mem_read;
+		job.cur_opaque = &cm;
+		TU_RC(ulp_encode_file(&job, NULL, NULL, NULL), ULP_ERR_ARG,
+		      "cur and cur_read both given");
+		job.cur = NULL;
+		uint8_t hash[16];
+		TU_OK(ulp_encode_file(&job, NULL, hash, NULL), "%u threads",
+		      th[t]);
+		TU_MEMEQ(hash, v[1].hash, 16, "hash of the pulled bytes");
+		TU_ASSERT(sink.b.len == base.len, "%zu bytes, from cur %zu",
+		          sink.b.len, base.len);
+		TU_MEMEQ(sink.b.p, base.p, base.len, "%u threads", th[t]);
+		TU_ASSERT(cm.oob == 0, "read past the file");
+		tu_mem om;
+		ulp_object *obj = open_buf(&base, &om);
+		TU_ASSERT(cm.calls == ulp_object_chunk_count(obj),
+		          "%lu reads for %zu chunks", cm.calls,
+		          ulp_object_chunk_count(obj));
+		ulp_object_close(obj);
+		cm.fail_lo = v[1].size / 2;
+		cm.fail_hi = cm.fail_lo + 1;
+		cm.fail_rc = ULP_ERR_NOMEM;
+		sink.b.len = 0;
+		TU_RC(ulp_encode_file(&job, NULL, NULL, NULL), ULP_ERR_NOMEM,
+		      "cur_read fails, %u threads", th[t]);
+		tu_buf_free(&sink.b);
+		tu_buf_free(&base);
+	}
+	free_versions(v);
+}
+
 Test(codec, reused_contexts)
 {
 	/* job.cctx: caller-owned contexts, reused across files, give the

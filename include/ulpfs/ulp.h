@@ -244,10 +244,21 @@ void ulp_writer_free(ulp_writer *w);
  * object is coded against the reference of ref_size bytes whose XXH3-128 is
  * ref_hash, read through ref_read.  stats (may be NULL) receives the sums
  * over all chunks; hash_out (may be NULL) the XXH3-128 of cur; object_size
- * (may be NULL) the bytes written. */
+ * (may be NULL) the bytes written.
+ *
+ * Instead of cur, the new file's bytes may be pulled chunk by chunk
+ * through cur_read (cur NULL): each worker reads the chunk it encodes into
+ * a buffer of its slot, so memory stays bounded by the chunks in flight
+ * however large the file, and nothing needs to be mapped or seekable
+ * (a version decoded through a cache, say).  cur_read follows the contract
+ * of ulp_ref_read_fn over the new file's cur_size bytes; it is called
+ * concurrently from the worker threads, at most once per byte, never
+ * inside holes or same ranges. */
 typedef struct ulp_encode_job {
 	const uint8_t *cur;
 	uint64_t cur_size;
+	ulp_ref_read_fn cur_read;
+	void *cur_opaque;
 	const ulp_tensor_map *cur_map;
 	int has_ref;
 	uint64_t ref_size;

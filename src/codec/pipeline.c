@@ -20,6 +20,7 @@ typedef struct enc_slot {
 	int done;
 	int rc;
 	ulp_buf buf;
+	ulp_buf src; /* the chunk's bytes read through cur_read (len 0: none) */
 	uint64_t dec_hash;
 	ulp_stats st;
 } enc_slot;
@@ -63,9 +64,12 @@ typedef struct src_bufs {
 
 /* The logical bytes of a chunk: the reference's where the chunk is
  * unchanged since it (same: cur need not hold them), zeros where it lies
- * in a hole, else cur's.  NULL with *rc set when they cannot be had. */
+ * in a hole, else cur's, or with cur_read the bytes it gives, read into
+ * pulled (NULL: the writer, which finds them there already).  NULL with
+ * *rc set when they cannot be had. */
 static const uint8_t *chunk_src(const ulp_encode_job *job, uint64_t off,
-                                uint32_t len, int same, src_bufs *b, int *rc)
+                                uint32_t len, int same, src_bufs *b,
+                                ulp_buf *pulled, int *rc)
 {
 	if (same) {
 		if (ulp_buf_reserve(&b->ref, len)) {
@@ -79,8 +83,25 @@ static const uint8_t *chunk_src(const ulp_encode_job *job, uint64_t off,
 		}
 		return b->ref.p;
 	}
-	if (!job->nholes || !in_ranges(job->holes, job->nholes, off, len))
-		return job->cur + off;
+	if (!job->nholes || !in_ranges(job->holes, job->nholes, off, len)) {
+		if (!job->cur_read)
+			return job->cur + off;
+		if (!pulled) { /* the worker read them, or failed */
+			*rc = ULP_ERR_IO;
+			return NULL;
+		}
+		if (ulp_buf_reserve(pulled, len)) {
+			*rc = ULP_ERR_NOMEM;
+			return NULL;
+		}
+		int r = job->cur_read(job->cur_opaque, off, pulled->p, len);
+		if (r) {
+			*rc = r < 0 ? r : ULP_ERR_IO;
+			return NULL;
+		}
+		pulled->len = len;
+		return pulled->p;
+	}
 	if (b->zero.len < len) {
 		if (ulp_buf_reserve(&b->zero, len)) {
 			*rc = ULP_ERR_NOMEM;
@@ -145,8 +166,10 @@ static void *worker(void *arg)
 		ulp_plan_chunk_range(p->plan, i, &off, &len);
 		int same = is_same(job, off, len);
 		int rc = cc ? ULP_OK : ULP_ERR_NOMEM;
-		const uint8_t *src =
-			rc ? NULL : chunk_src(job, off, len, same, &sb, &rc);
+		slot->src.len = 0;
+		const uint8_t *src = rc ? NULL
+		                        : chunk_src(job, off, len, same, &sb,
+		                                    &slot->src, &rc);
 		const void *enc = NULL;
 		int zero = !rc && src == sb.zero.p && plain_generic(p->plan, i);
 		uint64_t h = 0;
@@ -232,9 +255,11 @@ static int drain(enc_pipe *p, ulp_writer *w, XXH3_state_t *hs, ulp_stats *stats)
 			rc = ulp_writer_add_chunk(w, off, len, s->buf.p,
 			                          s->buf.len, s->dec_hash);
 		const uint8_t *src = rc ? NULL
-		                        : chunk_src(job, off, len,
-		                                    is_same(job, off, len), &sb,
-		                                    &rc);
+		                     : s->src.len
+		                             ? s->src.p
+		                             : chunk_src(job, off, len,
+		                                         is_same(job, off, len),
+		                                         &sb, NULL, &rc);
 		if (!rc) {
 			XXH3_128bits_update(hs, src, len);
 			if (stats)
@@ -281,7 +306,8 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	enc_pipe p = { 0 };
 	int rc;
 
-	if (!job || (!job->cur && job->cur_size) || !job->write ||
+	if (!job || (!job->cur && !job->cur_read && job->cur_size) ||
+	    (job->cur && job->cur_read) || !job->write ||
 	    (job->has_ref && (!job->ref_read || !job->ref_hash)) ||
 	    (job->nsame && !job->has_ref) ||
 	    (job->cctx && (!job->nthreads || job->nthreads > 256)))
@@ -329,8 +355,10 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 		p.abort = 1;
 	for (unsigned t = 0; t < started; t++)
 		pthread_join(th[t], NULL);
-	for (size_t k = 0; k < p.window; k++)
+	for (size_t k = 0; k < p.window; k++) {
 		ulp_buf_free(&p.slots[k].buf);
+		ulp_buf_free(&p.slots[k].src);
+	}
 	pthread_cond_destroy(&p.cv_space);
 	pthread_cond_destroy(&p.cv_done);
 	pthread_mutex_destroy(&p.mu);

@@ -71,6 +71,7 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	/* No task: the codec's threads read the reference concurrently,
 	 * each read its own chain. */
 	ulp_ref_ctx rctx = { st, req->ref, 0, NULL };
+	ulp_ref_ctx fctx = { st, req->from, 0, NULL };
 	ulp_encode_job job;
 	char tmp[32];
 	sink k = { -1, req->cancel, req->gen, req->stop, 0 };
@@ -80,7 +81,11 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	if (k.fd < 0)
 		return k.fd;
 	memset(&job, 0, sizeof job);
-	job.cur = req->size ? req->cur : NULL;
+	job.cur = req->size && !req->from ? req->cur : NULL;
+	if (req->size && req->from) {
+		job.cur_read = ulp_ref_read;
+		job.cur_opaque = &fctx;
+	}
 	job.cur_size = req->size;
 	job.cur_map = req->map ? req->map : &none;
 	job.has_ref = req->ref != 0;

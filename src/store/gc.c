@@ -18,13 +18,14 @@
  * own reference when that one is live (and the chain stays short
  * enough), else standalone.
  *
- * Both are one routine: decode the version (into a temporary file in
- * staging/), encode it against its new reference, check the hash, write
- * and fsync the object; then one transaction switches the row to the new
- * object, fixes the depths below it and deletes every ghost nothing needs
- * any more; only then is the old object removed.  A crash before the
- * transaction leaves an object no row names (removed at the next open)
- * and the flip still pending; after it, an old object no row names.
+ * Both are one routine: decode the version through the chunk cache
+ * straight into the encoder (chunk by chunk, no temporary copy), encode it
+ * against its new reference, check the hash, write and fsync the object;
+ * then one transaction switches the row to the new object, fixes the
+ * depths below it and deletes every ghost nothing needs any more; only
+ * then is the old object removed.  A crash before the transaction leaves
+ * an object no row names (removed at the next open) and the flip still
+ * pending; after it, an old object no row names.
  *
  * Stores written before reverse chains hold forward chains (a version
  * coded against an older one).  They read as they are.  A flip of a
@@ -38,7 +39,6 @@
 #include "store/gc.h"
 
 #include <signal.h>
-#include <sys/mman.h>
 #include <time.h>
 
 /* The gc thread's state (under st->mu unless said otherwise). */
@@ -195,83 +195,37 @@ static int next_job(ulp_store *st, job *j)
 	}
 }
 
-/* Decode version vid into a temporary file and map it. */
-static int decode_to_tmp(ulp_store *st, const ulp_version_info *v, int *fdp,
-                         void **map)
-{
-	char name[64];
-	int fd, rc = 0;
-
-	snprintf(name, sizeof name, "%s%llu", ULP_REBASE_PREFIX,
-	         (unsigned long long)v->id);
-	fd = openat(st->stg_fd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
-	            0600);
-	if (fd < 0)
-		return -errno;
-	unlinkat(st->stg_fd, name, 0); /* anonymous from now on */
-	*fdp = fd;
-	*map = NULL;
-	if (v->size == 0)
-		return 0;
-	rc = ulp_version_to_fd(st, v->id, v->size, fd, &st->gc->stop);
-	if (rc < 0)
-		return rc;
-	*map = mmap(NULL, v->size, PROT_READ, MAP_SHARED, fd, 0);
-	if (*map == MAP_FAILED) {
-		*map = NULL;
-		return -errno;
-	}
-	return 0;
-}
-
 /* Code j->d again against j->n into a new object, fsynced, whose decoded
- * hash is checked against the version's. */
+ * hash is checked against the version's.  The encoder's workers pull j->d
+ * decoded through the cache, a chunk each: no copy in staging, memory
+ * bounded by the chunks in flight. */
 static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
                     uint64_t *stored, uint8_t estats[ULP_ESTATS_LEN])
 {
 	uint8_t hash[16];
 	ulp_stats est;
-	void *data = NULL;
-	uint64_t(*holes)[2] = NULL;
-	size_t nholes = 0;
-	int fd = -1;
-	int rc = decode_to_tmp(st, &j->d, &fd, &data);
+	ulp_encode_req req = {
+		.from = j->d.id,
+		.size = j->d.size,
+		.map = &j->dmap,
+		.ref = j->n.id,
+		.ref_size = j->n.size,
+		.ref_hash = j->n.hash,
+		.ref_map = &j->nmap,
+		.cctx = st->gc->cctx,
+		/* a big file: the encoders' share of cores, as a lone commit
+		 * gets (below a few chunks, threads cost more than they give) */
+		.threads = j->d.size >= (8u << 20) ? st->opts.encoder_threads
+		                                   : 1,
+		.stop = &st->gc->stop,
+		.stats = &est,
+	};
+	int rc = ulp_encode_object(st, &req, object, stored, hash);
 
-	/* The zeros of a sparse file were left as holes: not read again. */
-	if (rc == 0 && j->d.size)
-		rc = ulp_stage_holes(fd, j->d.size, &holes, &nholes);
-	if (rc == 0) {
-		ulp_encode_req req = {
-			.cur = data,
-			.size = j->d.size,
-			.map = &j->dmap,
-			.ref = j->n.id,
-			.ref_size = j->n.size,
-			.ref_hash = j->n.hash,
-			.ref_map = &j->nmap,
-			.cctx = st->gc->cctx,
-			/* a big file: the encoders' share of cores, as a
-			 * lone commit gets (below a few chunks, threads
-			 * cost more than they give) */
-			.threads = j->d.size >= (8u << 20)
-			                   ? st->opts.encoder_threads
-			                   : 1,
-			.stop = &st->gc->stop,
-			.stats = &est,
-			.holes = (const uint64_t(*)[2])holes,
-			.nholes = nholes,
-		};
-		rc = ulp_encode_object(st, &req, object, stored, hash);
-		if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {
-			ulp_obj_unlink(st, object);
-			rc = -EIO; /* decoded bytes differ from the version */
-		}
+	if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {
+		ulp_obj_unlink(st, object);
+		rc = -EIO; /* decoded bytes differ from the version */
 	}
-	if (data)
-		munmap(data, j->d.size);
-	if (fd >= 0)
-		close(fd);
-	free(holes);
 	if (rc == 0)
 		ulp_estats_encode(&est, estats);
 	return rc;

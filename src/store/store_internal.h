@@ -332,6 +332,8 @@ void ulp_queue_expedite(ulp_store *st);
 typedef struct ulp_encode_req {
 	const uint8_t *cur;
 	uint64_t size;
+	uint64_t from; /* else (cur NULL): this version's bytes, decoded
+	                  chunk by chunk through the cache as encoded */
 	const ulp_tensor_map *map;
 	uint64_t ref; /* reference version or 0 */
 	uint64_t ref_size;
