@@ -137,7 +137,8 @@ uint64_t ulp_tensor_map_layout_hash(const ulp_tensor_map *map);
  *    has returned; a group is freed only after that.
  *  - ulp_pool_free may be called once no group has unfinished jobs; it
  *    joins the worker threads.
- *  - All functions may be called from any thread, including from jobs. */
+ *  - All functions may be called from any thread, including from jobs.
+ *    The worker threads block every signal. */
 typedef struct ulp_pool ulp_pool;
 typedef struct ulp_pool_group ulp_pool_group;
 typedef void (*ulp_pool_fn)(void *arg);

@@ -12,6 +12,7 @@
  * so that their scratch tables stay allocated from one file to the next.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -103,9 +104,15 @@ ulp_pool *ulp_pool_new(unsigned threads)
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	p->head.next = p->head.prev = &p->head;
+	/* Signals are for the threads that wait for them (a mount's main
+	 * thread), never for these: they start with all blocked. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (; p->nthreads < threads; p->nthreads++)
 		if (pthread_create(&p->th[p->nthreads], NULL, pool_main, p))
 			break;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (p->nthreads == 0) {
 		ulp_pool_free(p);
 		return NULL;

@@ -95,7 +95,8 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	job.ref_read = ulp_ref_read;
 	job.ref_opaque = &rctx;
 	job.nthreads = req->threads > 1 ? req->threads : 1;
-	job.cctx = job.nthreads == 1 ? &req->cctx : NULL;
+	/* the pool's contexts, warm from the previous encodes */
+	job.pool = st->pool;
 	job.write = sink_write;
 	job.write_opaque = &k;
 	drop_ctx drop = { job.cur, 0 };
@@ -324,8 +325,7 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 
 /* ------------------------------------------------------------ encode */
 
-int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
-                     ulp_inode *in)
+int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 {
 	ulp_tensor_map map = { ULP_FMT_UNKNOWN, 0, NULL };
 	ref_choice ref;
@@ -411,7 +411,6 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		.cur = data,
 		.size = size,
 		.map = &map,
-		.cctx = cctx,
 		/* below a few chunks, threads cost more than they give */
 		.threads = size >= (8u << 20) ? threads : 1,
 		.cancel = &in->gen,

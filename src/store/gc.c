@@ -53,7 +53,6 @@ struct ulp_gc {
 	int convert;                      /* the pass asked for converts forward
 	                            chains (ulp_store_gc) */
 	_Atomic int stop;                 /* read without mu */
-	ulp_cctx *cctx;                   /* the thread's */
 	unsigned nflips;                  /* flips begun (the thread's) */
 	unsigned crash_flip, crash_stage; /* tests: see crash_point */
 };
@@ -212,7 +211,6 @@ static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
 		.ref_size = j->n.size,
 		.ref_hash = j->n.hash,
 		.ref_map = &j->nmap,
-		.cctx = st->gc->cctx,
 		/* a big file: the encoders' share of cores, as a lone commit
 		 * gets (below a few chunks, threads cost more than they give) */
 		.threads = j->d.size >= (8u << 20) ? st->opts.encoder_threads
@@ -448,9 +446,6 @@ int ulp_gc_start(ulp_store *st)
 		return -e;
 	}
 	st->gc = g;
-	g->cctx = ulp_cctx_new();
-	if (!g->cctx)
-		return -ENOMEM;
 	e = pthread_create(&g->thread, NULL, gc_main, st);
 	if (e)
 		return -e;
@@ -471,7 +466,6 @@ void ulp_gc_stop(ulp_store *st)
 	pthread_mutex_unlock(&st->mu);
 	if (g->started)
 		pthread_join(g->thread, NULL);
-	ulp_cctx_free(g->cctx);
 	pthread_cond_destroy(&g->cv);
 	pthread_cond_destroy(&g->done_cv);
 	st->gc = NULL;
