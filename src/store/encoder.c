@@ -182,6 +182,7 @@ int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out)
 static int choose_ref(ulp_store *st, uint64_t current, const char *path,
                       uint64_t layout, ref_choice *rc_out)
 {
+	ULP_MU_HELD(st);
 	int64_t id = 0;
 	int rc = 0;
 

@@ -69,6 +69,7 @@ typedef struct job {
  * against vid, in links; 0 when none is (mu held). */
 static int subtree_height(ulp_store *st, uint64_t vid, int64_t *h)
 {
+	ULP_MU_HELD(st);
 	static const char Q[] = "WITH RECURSIVE sub(id, d) AS ("
 				" SELECT ?1, 0 UNION ALL"
 				" SELECT v.id, sub.d + 1 FROM versions AS v"
@@ -120,6 +121,7 @@ static int fits(ulp_store *st, const ulp_version_info *d,
 /* Fill in d's map and, when it stays, n and its map (mu held). */
 static int job_load(ulp_store *st, job *j, uint64_t did, uint64_t nid)
 {
+	ULP_MU_HELD(st);
 	int rc = ulp_version_get_locked(st, did, &j->d);
 
 	if (rc == 0)

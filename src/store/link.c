@@ -100,6 +100,7 @@ int ulp_ns_drop_name(ulp_store *st, const ulp_cat_inode *row,
 
 const char *ulp_ns_history_path(ulp_store *st, const char *path, char **buf)
 {
+	ULP_MU_HELD(st);
 	uint64_t ino;
 	ulp_cat_inode row;
 
