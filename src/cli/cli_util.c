@@ -229,7 +229,6 @@ static void dec_wait(dec_pool *p, int (*done)(const dec_pool *, size_t),
 {
 	while (!p->rc && !done(p, i)) {
 		while (p->active < p->nlanes && dec_room(p) &&
-		       p->next + p->active < p->n &&
 		       ulp_pool_submit(p->g, dec_worker, p) == ULP_OK)
 			p->active++;
 		if (p->active == 0 && dec_room(p)) { /* none could be queued */

@@ -234,8 +234,9 @@ static void worker(void *arg)
 	pthread_mutex_unlock(&p->mu);
 }
 
-/* Start workers for the chunks the window has room for, up to one per
- * lane (p->mu held).  When none runs and none can be queued (out of
+/* While the window has room, start workers up to one per lane (p->mu
+ * held): a worker busy with a chunk may claim the next only after it, so
+ * every lane counts.  When none runs and none can be queued (out of
  * memory), run one here. */
 static void spawn(enc_pipe *p)
 {
@@ -243,8 +244,7 @@ static void spawn(enc_pipe *p)
 	                     ? p->next_write + p->window
 	                     : p->n;
 
-	while (!p->abort && p->active < p->nlanes &&
-	       p->next_claim + p->active < lim &&
+	while (!p->abort && p->active < p->nlanes && p->next_claim < lim &&
 	       ulp_pool_submit(p->g, worker, p) == ULP_OK)
 		p->active++;
 	if (!p->abort && p->active == 0 && p->next_claim < lim) {
