@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -278,6 +279,43 @@ Test(chains, lineage_of_20_at_keyframe_2)
 Test(chains, lineage_of_20_at_keyframe_16)
 {
 	lineage_at_k(16);
+}
+
+/* A rebase (and a flip: the same routine) decodes the version straight
+ * into the encoder through the cache: nothing is written to staging/. */
+Test(chains, reencodes_write_nothing_to_staging)
+{
+	enum { N = 4 };
+	ulp_store *st = open_k(16);
+	sfile vers[N];
+	uint64_t dirs[N];
+	int gone[N] = { 0 };
+	char dir[400];
+
+	write_lineage(st, N, vers, dirs);
+	settle_all(st);
+	uint64_t vid = ckpt_version(st, 1).id;
+	cr_assert_eq(dependants_of(st, N, gone, vid), 1, "ckpt-1 on ckpt-2");
+	snprintf(dir, sizeof dir, "%s/staging", store_dir());
+	int in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	cr_assert(in >= 0, "inotify: %s", strerror(errno));
+	cr_assert(inotify_add_watch(in, dir, IN_CREATE | IN_MOVED_TO) >= 0,
+	          "watch %s: %s", dir, strerror(errno));
+	uint64_t before = stats_of(st).rebases;
+	cr_assert_eq(ulp_ns_unlink(st, dirs[1], "m.safetensors"), 0);
+	gone[1] = 1;
+	settle_all(st);
+	cr_assert_eq(stats_of(st).rebases - before, 1, "ckpt-1 rebased");
+	char ev[4096] __attribute__((aligned(8)));
+	ssize_t n = read(in, ev, sizeof ev);
+	cr_assert(n < 0 && errno == EAGAIN, "%zd bytes of events in staging/%s",
+	          n, n > 0 ? ((struct inotify_event *)ev)->name : "");
+	close(in);
+	check_lineage(st, N, vers, gone, 16);
+	check_integrity(st);
+	ulp_store_close(st);
+	for (int i = 0; i < N; i++)
+		free(vers[i].p);
 }
 
 /* HF Trainer with save_total_limit=2: save checkpoint-N, then rm -rf the

@@ -1053,6 +1053,179 @@ Test(codec, thread_counts_give_identical_objects)
 	free_versions(v);
 }
 
+/* job.cur_read: the new file pulled chunk by chunk (gc's rebase decodes a
+ * version straight into the encoder) gives the object cur gives, reads
+ * every byte once and never past the file, and its errors come back. */
+Test(codec, pulled_input_gives_identical_objects)
+{
+	tu_file v[3];
+	build_versions(v, 2, 0xc0dec072ull);
+	tu_mem rm = tu_mem_of(v[0].data, v[0].size);
+	static const unsigned th[] = { 1, 3 };
+	for (int t = 0; t < 2; t++) {
+		tu_buf base;
+		tu_encode_ok(&v[1], &v[0], 4099, th[t], &base, NULL);
+		tu_sink sink = { 0 };
+		tu_mem cm = tu_mem_of(v[1].data, v[1].size);
+		ulp_encode_job job = tu_job(&v[1], &v[0], &rm, th[t]);
+		job.params.chunk_size = 4099;
+		job.write = tu_sink_write;
+		job.write_opaque = &sink;
+		job.cur_read = tu_mem_read;
+		job.cur_opaque = &cm;
+		TU_RC(ulp_encode_file(&job, NULL, NULL, NULL), ULP_ERR_ARG,
+		      "cur and cur_read both given");
+		job.cur = NULL;
+		uint8_t hash[16];
+		TU_OK(ulp_encode_file(&job, NULL, hash, NULL), "%u threads",
+		      th[t]);
+		TU_MEMEQ(hash, v[1].hash, 16, "hash of the pulled bytes");
+		TU_ASSERT(sink.b.len == base.len, "%zu bytes, from cur %zu",
+		          sink.b.len, base.len);
+		TU_MEMEQ(sink.b.p, base.p, base.len, "%u threads", th[t]);
+		TU_ASSERT(cm.oob == 0, "read past the file");
+		tu_mem om;
+		ulp_object *obj = open_buf(&base, &om);
+		TU_ASSERT(cm.calls == ulp_object_chunk_count(obj),
+		          "%lu reads for %zu chunks", cm.calls,
+		          ulp_object_chunk_count(obj));
+		ulp_object_close(obj);
+		cm.fail_lo = v[1].size / 2;
+		cm.fail_hi = cm.fail_lo + 1;
+		cm.fail_rc = ULP_ERR_NOMEM;
+		sink.b.len = 0;
+		TU_RC(ulp_encode_file(&job, NULL, NULL, NULL), ULP_ERR_NOMEM,
+		      "cur_read fails, %u threads", th[t]);
+		tu_buf_free(&sink.b);
+		tu_buf_free(&base);
+	}
+	free_versions(v);
+}
+
+/* ---------------------------------------------------- thread pool */
+
+static void count_job(void *arg)
+{
+	__atomic_add_fetch((unsigned long *)arg, 1, __ATOMIC_RELAXED);
+}
+
+Test(codec, pool_runs_every_job_once)
+{
+	unsigned long count = 0;
+	ulp_pool *pool = ulp_pool_new(3);
+	cr_assert(pool);
+	cr_assert_eq(ulp_pool_threads(pool), 3);
+	ulp_pool_group *g = ulp_pool_group_new(pool);
+	cr_assert(g);
+	for (int i = 0; i < 1000; i++)
+		TU_OK(ulp_pool_submit(g, count_job, &count), "submit %d", i);
+	ulp_pool_group_wait(g);
+	cr_assert_eq(count, 1000);
+	cr_assert_eq(ulp_pool_group_pending(g), 0);
+	ulp_pool_group_free(g);
+	ulp_pool_free(pool);
+}
+
+/* One encode of several chunks with several workers, as a job of the
+ * pool it encodes on (a store's encoder). */
+typedef struct nest_arg {
+	const tu_file *cur, *ref;
+	ulp_pool *pool;
+	tu_sink sink;
+	tu_mem rm;
+	int rc;
+} nest_arg;
+
+static void nested_encode(void *arg)
+{
+	nest_arg *a = arg;
+	ulp_encode_job job = tu_job(a->cur, a->ref, &a->rm, 3);
+	job.params.chunk_size = 4099;
+	job.pool = a->pool;
+	job.write = tu_sink_write;
+	job.write_opaque = &a->sink;
+	a->rc = ulp_encode_file(&job, NULL, NULL, NULL);
+}
+
+/* Decodes of a whole object, as read-ahead does, in another group. */
+typedef struct ra_arg {
+	const tu_buf *obj;
+	const tu_file *want, *ref;
+	int ok;
+} ra_arg;
+
+static void readahead_decode(void *arg)
+{
+	ra_arg *a = arg;
+	tu_mem om = tu_mem_of(a->obj->p, a->obj->len);
+	tu_mem rm = tu_mem_of(a->ref->data, a->ref->size);
+	ulp_object *obj = NULL;
+	ulp_dctx *d = ulp_dctx_new();
+	uint8_t *out = malloc(a->want->size);
+	a->ok = d && out &&
+	        ulp_object_open(tu_mem_read, &om, a->obj->len, &obj) == 0 &&
+	        ulp_object_read(d, obj, 0, out, a->want->size, tu_mem_read,
+	                        &rm) == 0 &&
+	        memcmp(out, a->want->data, a->want->size) == 0;
+	ulp_object_close(obj);
+	ulp_dctx_free(d);
+	free(out);
+}
+
+/* The nested wait: encodes with 3 workers each, running as jobs of a pool
+ * of 1 or 2 threads that they encode on, alongside decodes; every worker
+ * thread can be taken by an encode waiting for its chunks.  Without the
+ * waiters running their own queued chunks this deadlocks (the timeout
+ * fails it). */
+Test(codec, pool_nested_encodes_do_not_deadlock, .timeout = 120)
+{
+	tu_file v[3];
+	build_versions(v, 2, 0xc0dec074ull);
+	tu_buf want;
+	tu_encode_ok(&v[1], &v[0], 4099, 1, &want, NULL);
+	enum { NE = 4, NR = 4 };
+	for (unsigned t = 1; t <= 2; t++) {
+		ulp_pool *pool = ulp_pool_new(t);
+		cr_assert(pool);
+		ulp_pool_group *ge = ulp_pool_group_new(pool);
+		ulp_pool_group *gr = ulp_pool_group_new(pool);
+		cr_assert(ge && gr);
+		nest_arg ea[NE];
+		ra_arg ra[NR];
+		for (int i = 0; i < NE; i++) {
+			memset(&ea[i], 0, sizeof ea[i]);
+			ea[i].cur = &v[1];
+			ea[i].ref = &v[0];
+			ea[i].pool = pool;
+			ea[i].rm = tu_mem_of(v[0].data, v[0].size);
+			ea[i].rc = -1;
+			TU_OK(ulp_pool_submit(ge, nested_encode, &ea[i]), "e");
+			if (i < NR) {
+				ra[i] = (ra_arg){ &want, &v[1], &v[0], 0 };
+				TU_OK(ulp_pool_submit(gr, readahead_decode,
+				                      &ra[i]),
+				      "r");
+			}
+		}
+		ulp_pool_group_free(ge);
+		ulp_pool_group_free(gr);
+		for (int i = 0; i < NE; i++) {
+			TU_OK(ea[i].rc, "pool of %u, encode %d", t, i);
+			TU_ASSERT(ea[i].sink.b.len == want.len,
+			          "pool of %u: %zu bytes, want %zu", t,
+			          ea[i].sink.b.len, want.len);
+			TU_MEMEQ(ea[i].sink.b.p, want.p, want.len,
+			         "pool of %u, encode %d", t, i);
+			tu_buf_free(&ea[i].sink.b);
+		}
+		for (int i = 0; i < NR; i++)
+			TU_ASSERT(ra[i].ok, "pool of %u, decode %d", t, i);
+		ulp_pool_free(pool);
+	}
+	tu_buf_free(&want);
+	free_versions(v);
+}
+
 Test(codec, reused_contexts)
 {
 	/* job.cctx: caller-owned contexts, reused across files, give the

@@ -1214,6 +1214,112 @@ Test(store, sequential_reads_read_ahead)
 		free(vers[i].p);
 }
 
+/* The store's one pool runs the encoders, their chunk workers and
+ * read-ahead: files of several chunks (big enough for more than one
+ * worker when the pool has two threads) committed while a reader reads
+ * ahead, at pool sizes 1 and 2, all finish and read back exact (a
+ * nested wait that deadlocked would hit the timeout). */
+typedef struct pool_writer {
+	ulp_store *st;
+	const uint8_t *data[3];
+	size_t len;
+	uint64_t ino[3];
+	int err;
+} pool_writer;
+
+static void *pool_write_files(void *arg)
+{
+	pool_writer *w = arg;
+
+	for (int i = 0; i < 3 && !w->err; i++) {
+		char name[16];
+		ulp_attr a;
+		ulp_file *f;
+		snprintf(name, sizeof name, "w%d.bin", i);
+		w->err = ulp_ns_create(w->st, ULP_ROOT_INO, name, 0644, 0, 0,
+		                       &a);
+		if (!w->err)
+			w->err =
+				ulp_file_open(w->st, a.ino, O_WRONLY, &f, NULL);
+		if (w->err)
+			break;
+		w->ino[i] = a.ino;
+		for (size_t off = 0; off < w->len && !w->err; off += 131072) {
+			size_t n = w->len - off < 131072 ? w->len - off
+			                                 : 131072;
+			if (ulp_file_write(f, w->data[i] + off, n,
+			                   (off_t)off) != (ssize_t)n)
+				w->err = -EIO;
+		}
+		if (!w->err)
+			w->err = ulp_file_flush(f);
+		ulp_file_release(f);
+	}
+	return NULL;
+}
+
+static void pool_encodes_beside_readahead(unsigned threads)
+{
+	enum { LEN = 9u << 20 }; /* 5 chunks, over the 2-worker threshold */
+	ulp_store_opts o = { 0 };
+	o.settle_ms = 1;
+	o.encoder_threads = threads;
+	o.cache_bytes = 64u << 20;
+	uint8_t *bufs[4];
+	for (int i = 0; i < 4; i++) {
+		bufs[i] = malloc(LEN);
+		cr_assert(bufs[i]);
+		fill_random(bufs[i], LEN, 7100 + (uint64_t)i);
+	}
+	ulp_store *st = open_opts(&o);
+	uint64_t rino = put_file(st, ULP_ROOT_INO, "read.bin", bufs[3], LEN);
+	sync_ok(st);
+	uint64_t vid = current(st, rino).id;
+	pool_writer w = { st, { bufs[0], bufs[1], bufs[2] }, LEN, { 0 }, 0 };
+	pthread_t t;
+	cr_assert_eq(pthread_create(&t, NULL, pool_write_files, &w), 0);
+	uint8_t *got = malloc(LEN);
+	cr_assert(got);
+	for (int pass = 0; pass < 2; pass++) {
+		ulp_readahead *ra = ulp_readahead_new(st);
+		cr_assert(ra);
+		for (size_t off = 0; off < LEN; off += 131072)
+			cr_assert_eq(ulp_version_read_ra(st, ra, vid, got + off,
+			                                 131072, off),
+			             131072);
+		ulp_readahead_free(ra);
+		cr_assert(memcmp(got, bufs[3], LEN) == 0, "pass %d", pass);
+	}
+	pthread_join(t, NULL);
+	cr_assert_eq(w.err, 0, "writer: %s", strerror(-w.err));
+	sync_ok(st);
+	ulp_store_stats s;
+	cr_assert_eq(ulp_store_stats_get(st, &s), 0);
+	cr_assert_gt(s.readahead, 0, "nothing was read ahead");
+	for (int i = 0; i < 3; i++) {
+		cr_assert_neq(current(st, w.ino[i]).id, 0, "w%d committed", i);
+		expect_content(st, w.ino[i], bufs[i], LEN);
+	}
+	ulp_store_close(st);
+	st = open_opts(&o);
+	for (int i = 0; i < 3; i++)
+		expect_version(st, current(st, w.ino[i]).id, bufs[i], LEN);
+	ulp_store_close(st);
+	free(got);
+	for (int i = 0; i < 4; i++)
+		free(bufs[i]);
+}
+
+Test(store, pool_of_1_encodes_beside_readahead, .timeout = 240)
+{
+	pool_encodes_beside_readahead(1);
+}
+
+Test(store, pool_of_2_encodes_beside_readahead, .timeout = 240)
+{
+	pool_encodes_beside_readahead(2);
+}
+
 Test(store, rewrite_races_the_encoder)
 {
 	ulp_store *st = open_default();

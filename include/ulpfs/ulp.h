@@ -116,6 +116,53 @@ void ulp_tensor_map_free(ulp_tensor_map *map);
  * empty map. */
 uint64_t ulp_tensor_map_layout_hash(const ulp_tensor_map *map);
 
+/* ----------------------------------------------------------- thread pool */
+
+/* A fixed set of worker threads that run submitted jobs, meant to be the
+ * one pool of a process: the codec's chunk workers (ulp_encode_job.pool),
+ * a store's read-ahead, its encoders and the CLI's baselines all submit
+ * to it, so one size bounds the threads that compute.
+ *
+ * Contract:
+ *  - A job is submitted to a group (ulp_pool_group) and runs once, on a
+ *    worker thread or on a thread that waits for its group; queued jobs
+ *    start in submission order.
+ *  - A job may itself submit jobs and wait for them.  A waiter runs the
+ *    queued jobs of the group it waits for on its own thread meanwhile
+ *    (ulp_pool_group_wait, ulp_pool_group_help), so nested waits cannot
+ *    deadlock, even with one worker thread.  What a job must not do is
+ *    block on anything that only a job of another group, still queued,
+ *    would provide.
+ *  - ulp_pool_group_wait returns once every job submitted to the group
+ *    has returned; a group is freed only after that.
+ *  - ulp_pool_free may be called once no group has unfinished jobs; it
+ *    joins the worker threads.
+ *  - All functions may be called from any thread, including from jobs.
+ *    The worker threads block every signal. */
+typedef struct ulp_pool ulp_pool;
+typedef struct ulp_pool_group ulp_pool_group;
+typedef void (*ulp_pool_fn)(void *arg);
+
+/* A pool of threads workers (0: one per online CPU, at most 256); NULL
+ * when it cannot be had. */
+ulp_pool *ulp_pool_new(unsigned threads);
+unsigned ulp_pool_threads(const ulp_pool *pool);
+void ulp_pool_free(ulp_pool *pool);
+/* A group of jobs on pool; NULL when out of memory. */
+ulp_pool_group *ulp_pool_group_new(ulp_pool *pool);
+/* Waits for the group's jobs (ulp_pool_group_wait), then frees it. */
+void ulp_pool_group_free(ulp_pool_group *g);
+/* Queue fn(arg) in g: ULP_OK, or ULP_ERR_NOMEM (not queued). */
+int ulp_pool_submit(ulp_pool_group *g, ulp_pool_fn fn, void *arg);
+/* Run one queued job of g on the calling thread: 1, or 0 when none of
+ * g's jobs is queued (all done or running elsewhere). */
+int ulp_pool_group_help(ulp_pool_group *g);
+/* Until every job submitted to g has returned, running g's queued jobs on
+ * the calling thread. */
+void ulp_pool_group_wait(ulp_pool_group *g);
+/* Jobs of g submitted and not yet returned. */
+size_t ulp_pool_group_pending(ulp_pool_group *g);
+
 /* -------------------------------------------------------------- encoding */
 
 /* The bytes of the reference version, by logical offset.  Must fill
@@ -251,11 +298,21 @@ void ulp_writer_free(ulp_writer *w);
  * object is coded against the reference of ref_size bytes whose XXH3-128 is
  * ref_hash, read through ref_read.  stats (may be NULL) receives the sums
  * over all chunks; hash_out (may be NULL) the content hash of cur (the
- * object's file hash); object_size
- * (may be NULL) the bytes written. */
+ * object's file hash); object_size (may be NULL) the bytes written.
+ *
+ * Instead of cur, the new file's bytes may be pulled chunk by chunk
+ * through cur_read (cur NULL): each worker reads the chunk it encodes into
+ * a buffer of its slot, so memory stays bounded by the chunks in flight
+ * however large the file, and nothing needs to be mapped or seekable
+ * (a version decoded through a cache, say).  cur_read follows the contract
+ * of ulp_ref_read_fn over the new file's cur_size bytes; it is called
+ * concurrently from the worker threads, at most once per byte, never
+ * inside holes or same ranges. */
 typedef struct ulp_encode_job {
 	const uint8_t *cur;
 	uint64_t cur_size;
+	ulp_ref_read_fn cur_read;
+	void *cur_opaque;
 	const ulp_tensor_map *cur_map;
 	int has_ref;
 	uint64_t ref_size;
@@ -265,6 +322,13 @@ typedef struct ulp_encode_job {
 	void *ref_opaque;
 	ulp_params params;
 	unsigned nthreads;
+	/* The pool the chunk workers run on (NULL: nthreads threads of
+	 * their own, started for this call).  At most nthreads of this
+	 * job's chunks are encoded at once; the calling thread writes them
+	 * and, while it waits, encodes queued chunks itself (so a job of the
+	 * same pool may call this).  Without cctx, the contexts come from
+	 * the pool and stay warm for its next jobs. */
+	ulp_pool *pool;
 	/* nthreads contexts to reuse (their scratch memory stays warm from
 	 * one file to the next), or NULL to create them per call */
 	ulp_cctx *const *cctx;

@@ -38,9 +38,13 @@ int cli_fd_read_at(void *opaque, uint64_t off, void *buf, size_t len);
 /* ulp_write_fn over a file descriptor (opaque points to the int fd). */
 int cli_fd_write(void *opaque, const void *buf, size_t len);
 
-/* Decode every chunk of obj with nthreads threads, into dst (the whole
- * logical size) when dst is not NULL, else streamed in order to the
- * descriptor out_fd.  ref may be NULL for a standalone object.  dctx, if
+/* The CLI process's thread pool (ulp_pool): one thread per online CPU,
+ * or min_threads if more, decided by the first call; NULL when it cannot
+ * be had.  It is never freed (its threads end with the process). */
+ulp_pool *cli_pool(unsigned min_threads);
+/* Decode every chunk of obj with nthreads workers on cli_pool(), into
+ * dst (the whole logical size) when dst is not NULL, else streamed in
+ * order to the descriptor out_fd.  ref may be NULL for a standalone object.  dctx, if
  * not NULL, holds nthreads contexts to reuse. */
 int cli_decode_all(const ulp_object *obj, const cli_map *ref, unsigned nthreads,
                    ulp_dctx *const *dctx, uint8_t *dst, int out_fd);

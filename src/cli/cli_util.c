@@ -152,42 +152,62 @@ int cli_check_ref(const ulp_object *obj, const cli_map *ref,
 
 /* ------------------------------------------------------ parallel decode */
 
+ulp_pool *cli_pool(unsigned min_threads)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static ulp_pool *pool;
+
+	pthread_mutex_lock(&mu);
+	if (!pool) {
+		long c = sysconf(_SC_NPROCESSORS_ONLN);
+		unsigned n = c < 1 ? 1 : (unsigned)c;
+		pool = ulp_pool_new(n > min_threads ? n : min_threads);
+	}
+	pthread_mutex_unlock(&mu);
+	return pool;
+}
+
+/* Worker jobs on the CLI's pool claim chunks in order, each with a lane
+ * (a decoding context); streaming, at most window chunks are decoded but
+ * not yet written.  As in the codec's encoder (pipeline.c), a worker
+ * returns rather than block a pool thread when the window is full, and
+ * the writer starts workers again and runs queued ones itself. */
 typedef struct dec_pool {
 	ulp_dctx *const *dctx;
-	unsigned nstarted;
+	ulp_dctx **own;    /* lanes' own contexts, made on first use */
+	unsigned *free_ln; /* lanes no worker holds */
+	unsigned nlanes, nfree, active;
+	ulp_pool_group *g;
 	const ulp_object *obj;
 	const cli_map *ref;
 	uint8_t *dst;
 	int out_fd;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	size_t next, written, window;
+	size_t n, next, written, window;
 	uint8_t **bufs; /* streaming: window decoded chunks */
 	int *ready;
 	int rc;
 } dec_pool;
 
-static void *dec_worker(void *arg)
+/* Whether chunk next may be claimed (mu held). */
+static int dec_room(const dec_pool *p)
+{
+	return !p->rc && p->next < p->n &&
+	       (p->dst || p->next - p->written < p->window);
+}
+
+static void dec_worker(void *arg)
 {
 	dec_pool *p = arg;
 	pthread_mutex_lock(&p->mu);
-	unsigned idx = p->nstarted++;
-	pthread_mutex_unlock(&p->mu);
-	ulp_dctx *own = p->dctx ? NULL : ulp_dctx_new();
-	ulp_dctx *d = p->dctx ? p->dctx[idx] : own;
-	size_t n = ulp_object_chunk_count(p->obj);
-	for (;;) {
-		pthread_mutex_lock(&p->mu);
-		while (!p->rc && p->next < n && !p->dst &&
-		       p->next - p->written >= p->window)
-			pthread_cond_wait(&p->cv, &p->mu);
-		if (p->rc || p->next >= n || !d) {
-			if (!d && !p->rc)
-				p->rc = ULP_ERR_NOMEM;
-			pthread_cond_broadcast(&p->cv);
-			pthread_mutex_unlock(&p->mu);
-			break;
-		}
+	unsigned lane = p->free_ln[--p->nfree];
+	ulp_dctx *d = p->dctx ? p->dctx[lane] : p->own[lane];
+	if (!d && !p->dctx)
+		d = p->own[lane] = ulp_dctx_new();
+	if (!d && !p->rc)
+		p->rc = ULP_ERR_NOMEM;
+	while (dec_room(p)) {
 		size_t i = p->next++;
 		pthread_mutex_unlock(&p->mu);
 
@@ -204,22 +224,56 @@ static void *dec_worker(void *arg)
 		if (!p->dst)
 			p->ready[i % p->window] = 1;
 		pthread_cond_broadcast(&p->cv);
-		pthread_mutex_unlock(&p->mu);
 	}
-	ulp_dctx_free(own);
-	return NULL;
+	p->free_ln[p->nfree++] = lane;
+	p->active--;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* Until done(p) (mu held): keep workers going, one per lane at most, and
+ * run the queued ones here. */
+static void dec_wait(dec_pool *p, int (*done)(const dec_pool *, size_t),
+                     size_t i)
+{
+	while (!p->rc && !done(p, i)) {
+		while (p->active < p->nlanes && dec_room(p) &&
+		       ulp_pool_submit(p->g, dec_worker, p) == ULP_OK)
+			p->active++;
+		if (p->active == 0 && dec_room(p)) { /* none could be queued */
+			p->active++;
+			pthread_mutex_unlock(&p->mu);
+			dec_worker(p);
+			pthread_mutex_lock(&p->mu);
+			continue;
+		}
+		pthread_mutex_unlock(&p->mu);
+		int ran = ulp_pool_group_help(p->g);
+		pthread_mutex_lock(&p->mu);
+		if (!ran && !p->rc && !done(p, i))
+			pthread_cond_wait(&p->cv, &p->mu);
+	}
+}
+
+static int chunk_ready(const dec_pool *p, size_t i)
+{
+	return p->ready[i % p->window];
+}
+
+static int all_decoded(const dec_pool *p, size_t i)
+{
+	(void)i;
+	return p->next >= p->n && p->active == 0;
 }
 
 /* Streaming mode: write chunks in order as they are ready. */
 static int dec_drain(dec_pool *p)
 {
-	size_t n = ulp_object_chunk_count(p->obj);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < p->n; i++) {
 		uint64_t off;
 		uint32_t len;
 		pthread_mutex_lock(&p->mu);
-		while (!p->rc && !p->ready[i % p->window])
-			pthread_cond_wait(&p->cv, &p->mu);
+		dec_wait(p, chunk_ready, i);
 		int rc = p->rc;
 		pthread_mutex_unlock(&p->mu);
 		if (rc)
@@ -231,7 +285,6 @@ static int dec_drain(dec_pool *p)
 		p->written++;
 		if (rc && !p->rc)
 			p->rc = rc;
-		pthread_cond_broadcast(&p->cv);
 		pthread_mutex_unlock(&p->mu);
 		if (rc)
 			return rc;
@@ -247,8 +300,6 @@ int cli_decode_all(const ulp_object *obj, const cli_map *ref, unsigned nthreads,
 		       .ref = ref,
 		       .dst = dst,
 		       .out_fd = out_fd };
-	pthread_t th[64];
-	unsigned started = 0;
 	int rc = ULP_OK;
 
 	if (nthreads == 0) {
@@ -260,12 +311,22 @@ int cli_decode_all(const ulp_object *obj, const cli_map *ref, unsigned nthreads,
 			return ULP_ERR_ARG;
 		nthreads = 64;
 	}
+	p.n = ulp_object_chunk_count(obj);
 	p.window = 2 * (size_t)nthreads;
+	p.nlanes = p.nfree = nthreads;
 	pthread_mutex_init(&p.mu, NULL);
 	pthread_cond_init(&p.cv, NULL);
-	if (!dst) {
+	ulp_pool *pool = cli_pool(nthreads);
+	p.g = pool ? ulp_pool_group_new(pool) : NULL;
+	p.own = calloc(nthreads, sizeof(*p.own));
+	p.free_ln = calloc(nthreads, sizeof(*p.free_ln));
+	if (!p.g || !p.own || !p.free_ln)
+		rc = ULP_ERR_NOMEM;
+	for (unsigned k = 0; !rc && k < nthreads; k++)
+		p.free_ln[k] = k;
+	if (!rc && !dst) {
 		uint32_t maxlen = 0;
-		for (size_t i = 0; i < ulp_object_chunk_count(obj); i++) {
+		for (size_t i = 0; i < p.n; i++) {
 			uint64_t off;
 			uint32_t len;
 			ulp_object_chunk_range(obj, i, &off, &len);
@@ -280,24 +341,26 @@ int cli_decode_all(const ulp_object *obj, const cli_map *ref, unsigned nthreads,
 			if (!(p.bufs[k] = malloc(maxlen ? maxlen : 1)))
 				rc = ULP_ERR_NOMEM;
 	}
-	for (; !rc && started < nthreads; started++)
-		if (pthread_create(&th[started], NULL, dec_worker, &p))
-			break;
-	if (!rc && !started)
-		rc = ULP_ERR_NOMEM;
 	if (!rc && !dst)
 		rc = dec_drain(&p);
+	else if (!rc) {
+		pthread_mutex_lock(&p.mu);
+		dec_wait(&p, all_decoded, 0);
+		pthread_mutex_unlock(&p.mu);
+	}
 	if (rc) {
 		pthread_mutex_lock(&p.mu);
 		if (!p.rc)
 			p.rc = rc;
-		pthread_cond_broadcast(&p.cv);
 		pthread_mutex_unlock(&p.mu);
 	}
-	for (unsigned t = 0; t < started; t++)
-		pthread_join(th[t], NULL);
+	ulp_pool_group_free(p.g); /* the workers see rc and return */
 	if (!rc)
 		rc = p.rc;
+	for (unsigned k = 0; p.own && k < nthreads; k++)
+		ulp_dctx_free(p.own[k]);
+	free(p.own);
+	free(p.free_ln);
 	for (size_t k = 0; p.bufs && k < p.window; k++)
 		free(p.bufs[k]);
 	free(p.bufs);

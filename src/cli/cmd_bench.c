@@ -108,6 +108,7 @@ static double time_encode(ulp_encode_job *job, unsigned nthreads, unsigned reps,
 	double v[32];
 	job->nthreads = nthreads;
 	job->cctx = o->cctx;
+	job->pool = cli_pool(o->threads); /* NULL: threads of its own */
 	job->write = sink_write;
 	job->write_opaque = sink;
 	for (unsigned r = 0; r < reps; r++) {

@@ -216,6 +216,7 @@ int cmd_pack(int argc, char **argv)
 	job.params.chunk_size = a.chunk;
 	job.params.generic_level = (int)a.level;
 	job.nthreads = a.threads;
+	job.pool = cli_pool(a.threads); /* NULL: threads of its own */
 	job.write = cli_fd_write;
 	job.write_opaque = &out.fd;
 	job.progress = cli_progress_cb;

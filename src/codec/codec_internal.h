@@ -217,4 +217,11 @@ enum {
 	ULP_SC_STANDALONE = 4, /* float exponent-coded, no reference */
 };
 
+/* ------------------------------------------------------- pool.c */
+
+/* An encoder context from pool's spares (else a new one; NULL when out of
+ * memory), and back: kept for the next job, up to a few per thread. */
+ulp_cctx *ulp_pool_cctx_take(ulp_pool *pool);
+void ulp_pool_cctx_give(ulp_pool *pool, ulp_cctx *cctx);
+
 #endif /* ULP_CODEC_INTERNAL_H */

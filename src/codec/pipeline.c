@@ -1,11 +1,16 @@
 /*
  * pipeline.c - parallel, streaming encoding of a whole file.
  *
- * Worker threads claim chunks in order and encode them with their own
- * ulp_cctx; the calling thread writes finished chunks in order.  At most
- * `window` chunks are claimed but not yet written, which bounds memory
- * whatever the file size: that is what lets `ulpfs pack` stream a file
- * larger than memory.
+ * Worker jobs on a thread pool (the job's, else one started for the
+ * call) claim chunks in order and encode them, each with a lane of its
+ * own (context and buffers); the calling thread writes finished chunks in
+ * order.  At most `window` chunks are claimed but not yet written, which
+ * bounds memory whatever the file size: that is what lets `ulpfs pack`
+ * stream a file larger than memory.  A worker that finds the window full
+ * returns rather than block its pool thread; the writer starts workers
+ * again as it frees slots, and while it waits for a chunk it runs this
+ * file's queued workers itself, so an encode that is itself a job of the
+ * same pool cannot deadlock, whatever the pool's size.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -20,24 +25,10 @@ typedef struct enc_slot {
 	int done;
 	int rc;
 	ulp_buf buf;
+	ulp_buf src; /* the chunk's bytes read through cur_read (len 0: none) */
 	uint64_t dec_hash;
 	ulp_stats st;
 } enc_slot;
-
-typedef struct enc_pipe {
-	const ulp_encode_job *job;
-	const ulp_plan *plan;
-	pthread_mutex_t mu;
-	pthread_cond_t cv_done, cv_space;
-	size_t next_claim, next_write, window;
-	enc_slot *slots;
-	int abort;
-} enc_pipe;
-
-typedef struct enc_worker {
-	enc_pipe *pipe;
-	unsigned idx;
-} enc_worker;
 
 /* Whether [off, off + len) lies inside one of n sorted ranges. */
 static int in_ranges(const uint64_t (*v)[2], size_t n, uint64_t off,
@@ -63,9 +54,12 @@ typedef struct src_bufs {
 
 /* The logical bytes of a chunk: the reference's where the chunk is
  * unchanged since it (same: cur need not hold them), zeros where it lies
- * in a hole, else cur's.  NULL with *rc set when they cannot be had. */
+ * in a hole, else cur's, or with cur_read the bytes it gives, read into
+ * pulled (NULL: the writer, which finds them there already).  NULL with
+ * *rc set when they cannot be had. */
 static const uint8_t *chunk_src(const ulp_encode_job *job, uint64_t off,
-                                uint32_t len, int same, src_bufs *b, int *rc)
+                                uint32_t len, int same, src_bufs *b,
+                                ulp_buf *pulled, int *rc)
 {
 	if (same) {
 		if (ulp_buf_reserve(&b->ref, len)) {
@@ -79,8 +73,25 @@ static const uint8_t *chunk_src(const ulp_encode_job *job, uint64_t off,
 		}
 		return b->ref.p;
 	}
-	if (!job->nholes || !in_ranges(job->holes, job->nholes, off, len))
-		return job->cur + off;
+	if (!job->nholes || !in_ranges(job->holes, job->nholes, off, len)) {
+		if (!job->cur_read)
+			return job->cur + off;
+		if (!pulled) { /* the worker read them, or failed */
+			*rc = ULP_ERR_IO;
+			return NULL;
+		}
+		if (ulp_buf_reserve(pulled, len)) {
+			*rc = ULP_ERR_NOMEM;
+			return NULL;
+		}
+		int r = job->cur_read(job->cur_opaque, off, pulled->p, len);
+		if (r) {
+			*rc = r < 0 ? r : ULP_ERR_IO;
+			return NULL;
+		}
+		pulled->len = len;
+		return pulled->p;
+	}
 	if (b->zero.len < len) {
 		if (ulp_buf_reserve(&b->zero, len)) {
 			*rc = ULP_ERR_NOMEM;
@@ -114,104 +125,162 @@ static int plain_generic(const ulp_plan *plan, size_t i)
 	return cp->nruns == 1 && r->dtype == ULP_DT_GENERIC && !r->has_ref;
 }
 
-static void *worker(void *arg)
-{
-	enc_pipe *p = ((enc_worker *)arg)->pipe;
-	const ulp_encode_job *job = p->job;
-	unsigned idx = ((enc_worker *)arg)->idx;
-	ulp_cctx *own = job->cctx ? NULL : ulp_cctx_new();
-	ulp_cctx *cc = job->cctx ? job->cctx[idx] : own;
-	size_t n = ulp_plan_chunk_count(p->plan);
-	src_bufs sb = { { 0 }, { 0 } };
-	zero_memo zm = { 0 };
+/* What one worker job uses, handed from one to the next. */
+typedef struct enc_lane {
+	ulp_cctx *cc; /* job->cctx[lane], or the pool's (NULL: not yet) */
+	src_bufs sb;
+	zero_memo zm;
+} enc_lane;
 
-	for (;;) {
-		pthread_mutex_lock(&p->mu);
-		while (!p->abort && p->next_claim < n &&
-		       p->next_claim - p->next_write >= p->window)
-			pthread_cond_wait(&p->cv_space, &p->mu);
-		if (p->abort || p->next_claim >= n) {
-			pthread_mutex_unlock(&p->mu);
-			break;
-		}
+typedef struct enc_pipe {
+	const ulp_encode_job *job;
+	const ulp_plan *plan;
+	ulp_pool *pool;
+	ulp_pool_group *g;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_done; /* a chunk done, or a worker returned */
+	size_t n, next_claim, next_write, window;
+	enc_slot *slots;
+	enc_lane *lanes;   /* nlanes: at most that many workers at once */
+	unsigned *free_ln; /* indices of the lanes no worker holds */
+	unsigned nlanes, nfree;
+	unsigned active; /* workers submitted, not yet returned */
+	int abort;
+} enc_pipe;
+
+/* Encode chunk i into its slot (no lock held). */
+static void encode_chunk(enc_pipe *p, enc_lane *ln, size_t i)
+{
+	const ulp_encode_job *job = p->job;
+	enc_slot *slot = &p->slots[i % p->window];
+	zero_memo *zm = &ln->zm;
+	uint64_t off;
+	uint32_t len;
+	size_t enc_len = 0;
+	ulp_stats st;
+
+	if (!ln->cc)
+		ln->cc = job->cctx ? job->cctx[ln - p->lanes]
+		                   : ulp_pool_cctx_take(p->pool);
+	ulp_plan_chunk_range(p->plan, i, &off, &len);
+	int same = is_same(job, off, len);
+	int rc = ln->cc ? ULP_OK : ULP_ERR_NOMEM;
+	slot->src.len = 0;
+	const uint8_t *src = NULL;
+	const void *enc = NULL;
+	uint64_t h = 0;
+	int known = 0; /* h from the reference's index */
+	if (!rc && same) {
+		/* Unchanged since the reference: identical, if the plan maps
+		 * it onto the same bytes; then its bytes are needed only for
+		 * its hash, which the reference's index may hold. */
+		rc = ulp_chunk_encode_copy(ln->cc, p->plan, i, &enc, &enc_len,
+		                           &st);
+		known = !rc && job->ref_chunk_hash &&
+		        job->ref_chunk_hash(job->ref_opaque, off, len, &h) == 1;
+	}
+	if ((!rc || rc == ULP_ERR_REF) && !known) {
+		int r2 = ULP_OK;
+		src = chunk_src(job, off, len, same, &ln->sb, &slot->src, &r2);
+		if (r2)
+			rc = r2;
+	}
+	int zero = !rc && src && src == ln->sb.zero.p &&
+	           plain_generic(p->plan, i);
+	if (zero && zm->len == len) {
+		enc = zm->enc.p;
+		enc_len = zm->enc.len;
+		st = zm->st;
+		h = zm->hash;
+	} else if (!rc && !same) {
+		rc = ULP_ERR_REF;
+	}
+	if (rc == ULP_ERR_REF)
+		rc = ulp_chunk_encode(ln->cc, p->plan, i, src, job->ref_read,
+		                      job->ref_opaque, &enc, &enc_len, &st);
+	if (!rc)
+		rc = ulp_buf_reserve(&slot->buf, enc_len);
+	if (!rc) {
+		memcpy(slot->buf.p, enc, enc_len);
+		slot->buf.len = enc_len;
+	}
+	if (!rc && !known && !h)
+		h = XXH3_64bits(src, len);
+	if (!rc && zero && zm->len != len &&
+	    !ulp_buf_reserve(&zm->enc, enc_len)) {
+		memcpy(zm->enc.p, slot->buf.p, enc_len);
+		zm->enc.len = enc_len;
+		zm->st = st;
+		zm->hash = h;
+		zm->len = len;
+	}
+	pthread_mutex_lock(&p->mu);
+	slot->rc = rc;
+	slot->st = st;
+	slot->dec_hash = h;
+	slot->done = 1;
+	if (rc)
+		p->abort = 1;
+	pthread_cond_broadcast(&p->cv_done);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* A worker job: chunks in order while the window has room. */
+static void worker(void *arg)
+{
+	enc_pipe *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	enc_lane *ln = &p->lanes[p->free_ln[--p->nfree]];
+	while (!p->abort && p->next_claim < p->n &&
+	       p->next_claim - p->next_write < p->window) {
 		size_t i = p->next_claim++;
 		pthread_mutex_unlock(&p->mu);
-
-		enc_slot *slot = &p->slots[i % p->window];
-		uint64_t off;
-		uint32_t len;
-		size_t enc_len = 0;
-		ulp_stats st;
-		ulp_plan_chunk_range(p->plan, i, &off, &len);
-		int same = is_same(job, off, len);
-		int rc = cc ? ULP_OK : ULP_ERR_NOMEM;
-		const uint8_t *src = NULL;
-		const void *enc = NULL;
-		uint64_t h = 0;
-		int known = 0; /* h from the reference's index */
-		if (!rc && same) {
-			/* Unchanged since the reference: identical, if the
-			 * plan maps it onto the same bytes; then its bytes
-			 * are needed only for its hash, which the
-			 * reference's index may hold. */
-			rc = ulp_chunk_encode_copy(cc, p->plan, i, &enc,
-			                           &enc_len, &st);
-			known = !rc && job->ref_chunk_hash &&
-			        job->ref_chunk_hash(job->ref_opaque, off, len,
-			                            &h) == 1;
-		}
-		if ((!rc || rc == ULP_ERR_REF) && !known) {
-			int r2 = ULP_OK;
-			src = chunk_src(job, off, len, same, &sb, &r2);
-			if (r2)
-				rc = r2;
-		}
-		int zero = !rc && src && src == sb.zero.p &&
-		           plain_generic(p->plan, i);
-		if (zero && zm.len == len) {
-			enc = zm.enc.p;
-			enc_len = zm.enc.len;
-			st = zm.st;
-			h = zm.hash;
-		} else if (!rc && !same) {
-			rc = ULP_ERR_REF;
-		}
-		if (rc == ULP_ERR_REF)
-			rc = ulp_chunk_encode(cc, p->plan, i, src,
-			                      job->ref_read, job->ref_opaque,
-			                      &enc, &enc_len, &st);
-		if (!rc)
-			rc = ulp_buf_reserve(&slot->buf, enc_len);
-		if (!rc) {
-			memcpy(slot->buf.p, enc, enc_len);
-			slot->buf.len = enc_len;
-		}
-		if (!rc && !known && !h)
-			h = XXH3_64bits(src, len);
-		if (!rc && zero && zm.len != len &&
-		    !ulp_buf_reserve(&zm.enc, enc_len)) {
-			memcpy(zm.enc.p, slot->buf.p, enc_len);
-			zm.enc.len = enc_len;
-			zm.st = st;
-			zm.hash = h;
-			zm.len = len;
-		}
+		encode_chunk(p, ln, i);
 		pthread_mutex_lock(&p->mu);
-		slot->rc = rc;
-		slot->st = st;
-		slot->dec_hash = h;
-		slot->done = 1;
-		if (rc)
-			p->abort = 1;
-		pthread_cond_broadcast(&p->cv_done);
-		pthread_cond_broadcast(&p->cv_space);
-		pthread_mutex_unlock(&p->mu);
 	}
-	ulp_buf_free(&sb.zero);
-	ulp_buf_free(&sb.ref);
-	ulp_buf_free(&zm.enc);
-	ulp_cctx_free(own);
-	return NULL;
+	p->free_ln[p->nfree++] = (unsigned)(ln - p->lanes);
+	p->active--;
+	pthread_cond_broadcast(&p->cv_done);
+	pthread_mutex_unlock(&p->mu);
+}
+
+/* While the window has room, start workers up to one per lane (p->mu
+ * held): a worker busy with a chunk may claim the next only after it, so
+ * every lane counts.  When none runs and none can be queued (out of
+ * memory), run one here. */
+static void spawn(enc_pipe *p)
+{
+	size_t lim = p->next_write + p->window < p->n
+	                     ? p->next_write + p->window
+	                     : p->n;
+
+	while (!p->abort && p->active < p->nlanes && p->next_claim < lim &&
+	       ulp_pool_submit(p->g, worker, p) == ULP_OK)
+		p->active++;
+	if (!p->abort && p->active == 0 && p->next_claim < lim) {
+		p->active++;
+		pthread_mutex_unlock(&p->mu);
+		worker(p);
+		pthread_mutex_lock(&p->mu);
+	}
+}
+
+/* Until slot s is done or the encode aborted (p->mu held): keep workers
+ * going, and run this file's queued ones here rather than wait for a
+ * pool thread. */
+static void wait_slot(enc_pipe *p, const enc_slot *s)
+{
+	while (!s->done && !p->abort) {
+		spawn(p);
+		if (s->done || p->abort)
+			break;
+		pthread_mutex_unlock(&p->mu);
+		int ran = ulp_pool_group_help(p->g);
+		pthread_mutex_lock(&p->mu);
+		if (!ran && !s->done && !p->abort)
+			pthread_cond_wait(&p->cv_done, &p->mu);
+	}
 }
 
 /* Whether chunk [off, off + len) of a file of size bytes is one leaf of
@@ -235,8 +304,7 @@ static int drain(enc_pipe *p, ulp_writer *w, ulp_hasher *hs, ulp_stats *stats)
 		uint64_t off;
 		uint32_t len;
 		pthread_mutex_lock(&p->mu);
-		while (!s->done && !p->abort)
-			pthread_cond_wait(&p->cv_done, &p->mu);
+		wait_slot(p, s);
 		if (!s->done) {
 			/* Another chunk failed: find its error. */
 			for (size_t k = 0; k < p->window; k++)
@@ -259,9 +327,11 @@ static int drain(enc_pipe *p, ulp_writer *w, ulp_hasher *hs, ulp_stats *stats)
 		if (!rc && !job->known_hash &&
 		    (job->flat_hash || !is_leaf(off, len, job->cur_size) ||
 		     ulp_hasher_leaf(hs, s->dec_hash, len) != ULP_OK)) {
-			const uint8_t *src = chunk_src(job, off, len,
+			const uint8_t *src =
+				s->src.len ? s->src.p
+					   : chunk_src(job, off, len,
 			                               is_same(job, off, len),
-			                               &sb, &rc);
+			                               &sb, NULL, &rc);
 			if (!rc)
 				ulp_hasher_update(hs, src, len);
 		}
@@ -273,7 +343,6 @@ static int drain(enc_pipe *p, ulp_writer *w, ulp_hasher *hs, ulp_stats *stats)
 		pthread_mutex_lock(&p->mu);
 		s->done = 0;
 		p->next_write++;
-		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
 		if (!rc && job->progress)
 			job->progress(job->progress_opaque, off + len,
@@ -282,7 +351,6 @@ static int drain(enc_pipe *p, ulp_writer *w, ulp_hasher *hs, ulp_stats *stats)
 	if (rc) {
 		pthread_mutex_lock(&p->mu);
 		p->abort = 1;
-		pthread_cond_broadcast(&p->cv_space);
 		pthread_mutex_unlock(&p->mu);
 	}
 	ulp_buf_free(&sb.zero);
@@ -298,19 +366,71 @@ static unsigned thread_count(unsigned want)
 	return n < 1 ? 1 : n > 256 ? 256 : (unsigned)n;
 }
 
+/* Set up p's lanes and slots for nth workers on pool: 0 or
+ * ULP_ERR_NOMEM. */
+static int pipe_init(enc_pipe *p, const ulp_encode_job *job,
+                     const ulp_plan *plan, ulp_pool *pool, unsigned nth)
+{
+	p->job = job;
+	p->plan = plan;
+	p->pool = pool;
+	p->n = ulp_plan_chunk_count(plan);
+	p->window = 2 * (size_t)nth + 2;
+	p->nlanes = p->nfree = nth;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv_done, NULL);
+	p->g = ulp_pool_group_new(pool);
+	p->slots = calloc(p->window, sizeof(enc_slot));
+	p->lanes = calloc(nth, sizeof(enc_lane));
+	p->free_ln = calloc(nth, sizeof(unsigned));
+	if (!p->g || !p->slots || !p->lanes || !p->free_ln)
+		return ULP_ERR_NOMEM;
+	for (unsigned k = 0; k < nth; k++)
+		p->free_ln[k] = k;
+	return ULP_OK;
+}
+
+/* Wait for p's workers, give their contexts back to the pool, free. */
+static void pipe_fini(enc_pipe *p)
+{
+	if (p->g) {
+		pthread_mutex_lock(&p->mu);
+		p->abort = 1;
+		pthread_mutex_unlock(&p->mu);
+		ulp_pool_group_free(p->g);
+	}
+	for (unsigned k = 0; p->lanes && k < p->nlanes; k++) {
+		enc_lane *ln = &p->lanes[k];
+		if (!p->job->cctx)
+			ulp_pool_cctx_give(p->pool, ln->cc);
+		ulp_buf_free(&ln->sb.zero);
+		ulp_buf_free(&ln->sb.ref);
+		ulp_buf_free(&ln->zm.enc);
+	}
+	for (size_t k = 0; p->slots && k < p->window; k++) {
+		ulp_buf_free(&p->slots[k].buf);
+		ulp_buf_free(&p->slots[k].src);
+	}
+	free(p->free_ln);
+	free(p->lanes);
+	free(p->slots);
+	pthread_cond_destroy(&p->cv_done);
+	pthread_mutex_destroy(&p->mu);
+}
+
 int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
                     uint8_t hash_out[16], uint64_t *object_size)
 {
 	ulp_plan *plan = NULL;
 	ulp_writer *w = NULL;
 	ulp_hasher *hs = NULL;
-	pthread_t th[256];
-	enc_worker wk[256];
-	unsigned nth, started = 0;
+	ulp_pool *own = NULL;
+	unsigned nth;
 	enc_pipe p = { 0 };
 	int rc;
 
-	if (!job || (!job->cur && job->cur_size) || !job->write ||
+	if (!job || (!job->cur && !job->cur_read && job->cur_size) ||
+	    (job->cur && job->cur_read) || !job->write ||
 	    (job->has_ref && (!job->ref_read || !job->ref_hash)) ||
 	    (job->nsame && !job->has_ref) ||
 	    (job->cctx && (!job->nthreads || job->nthreads > 256)))
@@ -331,39 +451,16 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	if (rc)
 		goto out;
 	hs = ulp_hasher_new(kind);
-	if (!hs) {
-		rc = ULP_ERR_NOMEM;
-		goto out;
-	}
-
 	nth = thread_count(job->nthreads);
-	p.job = job;
-	p.plan = plan;
-	p.window = 2 * (size_t)nth + 2;
-	p.slots = calloc(p.window, sizeof(enc_slot));
-	if (!p.slots) {
+	ulp_pool *pool = job->pool ? job->pool : (own = ulp_pool_new(nth));
+	if (!hs || !pool) {
 		rc = ULP_ERR_NOMEM;
 		goto out;
 	}
-	pthread_mutex_init(&p.mu, NULL);
-	pthread_cond_init(&p.cv_done, NULL);
-	pthread_cond_init(&p.cv_space, NULL);
-	for (; started < nth; started++) {
-		wk[started] = (enc_worker){ &p, started };
-		if (pthread_create(&th[started], NULL, worker, &wk[started]))
-			break;
-	}
-	rc = started ? drain(&p, w, hs, stats) : ULP_ERR_NOMEM;
-	if (!started)
-		p.abort = 1;
-	for (unsigned t = 0; t < started; t++)
-		pthread_join(th[t], NULL);
-	for (size_t k = 0; k < p.window; k++)
-		ulp_buf_free(&p.slots[k].buf);
-	pthread_cond_destroy(&p.cv_space);
-	pthread_cond_destroy(&p.cv_done);
-	pthread_mutex_destroy(&p.mu);
-	free(p.slots);
+	rc = pipe_init(&p, job, plan, pool, nth);
+	if (!rc)
+		rc = drain(&p, w, hs, stats);
+	pipe_fini(&p);
 	uint8_t digest[16];
 	if (!rc && job->known_hash)
 		memcpy(digest, job->known_hash, 16);
@@ -375,6 +472,7 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 			memcpy(hash_out, digest, 16);
 	}
 out:
+	ulp_pool_free(own);
 	ulp_hasher_free(hs);
 	ulp_writer_free(w);
 	ulp_plan_free(plan);

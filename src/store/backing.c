@@ -34,6 +34,7 @@ void ulp_stage_mark_backing(ulp_inode *in)
 
 void ulp_stage_sync_backing(ulp_store *st, ulp_inode *in)
 {
+	ULP_MU_HELD(st);
 	struct stat sb;
 
 	if (!in->staged || in->fd < 0 || fstat(in->fd, &sb) < 0)

@@ -72,6 +72,7 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	/* No task: the codec's threads read the reference concurrently,
 	 * each read its own chain. */
 	ulp_ref_ctx rctx = { st, req->ref, 0, NULL };
+	ulp_ref_ctx fctx = { st, req->from, 0, NULL };
 	ulp_encode_job job;
 	char tmp[32];
 	sink k = { -1, req->cancel, req->gen, req->stop, 0 };
@@ -81,7 +82,11 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	if (k.fd < 0)
 		return k.fd;
 	memset(&job, 0, sizeof job);
-	job.cur = req->size ? req->cur : NULL;
+	job.cur = req->size && !req->from ? req->cur : NULL;
+	if (req->size && req->from) {
+		job.cur_read = ulp_ref_read;
+		job.cur_opaque = &fctx;
+	}
 	job.cur_size = req->size;
 	job.cur_map = req->map ? req->map : &none;
 	job.has_ref = req->ref != 0;
@@ -91,7 +96,8 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	job.ref_read = ulp_ref_read;
 	job.ref_opaque = &rctx;
 	job.nthreads = req->threads > 1 ? req->threads : 1;
-	job.cctx = job.nthreads == 1 ? &req->cctx : NULL;
+	/* the pool's contexts, warm from the previous encodes */
+	job.pool = st->pool;
 	job.write = sink_write;
 	job.write_opaque = &k;
 	drop_ctx drop = { job.cur, 0 };
@@ -180,6 +186,7 @@ int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out)
 static int choose_ref(ulp_store *st, uint64_t current, const char *path,
                       uint64_t layout, ref_choice *rc_out)
 {
+	ULP_MU_HELD(st);
 	int64_t id = 0;
 	int rc = 0;
 
@@ -323,8 +330,7 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 
 /* ------------------------------------------------------------ encode */
 
-int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
-                     ulp_inode *in)
+int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 {
 	ulp_tensor_map map = { ULP_FMT_UNKNOWN, 0, NULL };
 	ref_choice ref;
@@ -423,7 +429,6 @@ int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
 		.cur = data,
 		.size = size,
 		.map = cmap,
-		.cctx = cctx,
 		/* below a few chunks, threads cost more than they give */
 		.threads = size >= (8u << 20) ? threads : 1,
 		.cancel = &in->gen,

@@ -18,13 +18,14 @@
  * own reference when that one is live (and the chain stays short
  * enough), else standalone.
  *
- * Both are one routine: decode the version (into a temporary file in
- * staging/), encode it against its new reference, check the hash, write
- * and fsync the object; then one transaction switches the row to the new
- * object, fixes the depths below it and deletes every ghost nothing needs
- * any more; only then is the old object removed.  A crash before the
- * transaction leaves an object no row names (removed at the next open)
- * and the flip still pending; after it, an old object no row names.
+ * Both are one routine: decode the version through the chunk cache
+ * straight into the encoder (chunk by chunk, no temporary copy), encode it
+ * against its new reference, check the hash, write and fsync the object;
+ * then one transaction switches the row to the new object, fixes the
+ * depths below it and deletes every ghost nothing needs any more; only
+ * then is the old object removed.  A crash before the transaction leaves
+ * an object no row names (removed at the next open) and the flip still
+ * pending; after it, an old object no row names.
  *
  * Stores written before reverse chains hold forward chains (a version
  * coded against an older one).  They read as they are.  A flip of a
@@ -38,7 +39,6 @@
 #include "store/gc.h"
 
 #include <signal.h>
-#include <sys/mman.h>
 #include <time.h>
 
 /* The gc thread's state (under st->mu unless said otherwise). */
@@ -53,7 +53,6 @@ struct ulp_gc {
 	int convert;                      /* the pass asked for converts forward
 	                            chains (ulp_store_gc) */
 	_Atomic int stop;                 /* read without mu */
-	ulp_cctx *cctx;                   /* the thread's */
 	unsigned nflips;                  /* flips begun (the thread's) */
 	unsigned crash_flip, crash_stage; /* tests: see crash_point */
 };
@@ -70,6 +69,7 @@ typedef struct job {
  * against vid, in links; 0 when none is (mu held). */
 static int subtree_height(ulp_store *st, uint64_t vid, int64_t *h)
 {
+	ULP_MU_HELD(st);
 	static const char Q[] = "WITH RECURSIVE sub(id, d) AS ("
 				" SELECT ?1, 0 UNION ALL"
 				" SELECT v.id, sub.d + 1 FROM versions AS v"
@@ -121,6 +121,7 @@ static int fits(ulp_store *st, const ulp_version_info *d,
 /* Fill in d's map and, when it stays, n and its map (mu held). */
 static int job_load(ulp_store *st, job *j, uint64_t did, uint64_t nid)
 {
+	ULP_MU_HELD(st);
 	int rc = ulp_version_get_locked(st, did, &j->d);
 
 	if (rc == 0)
@@ -195,87 +196,42 @@ static int next_job(ulp_store *st, job *j)
 	}
 }
 
-/* Decode version vid into a temporary file and map it. */
-static int decode_to_tmp(ulp_store *st, const ulp_version_info *v, int *fdp,
-                         void **map)
-{
-	char name[64];
-	int fd, rc = 0;
-
-	snprintf(name, sizeof name, "%s%llu", ULP_REBASE_PREFIX,
-	         (unsigned long long)v->id);
-	fd = openat(st->stg_fd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC,
-	            0600);
-	if (fd < 0)
-		return -errno;
-	unlinkat(st->stg_fd, name, 0); /* anonymous from now on */
-	*fdp = fd;
-	*map = NULL;
-	if (v->size == 0)
-		return 0;
-	rc = ulp_version_to_fd(st, v->id, v->size, fd, &st->gc->stop);
-	if (rc < 0)
-		return rc;
-	*map = mmap(NULL, v->size, PROT_READ, MAP_SHARED, fd, 0);
-	if (*map == MAP_FAILED) {
-		*map = NULL;
-		return -errno;
-	}
-	return 0;
-}
-
 /* Code j->d again against j->n into a new object, fsynced, whose decoded
- * hash is checked against the version's. */
+ * hash is checked against the version's.  The encoder's workers pull j->d
+ * decoded through the cache, a chunk each: no copy in staging, memory
+ * bounded by the chunks in flight. */
 static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
                     uint64_t *stored, uint8_t estats[ULP_ESTATS_LEN])
 {
 	uint8_t hash[16];
 	ulp_stats est;
-	void *data = NULL;
-	uint64_t(*holes)[2] = NULL;
-	size_t nholes = 0;
-	int fd = -1;
 	/* The version keeps its hash (objects coded against it name it by
 	 * it), of whichever kind it was committed with. */
 	int kind = ulp_version_hash_kind(st, j->d.id);
-	int rc = kind < 0 ? kind : decode_to_tmp(st, &j->d, &fd, &data);
+	if (kind < 0)
+		return kind;
+	ulp_encode_req req = {
+		.from = j->d.id,
+		.size = j->d.size,
+		.map = &j->dmap,
+		.ref = j->n.id,
+		.ref_size = j->n.size,
+		.ref_hash = j->n.hash,
+		.ref_map = &j->nmap,
+		/* a big file: the encoders' share of cores, as a lone commit
+		 * gets (below a few chunks, threads cost more than they give) */
+		.threads = j->d.size >= (8u << 20) ? st->opts.encoder_threads
+		                                   : 1,
+		.stop = &st->gc->stop,
+		.stats = &est,
+		.flat_hash = kind == ULP_HASH_FLAT,
+	};
+	int rc = ulp_encode_object(st, &req, object, stored, hash);
 
-	/* The zeros of a sparse file were left as holes: not read again. */
-	if (rc == 0 && j->d.size)
-		rc = ulp_stage_holes(fd, j->d.size, &holes, &nholes);
-	if (rc == 0) {
-		ulp_encode_req req = {
-			.cur = data,
-			.size = j->d.size,
-			.map = &j->dmap,
-			.ref = j->n.id,
-			.ref_size = j->n.size,
-			.ref_hash = j->n.hash,
-			.ref_map = &j->nmap,
-			.cctx = st->gc->cctx,
-			/* a big file: the encoders' share of cores, as a
-			 * lone commit gets (below a few chunks, threads
-			 * cost more than they give) */
-			.threads = j->d.size >= (8u << 20)
-			                   ? st->opts.encoder_threads
-			                   : 1,
-			.stop = &st->gc->stop,
-			.stats = &est,
-			.holes = (const uint64_t(*)[2])holes,
-			.nholes = nholes,
-			.flat_hash = kind == ULP_HASH_FLAT,
-		};
-		rc = ulp_encode_object(st, &req, object, stored, hash);
-		if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {
-			ulp_obj_unlink(st, object);
-			rc = -EIO; /* decoded bytes differ from the version */
-		}
+	if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {
+		ulp_obj_unlink(st, object);
+		rc = -EIO; /* decoded bytes differ from the version */
 	}
-	if (data)
-		munmap(data, j->d.size);
-	if (fd >= 0)
-		close(fd);
-	free(holes);
 	if (rc == 0)
 		ulp_estats_encode(&est, estats);
 	return rc;
@@ -498,9 +454,6 @@ int ulp_gc_start(ulp_store *st)
 		return -e;
 	}
 	st->gc = g;
-	g->cctx = ulp_cctx_new();
-	if (!g->cctx)
-		return -ENOMEM;
 	e = pthread_create(&g->thread, NULL, gc_main, st);
 	if (e)
 		return -e;
@@ -521,7 +474,6 @@ void ulp_gc_stop(ulp_store *st)
 	pthread_mutex_unlock(&st->mu);
 	if (g->started)
 		pthread_join(g->thread, NULL);
-	ulp_cctx_free(g->cctx);
 	pthread_cond_destroy(&g->cv);
 	pthread_cond_destroy(&g->done_cv);
 	st->gc = NULL;

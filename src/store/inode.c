@@ -18,6 +18,7 @@ static size_t hslot(const ulp_store *st, uint64_t ino)
 
 ulp_inode *ulp_inode_find(ulp_store *st, uint64_t ino)
 {
+	ULP_MU_HELD(st);
 	if (!st->itab)
 		return NULL;
 	for (ulp_inode *in = st->itab[hslot(st, ino)]; in; in = in->hnext)

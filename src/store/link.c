@@ -100,24 +100,13 @@ int ulp_ns_drop_name(ulp_store *st, const ulp_cat_inode *row,
 
 const char *ulp_ns_history_path(ulp_store *st, const char *path, char **buf)
 {
-	uint64_t ino = ULP_ROOT_INO;
+	ULP_MU_HELD(st);
+	uint64_t ino;
 	ulp_cat_inode row;
-	char name[ULP_NAME_MAX + 1];
-	const char *p = path;
 
 	*buf = NULL;
-	while (*p) {
-		const char *slash = strchr(p, '/');
-		size_t n = slash ? (size_t)(slash - p) : strlen(p);
-
-		if (n == 0 || n >= sizeof name)
-			return path;
-		memcpy(name, p, n);
-		name[n] = '\0';
-		if (ulp_cat_lookup(st->cat, ino, name, &ino) < 0)
-			return path;
-		p += n + (slash ? 1 : 0);
-	}
+	if (ulp_ns_resolve(st, path, &ino) < 0)
+		return path;
 	if (ulp_cat_inode_get(st->cat, ino, &row) < 0 ||
 	    row.kind != ULP_KIND_FILE || row.nlink < 2 ||
 	    ulp_ns_path_alloc(st, ino, buf) < 0)

@@ -1,10 +1,12 @@
 /*
- * queue.c - the encode queue and its pool of encoder threads.
+ * queue.c - the encode queue and its dispatcher.
  *
  * A staged file with no writer is queued with a due time (the settle
- * delay after its last close).  Encoder threads take the earliest due
- * entry, encode and commit it (encoder.c); a failed attempt goes back with
- * an exponential backoff.  The queue holds a ref on each entry's inode.
+ * delay after its last close).  The dispatcher thread takes the earliest
+ * due entry and runs its encode and commit (encoder.c) as a job on the
+ * store's thread pool, up to encoder_threads at once; a failed attempt
+ * goes back with an exponential backoff.  The queue holds a ref on each
+ * entry's inode.
  */
 #include "store/store_internal.h"
 #include "store/remote.h"
@@ -140,27 +142,68 @@ static void timed_wait(ulp_store *st, int64_t until_mono)
 	pthread_cond_timedwait(&st->q_cv, &st->mu, &ts);
 }
 
-typedef struct enc_arg {
-	ulp_store *st;
-	unsigned idx;
-} enc_arg;
-
-static void *encoder_main(void *arg)
+/* Encode in and put it back or let it go (as a pool job or, when none
+ * could be queued, on the dispatcher's thread).  gen is in's when it was
+ * taken off the queue: a writer that opened it while the job waited for
+ * a pool thread (its gen bump waits for this job) makes it stale, so that
+ * the encode does not take the content the writer goes on with. */
+static void encode_entry(ulp_store *st, ulp_inode *in, unsigned threads,
+                         uint64_t gen)
 {
-	ulp_store *st = ((enc_arg *)arg)->st;
-	ulp_cctx *cctx = st->enc_cctx[((enc_arg *)arg)->idx];
+	pthread_mutex_lock(&st->mu);
+	int stale = atomic_load(&in->gen) != gen;
+	pthread_mutex_unlock(&st->mu);
+	int rc = stale ? 1 : ulp_encode_inode(st, threads, in);
+
+	pthread_mutex_lock(&st->mu);
+	st->nencoding--;
+	if (rc < 0 && in->staged && !in->unlinked && !in->nwriters) {
+		requeue_failed(st, in, rc);
+	} else {
+		in->qstate = ULP_Q_NONE;
+		if (in->staged)
+			st->pending_bytes -= in->acct;
+		ulp_inode_put(st, in);
+	}
+	pthread_cond_broadcast(&st->done_cv);
+	pthread_cond_broadcast(&st->q_cv); /* the dispatcher: a slot free */
+	if (st->space_waiters)
+		pthread_cond_broadcast(&st->space_cv);
+	pthread_mutex_unlock(&st->mu);
+}
+
+typedef struct enc_job {
+	ulp_store *st;
+	ulp_inode *in;
+	unsigned threads;
+	uint64_t gen;
+} enc_job;
+
+static void encode_job(void *arg)
+{
+	enc_job j = *(enc_job *)arg;
 
 	free(arg);
+	encode_entry(j.st, j.in, j.threads, j.gen);
+}
+
+static void *dispatch_main(void *arg)
+{
+	ulp_store *st = arg;
+
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
 		/* Closing: leave once only failures are left (they are
-		 * staged, so the next open queues them again). */
-		if (st->stopping && st->nqueued == st->nfailed)
+		 * staged, so the next open queues them again) and no encode
+		 * is under way (it may put its entry back). */
+		if (st->stopping && st->nqueued == st->nfailed &&
+		    st->nencoding == 0)
 			break;
 		ulp_inode *in = st->qhead.qnext;
 		while (in != &st->qhead && st->stopping && in->failed)
 			in = in->qnext;
-		if (in == &st->qhead) {
+		if (in == &st->qhead ||
+		    st->nencoding >= st->opts.encoder_threads) {
 			pthread_cond_wait(&st->q_cv, &st->mu);
 			continue;
 		}
@@ -180,23 +223,18 @@ static void *encoder_main(void *arg)
 		if (st->qhead.qnext == &st->qhead &&
 		    st->opts.encoder_threads > st->nencoding)
 			threads += st->opts.encoder_threads - st->nencoding;
-		pthread_mutex_unlock(&st->mu);
-
-		int rc = ulp_encode_inode(st, cctx, threads, in);
-
-		pthread_mutex_lock(&st->mu);
-		st->nencoding--;
-		if (rc < 0 && in->staged && !in->unlinked && !in->nwriters) {
-			requeue_failed(st, in, rc);
-		} else {
-			in->qstate = ULP_Q_NONE;
-			if (in->staged)
-				st->pending_bytes -= in->acct;
-			ulp_inode_put(st, in);
+		uint64_t gen = atomic_load(&in->gen);
+		enc_job *j = malloc(sizeof *j);
+		if (j) {
+			*j = (enc_job){ st, in, threads, gen };
+			if (ulp_pool_submit(st->enc_jobs, encode_job, j) ==
+			    ULP_OK)
+				continue;
+			free(j);
 		}
-		pthread_cond_broadcast(&st->done_cv);
-		if (st->space_waiters)
-			pthread_cond_broadcast(&st->space_cv);
+		pthread_mutex_unlock(&st->mu);
+		encode_entry(st, in, threads, gen);
+		pthread_mutex_lock(&st->mu);
 	}
 	pthread_cond_broadcast(&st->q_cv);
 	pthread_mutex_unlock(&st->mu);
@@ -205,29 +243,13 @@ static void *encoder_main(void *arg)
 
 int ulp_encoder_start(ulp_store *st)
 {
-	unsigned n = st->opts.encoder_threads;
-
-	st->enc_threads = calloc(n, sizeof *st->enc_threads);
-	st->enc_cctx = calloc(n, sizeof *st->enc_cctx);
-	if (!st->enc_threads || !st->enc_cctx)
+	st->enc_jobs = ulp_pool_group_new(st->pool);
+	if (!st->enc_jobs)
 		return -ENOMEM;
-	for (unsigned i = 0; i < n; i++)
-		if (!(st->enc_cctx[i] = ulp_cctx_new()))
-			return -ENOMEM;
-	for (unsigned i = 0; i < n; i++) {
-		enc_arg *a = malloc(sizeof *a);
-		if (!a)
-			return -ENOMEM;
-		a->st = st;
-		a->idx = i;
-		int e = pthread_create(&st->enc_threads[i], NULL, encoder_main,
-		                       a);
-		if (e) {
-			free(a);
-			return -e;
-		}
-		st->n_enc_threads++;
-	}
+	int e = pthread_create(&st->enc_dispatch, NULL, dispatch_main, st);
+	if (e)
+		return -e;
+	st->enc_started = 1;
 	return 0;
 }
 
@@ -238,17 +260,11 @@ void ulp_encoder_stop(ulp_store *st)
 	ulp_queue_expedite(st);
 	pthread_cond_broadcast(&st->space_cv);
 	pthread_mutex_unlock(&st->mu);
-	for (unsigned i = 0; i < st->n_enc_threads; i++)
-		pthread_join(st->enc_threads[i], NULL);
-	st->n_enc_threads = 0;
-	free(st->enc_threads);
-	st->enc_threads = NULL;
-	if (st->enc_cctx) {
-		for (unsigned i = 0; i < st->opts.encoder_threads; i++)
-			ulp_cctx_free(st->enc_cctx[i]);
-		free(st->enc_cctx);
-		st->enc_cctx = NULL;
-	}
+	if (st->enc_started)
+		pthread_join(st->enc_dispatch, NULL);
+	st->enc_started = 0;
+	ulp_pool_group_free(st->enc_jobs); /* the last returns */
+	st->enc_jobs = NULL;
 }
 
 int ulp_queue_sync(ulp_store *st)
@@ -258,7 +274,7 @@ int ulp_queue_sync(ulp_store *st)
 	pthread_mutex_lock(&st->mu);
 	ulp_queue_expedite(st);
 	while (st->nencoding > 0 || st->nqueued > st->nfailed) {
-		if (st->n_enc_threads == 0)
+		if (!st->enc_started)
 			break; /* no encoders (closing): nothing will change */
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	}

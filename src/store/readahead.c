@@ -1,23 +1,23 @@
 /*
  * readahead.c - sequential read-ahead: while a handle reads a version in
- * order, the chunks after the one it reads are decoded on a small pool of
- * threads, so that decoding runs beside the reader (and the kernel
- * copying its data) instead of after it, and the chains of several
- * chunks decode at once.  A chunk is decoded once whoever asks first (see
+ * order, the chunks after the one it reads are decoded on the store's
+ * thread pool (ulp_pool, shared with the encoders and the codec), so that
+ * decoding runs beside the reader (and the kernel copying its data)
+ * instead of after it, and the chains of several chunks decode at once.  A chunk is decoded once whoever asks first (see
  * ulp_cache_take): a reader that catches up waits for the decode under
  * way, and a job whose chunk is cached or being decoded does nothing.
  *
- * The pool belongs to the store; its threads start with the first job
- * (one-shot commands never pay for them).  Freeing a handle's state drops
- * its queued jobs; stopping the pool (store close) drops every job and
- * gives up the decodes under way between two levels of their chains, so
- * unmounting never waits for more than one chunk decode per thread.
+ * The queue of chunks to decode is this module's: a few runner jobs on
+ * the pool take chunks off it until it is empty, so read-ahead never holds
+ * more than RA_THREADS_MAX of the pool's threads, and queued chunks can be
+ * dropped.  Freeing a handle's state drops its queued chunks; stopping
+ * (store close) drops every chunk and gives up the decodes under way
+ * between two levels of their chains, so unmounting never waits for more
+ * than one chunk decode per runner.
  */
 #include "store/store_internal.h"
 
-#include <signal.h>
-
-/* Threads at most: beyond a few, decoding ahead competes with the
+/* Runners at most: beyond a few, decoding ahead competes with the
  * readers and the encoders for the same cores. */
 #define RA_THREADS_MAX 4
 /* Chunks ahead of a reader at most, and queued at most (all handles). */
@@ -34,12 +34,10 @@ typedef struct ra_job {
 struct ulp_ra_pool {
 	ulp_store *st;
 	pthread_mutex_t mu;
-	pthread_cond_t cv; /* work arrived, or stop */
 	ra_job *head, **tail;
 	unsigned njobs;
-	unsigned want, nthreads; /* threads to start, started */
-	int start_failed;
-	pthread_t *threads;
+	unsigned want, running; /* runners at most, submitted */
+	ulp_pool_group *g;      /* the runners, on st->pool */
 	_Atomic int stop;
 };
 
@@ -58,21 +56,16 @@ int ulp_ra_pool_new(ulp_store *st, unsigned threads, ulp_ra_pool **out)
 	*out = NULL;
 	if (!p)
 		return -ENOMEM;
-	if (!threads) {
-		long n = sysconf(_SC_NPROCESSORS_ONLN);
-		threads = n < 1 ? 1 : (unsigned)n;
-	}
+	if (!threads || threads > ulp_pool_threads(st->pool))
+		threads = ulp_pool_threads(st->pool);
 	if (threads > RA_THREADS_MAX)
 		threads = RA_THREADS_MAX;
-	p->threads = calloc(threads, sizeof *p->threads);
-	if (!p->threads || pthread_mutex_init(&p->mu, NULL)) {
-		free(p->threads);
+	if (pthread_mutex_init(&p->mu, NULL)) {
 		free(p);
 		return -ENOMEM;
 	}
-	if (pthread_cond_init(&p->cv, NULL)) {
+	if (!(p->g = ulp_pool_group_new(st->pool))) {
 		pthread_mutex_destroy(&p->mu);
-		free(p->threads);
 		free(p);
 		return -ENOMEM;
 	}
@@ -91,7 +84,6 @@ void ulp_ra_pool_stop(ulp_ra_pool *p)
 		return;
 	pthread_mutex_lock(&p->mu);
 	atomic_store(&p->stop, 1);
-	pthread_cond_broadcast(&p->cv);
 	drop = p->head;
 	p->head = NULL;
 	p->tail = &p->head;
@@ -109,24 +101,18 @@ void ulp_ra_pool_free(ulp_ra_pool *p)
 	if (!p)
 		return;
 	ulp_ra_pool_stop(p);
-	for (unsigned i = 0; i < p->nthreads; i++)
-		pthread_join(p->threads[i], NULL);
-	pthread_cond_destroy(&p->cv);
+	ulp_pool_group_free(p->g); /* the runners see stop and return */
 	pthread_mutex_destroy(&p->mu);
-	free(p->threads);
 	free(p);
 }
 
-static void *worker(void *arg)
+/* A runner job: decode queued chunks until there are none. */
+static void runner(void *arg)
 {
 	ulp_ra_pool *p = arg;
 
 	pthread_mutex_lock(&p->mu);
-	for (;;) {
-		while (!p->head && !atomic_load(&p->stop))
-			pthread_cond_wait(&p->cv, &p->mu);
-		if (atomic_load(&p->stop))
-			break;
+	while (p->head && !atomic_load(&p->stop)) {
 		ra_job *j = p->head;
 		p->head = j->next;
 		if (!p->head)
@@ -138,30 +124,8 @@ static void *worker(void *arg)
 		free(j);
 		pthread_mutex_lock(&p->mu);
 	}
+	p->running--;
 	pthread_mutex_unlock(&p->mu);
-	return NULL;
-}
-
-/* Start the threads not started yet (p->mu held): whether any runs. */
-static int start_threads(ulp_ra_pool *p)
-{
-	sigset_t all, old;
-
-	if (p->nthreads == p->want || p->start_failed)
-		return p->nthreads > 0;
-	/* Signals are for the thread that waits for them (the mount's main
-	 * thread), never for these. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	while (p->nthreads < p->want) {
-		if (pthread_create(&p->threads[p->nthreads], NULL, worker, p)) {
-			p->start_failed = 1;
-			break;
-		}
-		p->nthreads++;
-	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	return p->nthreads > 0;
 }
 
 /* Queue one chunk (ra->mu held; the pool's is taken inside it). */
@@ -177,8 +141,7 @@ static void submit(ulp_ra_pool *p, const ulp_readahead *owner, uint64_t vid,
 	j->owner = owner;
 	j->next = NULL;
 	pthread_mutex_lock(&p->mu);
-	if (atomic_load(&p->stop) || p->njobs >= RA_QUEUE_MAX ||
-	    !start_threads(p)) {
+	if (atomic_load(&p->stop) || p->njobs >= RA_QUEUE_MAX) {
 		pthread_mutex_unlock(&p->mu);
 		free(j);
 		return;
@@ -186,7 +149,11 @@ static void submit(ulp_ra_pool *p, const ulp_readahead *owner, uint64_t vid,
 	*p->tail = j;
 	p->tail = &j->next;
 	p->njobs++;
-	pthread_cond_signal(&p->cv);
+	/* A chunk no runner will take (none could be queued) waits for the
+	 * next submission, or is dropped with its handle. */
+	if (p->running < p->want && p->running < p->njobs &&
+	    ulp_pool_submit(p->g, runner, p) == ULP_OK)
+		p->running++;
 	pthread_mutex_unlock(&p->mu);
 	atomic_fetch_add(&p->st->stat_readahead, 1);
 }

@@ -138,11 +138,9 @@ static int preserve_closed(ulp_store *st, ulp_inode *in, int opener)
 		return 0;
 	ulp_queue_cancel(st, in);
 	pthread_mutex_unlock(&st->mu);
-	ulp_cctx *cc = ulp_cctx_new();
-	rc = cc ? -EAGAIN : -ENOMEM;
+	rc = -EAGAIN;
 	for (int tries = 0; rc == -EAGAIN && tries < 100; tries++)
-		rc = ulp_encode_inode(st, cc, st->opts.encoder_threads, in);
-	ulp_cctx_free(cc);
+		rc = ulp_encode_inode(st, st->opts.encoder_threads, in);
 	pthread_mutex_lock(&st->mu);
 	if (rc == 1)
 		rc = 0; /* unlinked meanwhile: nothing left to keep */

@@ -315,6 +315,8 @@ int ulp_store_open(const char *dir, const ulp_store_opts *opts, ulp_store **out)
 		rc = ulp_reader_new(st, &st->reader);
 	if (rc == 0 && !(st->cache = ulp_cache_new(st->opts.cache_bytes)))
 		rc = -ENOMEM;
+	if (rc == 0 && !(st->pool = ulp_pool_new(st->opts.encoder_threads)))
+		rc = -ENOMEM;
 	if (rc == 0)
 		rc = ulp_ra_pool_new(st, 0, &st->ra);
 	if (rc == 0)
@@ -346,6 +348,7 @@ void ulp_store_close(ulp_store *st)
 	ulp_gc_stop(st);
 	ulp_inode_table_free(st);
 	ulp_ra_pool_free(st->ra); /* gc and encoders, which read, are gone */
+	ulp_pool_free(st->pool);  /* and so are all the jobs it ran */
 	ulp_reader_free(st->reader);
 	ulp_cache_free(st->cache);
 	ulp_cat_close(st->cat);

@@ -166,12 +166,15 @@ struct ulp_store {
 	struct ulp_file *pt_admitted;
 	uint64_t last_closed_size;
 
-	pthread_t *enc_threads;
-	unsigned n_enc_threads;
-	ulp_cctx **enc_cctx;
+	pthread_t enc_dispatch; /* the encode queue's dispatcher (queue.c) */
+	int enc_started;
+	ulp_pool_group *enc_jobs; /* the encodes it runs on pool */
 
 	ulp_gc *gc; /* the background re-encoder (gc.c) */
 
+	/* The store's thread pool (encoder_threads threads): the codec's
+	 * chunk workers, the encoders and read-ahead all run on it. */
+	ulp_pool *pool;
 	ulp_reader *reader;
 	ulp_cache *cache;
 	ulp_ra_pool *ra;
@@ -332,14 +335,14 @@ void ulp_queue_expedite(ulp_store *st);
 typedef struct ulp_encode_req {
 	const uint8_t *cur;
 	uint64_t size;
+	uint64_t from; /* else (cur NULL): this version's bytes, decoded
+	                  chunk by chunk through the cache as encoded */
 	const ulp_tensor_map *map;
 	uint64_t ref; /* reference version or 0 */
 	uint64_t ref_size;
 	const uint8_t *ref_hash; /* 16 bytes when ref */
 	const ulp_tensor_map *ref_map;
-	ulp_cctx *cctx;
-	unsigned threads; /* codec threads (0, 1: one, with cctx; more: own
-	                     contexts per call) */
+	unsigned threads; /* chunks encoded at once, on st->pool (0: 1) */
 	_Atomic uint64_t *cancel; /* abort when *cancel != gen */
 	uint64_t gen;
 	_Atomic int *stop; /* abort when set (may be NULL) */
@@ -365,8 +368,7 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 /* Encode a dequeued inode and commit it (encoder.c).  0: committed (or
  * nothing to do), 1: discarded (content changed meanwhile), -errno:
  * failed, to retry (-EAGAIN: retry at once). */
-int ulp_encode_inode(ulp_store *st, ulp_cctx *cctx, unsigned threads,
-                     ulp_inode *in);
+int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in);
 
 /* How long a file just created waits in the queue before it may be
  * committed empty (namespace.c): far longer than the gap between FUSE's

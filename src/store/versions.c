@@ -83,6 +83,7 @@ int ulp_ns_resolve(ulp_store *st, const char *path, uint64_t *ino)
 
 int ulp_ns_path_exists(ulp_store *st, const char *path)
 {
+	ULP_MU_HELD(st);
 	uint64_t ino;
 	int rc = ulp_ns_resolve(st, path, &ino);
 
