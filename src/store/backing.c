@@ -15,7 +15,7 @@
  * comes meanwhile takes it back as its staging file, exactly as a local
  * filesystem writes the one inode its readers have open.
  */
-#include "store/store_internal.h"
+#include "store/staging.h"
 
 #include <sys/stat.h>
 

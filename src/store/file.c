@@ -2,7 +2,10 @@
  * file.c - open file handles: reads from staging or through the decoder,
  * writes to staging at native speed, deferred errors, release.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/inode.h"
+#include "store/staging.h"
+#include "store/reader.h"
 
 #include "store/overlay.h"
 

@@ -2,7 +2,12 @@
  * inode.c - the table of in-memory inodes (files that are open, staged or
  * being encoded) and the end of a file's life.
  */
-#include "store/store_internal.h"
+#include "store/inode.h"
+#include "store/staging.h"
+#include "store/queue.h"
+#include "store/objects.h"
+#include "store/versions.h"
+#include "store/reserve.h"
 
 #include "store/ns_internal.h"
 #include "store/overlay.h"

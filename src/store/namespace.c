@@ -3,7 +3,13 @@
  * unlink, rmdir and readdir; each change is one catalog transaction.
  * (rename and setattr are in rename.c and setattr.c.)
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/inode.h"
+#include "store/staging.h"
+#include "store/queue.h"
+#include "store/objects.h"
+#include "store/versions.h"
+#include "store/reserve.h"
 
 #include "store/ns_internal.h"
 

@@ -3,7 +3,9 @@
  * written to a temporary name, fsynced, renamed, the directory fsynced;
  * removed only after the catalog no longer needs them.
  */
-#include "store/store_internal.h"
+#include "store/objects.h"
+#include "store/reader.h"
+#include "store/cache.h"
 #include "store/remote.h"
 
 #include <dirent.h>

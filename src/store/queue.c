@@ -6,7 +6,9 @@
  * entry, encode and commit it (encoder.c); a failed attempt goes back with
  * an exponential backoff.  The queue holds a ref on each entry's inode.
  */
-#include "store/store_internal.h"
+#include "store/queue.h"
+#include "store/inode.h"
+#include "store/encoder.h"
 #include "store/remote.h"
 
 #include <time.h>

@@ -13,7 +13,7 @@
  * gives up the decodes under way between two levels of their chains, so
  * unmounting never waits for more than one chunk decode per thread.
  */
-#include "store/store_internal.h"
+#include "store/reader.h"
 
 #include <signal.h>
 

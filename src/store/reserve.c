@@ -9,7 +9,7 @@
  * transaction fails with ENOSPC; it is allocated again as soon as there is
  * room.  All with st->mu held.
  */
-#include "store/store_internal.h"
+#include "store/reserve.h"
 
 #define RESERVE_NAME "reserve"
 #define RESERVE_BYTES (4u << 20)

@@ -3,7 +3,10 @@
  * a committed version up (on demand: overlay.h), truncation, and the
  * accounting behind the staging limit.
  */
-#include "store/store_internal.h"
+#include "store/staging.h"
+#include "store/queue.h"
+#include "store/encoder.h"
+#include "store/versions.h"
 
 #include "store/ns_internal.h"
 #include "store/overlay.h"

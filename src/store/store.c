@@ -2,7 +2,15 @@
  * store.c - opening a store (creating it, taking its lock, recovering
  * from a crash) and closing it.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/inode.h"
+#include "store/staging.h"
+#include "store/queue.h"
+#include "store/objects.h"
+#include "store/reader.h"
+#include "store/cache.h"
+#include "store/versions.h"
+#include "store/reserve.h"
 
 #include "store/gc.h"
 #include "store/overlay.h"
@@ -101,7 +109,7 @@ static int init_sync(ulp_store *st)
 	if (!e)
 		e = pthread_mutexattr_init(&ma);
 #ifndef NDEBUG
-	/* ULP_MU_HELD (store_internal.h) relies on it. */
+	/* ULP_MU_HELD (store_core.h) relies on it. */
 	if (!e)
 		e = pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ERRORCHECK);
 #endif

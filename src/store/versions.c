@@ -4,7 +4,7 @@
  * more is released: deleted at once when no other version references it,
  * else turned into a ghost that gc.c rebases away.
  */
-#include "store/store_internal.h"
+#include "store/versions.h"
 
 #include "store/gc.h"
 
