@@ -265,8 +265,7 @@ static void pt_unreserve(ulp_file *f)
 			break;
 		}
 	f->pt_reserve = 0;
-	if (st->space_waiters)
-		pthread_cond_broadcast(&st->space_cv);
+	ulp_stage_space_changed(st);
 }
 
 /* What the admitted passthrough writers are still expected to write
@@ -294,7 +293,7 @@ int ulp_file_passthrough_admit(ulp_file *f)
 	ulp_stage_wait_space(st, 0);
 	pt_sync(st); /* it may have waited */
 	uint64_t lim = st->opts.staging_limit;
-	uint64_t want = st->last_closed_size;
+	uint64_t want = ulp_stage_last_closed(st);
 	if (want < lim / 16)
 		want = lim / 16;
 	if (want > lim)
@@ -302,7 +301,7 @@ int ulp_file_passthrough_admit(ulp_file *f)
 	if (want == 0)
 		want = 1;
 	uint64_t exp = pt_expected(st);
-	ok = st->staged_bytes + exp + want <= lim;
+	ok = ulp_stage_bytes(st) + exp + want <= lim;
 	if (ok) {
 		f->pt_reserve = want;
 		f->pt_next = st->pt_admitted;

@@ -7,6 +7,7 @@
  * an exponential backoff.  The queue holds a ref on each entry's inode.
  */
 #include "store/queue.h"
+#include "store/staging.h"
 #include "store/inode.h"
 #include "store/encoder.h"
 #include "store/remote.h"
@@ -30,7 +31,7 @@ static void q_insert(ulp_store *st, ulp_inode *in)
 	st->nqueued++;
 	if (in->failed) {
 		st->nfailed++;
-		st->failed_bytes += in->acct;
+		ulp_stage_count_failed(st, in, 1);
 	}
 	pthread_cond_broadcast(&st->q_cv);
 }
@@ -43,7 +44,7 @@ static void q_unlink(ulp_store *st, ulp_inode *in)
 	st->nqueued--;
 	if (in->failed) {
 		st->nfailed--;
-		st->failed_bytes -= in->acct;
+		ulp_stage_count_failed(st, in, -1);
 	}
 }
 
@@ -58,7 +59,7 @@ void ulp_queue_add(ulp_store *st, ulp_inode *in, int64_t delay_ns)
 	in->failed = 0;
 	in->attempts = 0;
 	in->due = ulp_mono_ns() + (st->stopping ? 0 : delay_ns);
-	st->pending_bytes += in->acct;
+	ulp_stage_count_queued(st, in, 1);
 	q_insert(st, in);
 }
 
@@ -70,10 +71,9 @@ void ulp_queue_remove(ulp_store *st, ulp_inode *in)
 	q_unlink(st, in);
 	in->qstate = ULP_Q_NONE;
 	in->failed = 0;
-	st->pending_bytes -= in->acct;
+	ulp_stage_count_queued(st, in, -1);
 	in->refs--; /* the caller holds another */
-	if (st->space_waiters)
-		pthread_cond_broadcast(&st->space_cv);
+	ulp_stage_space_changed(st);
 }
 
 void ulp_queue_cancel(ulp_store *st, ulp_inode *in)
@@ -101,7 +101,7 @@ void ulp_queue_expedite(ulp_store *st)
 	     in = in->qnext) {
 		if (in->failed) {
 			st->nfailed--;
-			st->failed_bytes -= in->acct;
+			ulp_stage_count_failed(st, in, -1);
 			in->failed = 0;
 		}
 		in->due = now; /* all equal: the order stays valid */
@@ -193,12 +193,11 @@ static void *encoder_main(void *arg)
 		} else {
 			in->qstate = ULP_Q_NONE;
 			if (in->staged)
-				st->pending_bytes -= in->acct;
+				ulp_stage_count_queued(st, in, -1);
 			ulp_inode_put(st, in);
 		}
 		pthread_cond_broadcast(&st->done_cv);
-		if (st->space_waiters)
-			pthread_cond_broadcast(&st->space_cv);
+		ulp_stage_space_changed(st);
 	}
 	pthread_cond_broadcast(&st->q_cv);
 	pthread_mutex_unlock(&st->mu);
@@ -238,7 +237,7 @@ void ulp_encoder_stop(ulp_store *st)
 	pthread_mutex_lock(&st->mu);
 	st->stopping = 1;
 	ulp_queue_expedite(st);
-	pthread_cond_broadcast(&st->space_cv);
+	ulp_stage_space_changed(st);
 	pthread_mutex_unlock(&st->mu);
 	for (unsigned i = 0; i < st->n_enc_threads; i++)
 		pthread_join(st->enc_threads[i], NULL);

@@ -10,6 +10,24 @@
 /* ------------------------------------------------------------ staging
  * (staging.c) */
 
+/* The accounting behind the staging limit, which the store holds
+ * (st->staging); all with st->mu held but new and free. */
+int ulp_staging_new(ulp_staging **out);
+void ulp_staging_free(ulp_staging *s);
+/* Allocated bytes of staged files. */
+uint64_t ulp_stage_bytes(ulp_store *st);
+/* The size of the last file closed: what the next writer is expected to
+ * write (passthrough admission, file.c). */
+uint64_t ulp_stage_last_closed(ulp_store *st);
+/* in (staged) enters (sign 1) or leaves (-1) the encode queue, or its
+ * last encode failed (ulp_stage_count_failed): its bytes are counted as
+ * pending or failed, which ulp_stage_wait_space weighs. */
+void ulp_stage_count_queued(ulp_store *st, const ulp_inode *in, int sign);
+void ulp_stage_count_failed(ulp_store *st, const ulp_inode *in, int sign);
+/* Staged space may have been freed or may be freed by waiting no more:
+ * wake the writers waiting in ulp_stage_wait_space. */
+void ulp_stage_space_changed(ulp_store *st);
+
 /* Bring an inode's content to staging for a change (open for writing,
  * truncate): cancel a queued or running encode, copy a committed version
  * up (unless trunc, which empties the file).  The caller holds a ref and

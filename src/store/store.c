@@ -121,8 +121,6 @@ static int init_sync(ulp_store *st)
 		e = pthread_cond_init(&st->q_cv, &ca);
 	if (!e)
 		e = pthread_cond_init(&st->done_cv, NULL);
-	if (!e)
-		e = pthread_cond_init(&st->space_cv, NULL);
 	pthread_condattr_destroy(&ca);
 	return -e;
 }
@@ -297,7 +295,9 @@ int ulp_store_open(const char *dir, const ulp_store_opts *opts, ulp_store **out)
 		st->opts = *opts;
 	ulp_store_opts_default(&st->opts);
 	st->dir = strdup(dir);
-	rc = st->dir ? init_sync(st) : -ENOMEM;
+	rc = st->dir ? ulp_staging_new(&st->staging) : -ENOMEM;
+	if (rc == 0 && (rc = init_sync(st)) < 0)
+		ulp_staging_free(st->staging);
 	if (rc < 0) {
 		free(st->dir);
 		free(st);
@@ -367,7 +367,7 @@ void ulp_store_close(ulp_store *st)
 		close(st->lock_fd); /* releases the flock */
 	pthread_cond_destroy(&st->q_cv);
 	pthread_cond_destroy(&st->done_cv);
-	pthread_cond_destroy(&st->space_cv);
+	ulp_staging_free(st->staging);
 	pthread_mutex_destroy(&st->mu);
 	free(st->dir);
 	free(st);
@@ -415,7 +415,7 @@ int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out)
 			out->logical_bytes =
 				(uint64_t)sqlite3_column_int64(s, 3);
 	}
-	out->staged_bytes = st->staged_bytes;
+	out->staged_bytes = ulp_stage_bytes(st);
 	out->staging_limit = st->opts.staging_limit;
 	out->queued = st->nqueued + st->nencoding;
 	pthread_mutex_unlock(&st->mu);

@@ -135,7 +135,7 @@ typedef struct ulp_inode {
 	                            or the file dies: encoders compare it */
 	int err;               /* last deferred write error (-errno) */
 	uint32_t err_seq;      /* bumped with each new error */
-	uint64_t acct;         /* bytes counted in st->staged_bytes (the
+	uint64_t acct;         /* bytes counted in the staged bytes (the
 	                          staging file's blocks when last looked) */
 	unsigned nclosing;     /* writable handles flushed by close(2) with
 	                          no write since: their RELEASE, which the
@@ -164,6 +164,7 @@ typedef struct ulp_reader ulp_reader;
 typedef struct ulp_encoder ulp_encoder;
 typedef struct ulp_ra_pool ulp_ra_pool;
 typedef struct ulp_gc ulp_gc;
+typedef struct ulp_staging ulp_staging;
 
 struct ulp_store {
 	char *dir;
@@ -185,16 +186,10 @@ struct ulp_store {
 	pthread_cond_t done_cv; /* an encode finished (committed or not) */
 	int stopping;           /* close: encoders exit once the queue is
 	                           empty or every entry failed */
-	uint64_t staged_bytes;  /* allocated bytes of staged files */
-	uint64_t pending_bytes; /* ... of those that are queued or encoding */
-	uint64_t failed_bytes;  /* ... of those whose last encode failed */
-	pthread_cond_t space_cv;
-	unsigned space_waiters;
-	/* Passthrough admission (file.c): the admitted writers, open, and
-	 * the size of the last file closed (what the next writer is
-	 * expected to write). */
+	ulp_staging *staging;   /* accounting behind the staging limit
+	                        (staging.c) */
+	/* Passthrough admission (file.c): the admitted writers, open. */
 	struct ulp_file *pt_admitted;
-	uint64_t last_closed_size;
 
 	pthread_t *enc_threads;
 	unsigned n_enc_threads;
