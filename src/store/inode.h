@@ -16,7 +16,9 @@ ulp_inode *ulp_inode_find(ulp_store *st, uint64_t ino);
 /* Drop a ref; the last one frees the inode, or destroys the file if it
  * was unlinked (staging, row and current version). */
 void ulp_inode_put(ulp_store *st, ulp_inode *in);
-/* Drop every in-memory inode (close). */
+/* The table of in-memory inodes (open: st->itab); 0 or -ENOMEM. */
+int ulp_inode_table_new(ulp_store *st);
+/* Drop every in-memory inode and the table (close). */
 void ulp_inode_table_free(ulp_store *st);
 /* Destroy the catalog row of a file nothing holds (unlink, rename over,
  * orphan recovery), inside the caller's transaction; the caller removes

@@ -17,23 +17,78 @@
 #define BACKOFF_MIN_NS (100 * 1000000ll)
 #define BACKOFF_MAX_NS (30 * 1000000000ll)
 
+/* Under st->mu. */
+struct ulp_queue {
+	ulp_inode head; /* sentinel of a circular list, sorted by due time */
+	unsigned nqueued, nencoding;
+	unsigned nfailed;  /* queued entries whose last try failed */
+	pthread_cond_t cv; /* encoders: work arrived / stopping */
+	int stopping;      /* close: encoders exit once the queue is empty
+	                      or every entry failed */
+	pthread_t *threads;
+	unsigned nthreads;
+	ulp_cctx **cctx;
+};
+
+int ulp_queue_new(ulp_queue **out)
+{
+	ulp_queue *q = calloc(1, sizeof *q);
+	pthread_condattr_t ca;
+	int e = q ? pthread_condattr_init(&ca) : ENOMEM;
+
+	if (!e) {
+		e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		if (!e)
+			e = pthread_cond_init(&q->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	if (e) {
+		free(q);
+		q = NULL;
+	} else {
+		q->head.qnext = q->head.qprev = &q->head;
+	}
+	*out = q;
+	return -e;
+}
+
+void ulp_queue_free(ulp_queue *q)
+{
+	if (!q)
+		return;
+	pthread_cond_destroy(&q->cv);
+	free(q);
+}
+
+unsigned ulp_queue_count(ulp_store *st)
+{
+	ULP_MU_HELD(st);
+	return st->queue->nqueued + st->queue->nencoding;
+}
+
+int ulp_queue_stopping(ulp_store *st)
+{
+	ULP_MU_HELD(st);
+	return st->queue->stopping;
+}
+
 static void q_insert(ulp_store *st, ulp_inode *in)
 {
-	ulp_inode *pos = st->qhead.qprev;
+	ulp_inode *pos = st->queue->head.qprev;
 
 	/* Mostly appended: walk back from the tail. */
-	while (pos != &st->qhead && pos->due > in->due)
+	while (pos != &st->queue->head && pos->due > in->due)
 		pos = pos->qprev;
 	in->qprev = pos;
 	in->qnext = pos->qnext;
 	pos->qnext->qprev = in;
 	pos->qnext = in;
-	st->nqueued++;
+	st->queue->nqueued++;
 	if (in->failed) {
-		st->nfailed++;
+		st->queue->nfailed++;
 		ulp_stage_count_failed(st, in, 1);
 	}
-	pthread_cond_broadcast(&st->q_cv);
+	pthread_cond_broadcast(&st->queue->cv);
 }
 
 static void q_unlink(ulp_store *st, ulp_inode *in)
@@ -41,9 +96,9 @@ static void q_unlink(ulp_store *st, ulp_inode *in)
 	in->qprev->qnext = in->qnext;
 	in->qnext->qprev = in->qprev;
 	in->qprev = in->qnext = NULL;
-	st->nqueued--;
+	st->queue->nqueued--;
 	if (in->failed) {
-		st->nfailed--;
+		st->queue->nfailed--;
 		ulp_stage_count_failed(st, in, -1);
 	}
 }
@@ -58,7 +113,7 @@ void ulp_queue_add(ulp_store *st, ulp_inode *in, int64_t delay_ns)
 	in->qstate = ULP_Q_QUEUED;
 	in->failed = 0;
 	in->attempts = 0;
-	in->due = ulp_mono_ns() + (st->stopping ? 0 : delay_ns);
+	in->due = ulp_mono_ns() + (st->queue->stopping ? 0 : delay_ns);
 	ulp_stage_count_queued(st, in, 1);
 	q_insert(st, in);
 }
@@ -97,16 +152,16 @@ void ulp_queue_expedite(ulp_store *st)
 	ULP_MU_HELD(st);
 	int64_t now = ulp_mono_ns();
 
-	for (ulp_inode *in = st->qhead.qnext; in != &st->qhead;
+	for (ulp_inode *in = st->queue->head.qnext; in != &st->queue->head;
 	     in = in->qnext) {
 		if (in->failed) {
-			st->nfailed--;
+			st->queue->nfailed--;
 			ulp_stage_count_failed(st, in, -1);
 			in->failed = 0;
 		}
 		in->due = now; /* all equal: the order stays valid */
 	}
-	pthread_cond_broadcast(&st->q_cv);
+	pthread_cond_broadcast(&st->queue->cv);
 }
 
 /* Put an entry whose encode failed back, due after a backoff. */
@@ -139,7 +194,7 @@ static void timed_wait(ulp_store *st, int64_t until_mono)
 
 	ts.tv_sec = (time_t)(until_mono / 1000000000);
 	ts.tv_nsec = (long)(until_mono % 1000000000);
-	pthread_cond_timedwait(&st->q_cv, &st->mu, &ts);
+	pthread_cond_timedwait(&st->queue->cv, &st->mu, &ts);
 }
 
 typedef struct enc_arg {
@@ -150,20 +205,22 @@ typedef struct enc_arg {
 static void *encoder_main(void *arg)
 {
 	ulp_store *st = ((enc_arg *)arg)->st;
-	ulp_cctx *cctx = st->enc_cctx[((enc_arg *)arg)->idx];
+	ulp_cctx *cctx = st->queue->cctx[((enc_arg *)arg)->idx];
 
 	free(arg);
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
 		/* Closing: leave once only failures are left (they are
 		 * staged, so the next open queues them again). */
-		if (st->stopping && st->nqueued == st->nfailed)
+		if (st->queue->stopping &&
+		    st->queue->nqueued == st->queue->nfailed)
 			break;
-		ulp_inode *in = st->qhead.qnext;
-		while (in != &st->qhead && st->stopping && in->failed)
+		ulp_inode *in = st->queue->head.qnext;
+		while (in != &st->queue->head && st->queue->stopping &&
+		       in->failed)
 			in = in->qnext;
-		if (in == &st->qhead) {
-			pthread_cond_wait(&st->q_cv, &st->mu);
+		if (in == &st->queue->head) {
+			pthread_cond_wait(&st->queue->cv, &st->mu);
 			continue;
 		}
 		if (in->due > ulp_mono_ns()) {
@@ -173,21 +230,22 @@ static void *encoder_main(void *arg)
 		q_unlink(st, in);
 		in->failed = 0;
 		in->qstate = ULP_Q_ENCODING;
-		st->nencoding++;
+		st->queue->nencoding++;
 		/* Nothing else queued: this file gets the idle encoders'
 		 * cores too, or one big checkpoint file would commit at one
 		 * core's speed while the others wait.  Files queued later
 		 * share the cores with it for a while. */
 		unsigned threads = 1;
-		if (st->qhead.qnext == &st->qhead &&
-		    st->opts.encoder_threads > st->nencoding)
-			threads += st->opts.encoder_threads - st->nencoding;
+		if (st->queue->head.qnext == &st->queue->head &&
+		    st->opts.encoder_threads > st->queue->nencoding)
+			threads +=
+				st->opts.encoder_threads - st->queue->nencoding;
 		pthread_mutex_unlock(&st->mu);
 
 		int rc = ulp_encode_inode(st, cctx, threads, in);
 
 		pthread_mutex_lock(&st->mu);
-		st->nencoding--;
+		st->queue->nencoding--;
 		if (rc < 0 && in->staged && !in->unlinked && !in->nwriters) {
 			requeue_failed(st, in, rc);
 		} else {
@@ -199,7 +257,7 @@ static void *encoder_main(void *arg)
 		pthread_cond_broadcast(&st->done_cv);
 		ulp_stage_space_changed(st);
 	}
-	pthread_cond_broadcast(&st->q_cv);
+	pthread_cond_broadcast(&st->queue->cv);
 	pthread_mutex_unlock(&st->mu);
 	return NULL;
 }
@@ -208,12 +266,12 @@ int ulp_encoder_start(ulp_store *st)
 {
 	unsigned n = st->opts.encoder_threads;
 
-	st->enc_threads = calloc(n, sizeof *st->enc_threads);
-	st->enc_cctx = calloc(n, sizeof *st->enc_cctx);
-	if (!st->enc_threads || !st->enc_cctx)
+	st->queue->threads = calloc(n, sizeof *st->queue->threads);
+	st->queue->cctx = calloc(n, sizeof *st->queue->cctx);
+	if (!st->queue->threads || !st->queue->cctx)
 		return -ENOMEM;
 	for (unsigned i = 0; i < n; i++)
-		if (!(st->enc_cctx[i] = ulp_cctx_new()))
+		if (!(st->queue->cctx[i] = ulp_cctx_new()))
 			return -ENOMEM;
 	for (unsigned i = 0; i < n; i++) {
 		enc_arg *a = malloc(sizeof *a);
@@ -221,13 +279,13 @@ int ulp_encoder_start(ulp_store *st)
 			return -ENOMEM;
 		a->st = st;
 		a->idx = i;
-		int e = pthread_create(&st->enc_threads[i], NULL, encoder_main,
-		                       a);
+		int e = pthread_create(&st->queue->threads[i], NULL,
+		                       encoder_main, a);
 		if (e) {
 			free(a);
 			return -e;
 		}
-		st->n_enc_threads++;
+		st->queue->nthreads++;
 	}
 	return 0;
 }
@@ -235,20 +293,20 @@ int ulp_encoder_start(ulp_store *st)
 void ulp_encoder_stop(ulp_store *st)
 {
 	pthread_mutex_lock(&st->mu);
-	st->stopping = 1;
+	st->queue->stopping = 1;
 	ulp_queue_expedite(st);
 	ulp_stage_space_changed(st);
 	pthread_mutex_unlock(&st->mu);
-	for (unsigned i = 0; i < st->n_enc_threads; i++)
-		pthread_join(st->enc_threads[i], NULL);
-	st->n_enc_threads = 0;
-	free(st->enc_threads);
-	st->enc_threads = NULL;
-	if (st->enc_cctx) {
+	for (unsigned i = 0; i < st->queue->nthreads; i++)
+		pthread_join(st->queue->threads[i], NULL);
+	st->queue->nthreads = 0;
+	free(st->queue->threads);
+	st->queue->threads = NULL;
+	if (st->queue->cctx) {
 		for (unsigned i = 0; i < st->opts.encoder_threads; i++)
-			ulp_cctx_free(st->enc_cctx[i]);
-		free(st->enc_cctx);
-		st->enc_cctx = NULL;
+			ulp_cctx_free(st->queue->cctx[i]);
+		free(st->queue->cctx);
+		st->queue->cctx = NULL;
 	}
 }
 
@@ -258,12 +316,14 @@ int ulp_queue_sync(ulp_store *st)
 
 	pthread_mutex_lock(&st->mu);
 	ulp_queue_expedite(st);
-	while (st->nencoding > 0 || st->nqueued > st->nfailed) {
-		if (st->n_enc_threads == 0)
+	while (st->queue->nencoding > 0 ||
+	       st->queue->nqueued > st->queue->nfailed) {
+		if (st->queue->nthreads == 0)
 			break; /* no encoders (closing): nothing will change */
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	}
-	for (ulp_inode *in = st->qhead.qnext; in != &st->qhead; in = in->qnext)
+	for (ulp_inode *in = st->queue->head.qnext; in != &st->queue->head;
+	     in = in->qnext)
 		if (in->failed && !rc)
 			rc = in->fail_err;
 	pthread_mutex_unlock(&st->mu);

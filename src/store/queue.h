@@ -9,6 +9,16 @@
 /* ------------------------------------------------------------ queue
  * (queue.c) and encoder (encoder.c) */
 
+/* The queue, which the store holds (st->queue) from open to close; its
+ * threads run from ulp_encoder_start to ulp_encoder_stop. */
+int ulp_queue_new(ulp_queue **out);
+void ulp_queue_free(ulp_queue *q);
+/* Files queued or being encoded (mu held). */
+unsigned ulp_queue_count(ulp_store *st);
+/* Whether the store is closing (mu held): the encoders drain the queue
+ * and nothing waits for them to free staging space. */
+int ulp_queue_stopping(ulp_store *st);
+
 int ulp_encoder_start(ulp_store *st);
 /* Drain the queue and join the threads (close). */
 void ulp_encoder_stop(ulp_store *st);

@@ -147,7 +147,7 @@ void ulp_stage_wait_space(ulp_store *st, uint64_t grow)
 	/* Only closed files waiting for an encoder can free space: with
 	 * none (or only ones whose encoding keeps failing), waiting would
 	 * never end, and the backing filesystem's own ENOSPC decides. */
-	while (!st->stopping &&
+	while (!ulp_queue_stopping(st) &&
 	       st->staging->staged_bytes + grow > st->opts.staging_limit &&
 	       st->staging->pending_bytes > st->staging->failed_bytes) {
 		st->staging->space_waiters++;

@@ -100,14 +100,9 @@ static int open_dirs(ulp_store *st)
 
 static int init_sync(ulp_store *st)
 {
-	pthread_condattr_t ca;
-	int e = pthread_condattr_init(&ca);
-
-	if (!e)
-		e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_mutexattr_t ma;
-	if (!e)
-		e = pthread_mutexattr_init(&ma);
+	int e = pthread_mutexattr_init(&ma);
+
 #ifndef NDEBUG
 	/* ULP_MU_HELD (store_core.h) relies on it. */
 	if (!e)
@@ -118,10 +113,7 @@ static int init_sync(ulp_store *st)
 		pthread_mutexattr_destroy(&ma);
 	}
 	if (!e)
-		e = pthread_cond_init(&st->q_cv, &ca);
-	if (!e)
 		e = pthread_cond_init(&st->done_cv, NULL);
-	pthread_condattr_destroy(&ca);
 	return -e;
 }
 
@@ -290,15 +282,18 @@ int ulp_store_open(const char *dir, const ulp_store_opts *opts, ulp_store **out)
 	if (!st)
 		return -ENOMEM;
 	st->dir_fd = st->obj_fd = st->stg_fd = st->lock_fd = -1;
-	st->qhead.qnext = st->qhead.qprev = &st->qhead;
 	if (opts)
 		st->opts = *opts;
 	ulp_store_opts_default(&st->opts);
 	st->dir = strdup(dir);
 	rc = st->dir ? ulp_staging_new(&st->staging) : -ENOMEM;
-	if (rc == 0 && (rc = init_sync(st)) < 0)
-		ulp_staging_free(st->staging);
+	if (rc == 0)
+		rc = ulp_queue_new(&st->queue);
+	if (rc == 0)
+		rc = init_sync(st);
 	if (rc < 0) {
+		ulp_queue_free(st->queue);
+		ulp_staging_free(st->staging);
 		free(st->dir);
 		free(st);
 		return rc;
@@ -316,6 +311,8 @@ int ulp_store_open(const char *dir, const ulp_store_opts *opts, ulp_store **out)
 		cat_path = NULL;
 		rc = -ENOMEM;
 	}
+	if (rc == 0)
+		rc = ulp_inode_table_new(st);
 	if (rc == 0)
 		rc = ulp_cat_open(cat_path, geteuid(), getegid(), &st->cat);
 	free(cat_path);
@@ -365,9 +362,9 @@ void ulp_store_close(ulp_store *st)
 		close(st->dir_fd);
 	if (st->lock_fd >= 0)
 		close(st->lock_fd); /* releases the flock */
-	pthread_cond_destroy(&st->q_cv);
 	pthread_cond_destroy(&st->done_cv);
 	ulp_staging_free(st->staging);
+	ulp_queue_free(st->queue);
 	pthread_mutex_destroy(&st->mu);
 	free(st->dir);
 	free(st);
@@ -417,7 +414,7 @@ int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out)
 	}
 	out->staged_bytes = ulp_stage_bytes(st);
 	out->staging_limit = st->opts.staging_limit;
-	out->queued = st->nqueued + st->nencoding;
+	out->queued = ulp_queue_count(st);
 	pthread_mutex_unlock(&st->mu);
 	ulp_cache_stats cs;
 	ulp_cache_counters(st->cache, &cs);

@@ -161,7 +161,8 @@ typedef struct ulp_inode {
 
 typedef struct ulp_cache ulp_cache;
 typedef struct ulp_reader ulp_reader;
-typedef struct ulp_encoder ulp_encoder;
+typedef struct ulp_queue ulp_queue;
+typedef struct ulp_itab ulp_itab;
 typedef struct ulp_ra_pool ulp_ra_pool;
 typedef struct ulp_gc ulp_gc;
 typedef struct ulp_staging ulp_staging;
@@ -174,26 +175,16 @@ struct ulp_store {
 	pthread_mutex_t mu;
 	ulp_catalog *cat;
 
-	/* In-memory inodes, hashed by number. */
-	ulp_inode **itab;
-	size_t itab_size, itab_count;
+	ulp_itab *itab; /* in-memory inodes (inode.c) */
 
-	/* Encode queue, sorted by due time; counts under mu. */
-	ulp_inode qhead; /* sentinel of a circular list */
-	unsigned nqueued, nencoding;
-	unsigned nfailed;       /* queued entries whose last try failed */
-	pthread_cond_t q_cv;    /* encoders: work arrived / stopping */
-	pthread_cond_t done_cv; /* an encode finished (committed or not) */
-	int stopping;           /* close: encoders exit once the queue is
-	                           empty or every entry failed */
-	ulp_staging *staging;   /* accounting behind the staging limit
+	ulp_queue *queue; /* the encode queue and its threads (queue.c) */
+	/* An inode's state changed: an encode finished (committed or not), a
+	 * stage transition ended, a writer released its handle. */
+	pthread_cond_t done_cv;
+	ulp_staging *staging; /* accounting behind the staging limit
 	                        (staging.c) */
 	/* Passthrough admission (file.c): the admitted writers, open. */
 	struct ulp_file *pt_admitted;
-
-	pthread_t *enc_threads;
-	unsigned n_enc_threads;
-	ulp_cctx **enc_cctx;
 
 	ulp_gc *gc; /* the background re-encoder (gc.c) */
 
