@@ -20,6 +20,9 @@ void ulp_obj_unlink(ulp_store *st, const char *name);
  * their versions has committed), forget them in the reader and the cache,
  * and free the list.  May be called with or without st->mu. */
 void ulp_obj_reap(ulp_store *st, ulp_obj_list *dead);
+/* Whether name is an object some version still needs: 1, 0 or -errno
+ * (mu held). */
+int ulp_obj_live(ulp_store *st, const char *name);
 /* Recovery: remove temporaries and unreferenced objects. */
 int ulp_obj_recover(ulp_store *st);
 

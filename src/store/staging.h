@@ -104,6 +104,8 @@ int ulp_stage_keep_backing(ulp_store *st, ulp_inode *in);
 /* A writer of a kept file (data and mu held): the staging file becomes
  * staging/<ino> again and the catalog says staged.  0 or -errno. */
 int ulp_stage_reclaim(ulp_store *st, ulp_inode *in);
+/* An unnamed file in staging/ (O_TMPFILE): fd or -errno. */
+int ulp_stage_tmpfd(ulp_store *st);
 /* The name of in's staging file in staging/ (kept or not). */
 void ulp_stage_kept_name(const ulp_inode *in, char buf[40]);
 

@@ -23,7 +23,9 @@
  *   namespace  ns_internal.h (namespace.c, link.c, rename.c, setattr.c,
  *              acl.c, xattr.c), snap_tree.h (snap_tree.c, snapshot.c),
  *              history.c, version_api.c, file.c
- *   API        store.h, entry points of store_api.c
+ *   API        store.h: ulp_store_* in store_api.c, which composes the
+ *              steps of opening in store.c (recover.h); the namespace,
+ *              file, version and snapshot entry points in their modules
  *
  * Calls upward that remain: versions kick gc (ulp_gc_kick, a wake-up);
  * staging cancels and queues encodes and commits a file about to be
