@@ -4,13 +4,14 @@
  * the directories, the in-memory inode, and the small helpers of util.c.
  * Each module declares its own functions in a header of its own.
  *
- * Layers, lowest first.  A module calls the layers below it and its own;
- * the calls upward that remain are listed after the table.
+ * Layers, lowest first: a module includes the headers of its own layer
+ * and of the layers below it, but for the calls upward listed after the
+ * table (tests/store_layers.sh checks both against the sources).
  *
- *   core       store_core.h (util.c), catalog.h (catalog.c, cat_rows.c),
- *              tmap.h (tmap.c; version blobs of history.c)
- *   versions   versions.h: version rules and paths (versions.c, version
- *              rows of version_api.c, history paths of link.c)
+ *   core       store.h (the public types), store_core.h (util.c),
+ *              catalog.h (catalog.c, cat_rows.c), tmap.h (tmap.c),
+ *              remote.h
+ *   versions   versions.h (versions.c): version rules and paths
  *   cache      cache.h (cache.c): decoded chunks; a leaf
  *   reader     reader.h (reader.c, readahead.c): decoding versions
  *   objects    objects.h (objects.c): object files
@@ -21,16 +22,23 @@
  *   gc         gc.h (gc.c)
  *   inodes     inode.h (inode.c)
  *   namespace  ns_internal.h (namespace.c, link.c, rename.c, setattr.c,
- *              acl.c, xattr.c), snap_tree.h (snap_tree.c, snapshot.c),
+ *              acl.c, xattr.c), snap_tree.h (snap_tree.c), snapshot.c,
  *              history.c, version_api.c, file.c
- *   API        store.h: ulp_store_* in store_api.c, which composes the
- *              steps of opening in store.c (recover.h); the namespace,
- *              file, version and snapshot entry points in their modules
+ *   api        recover.h (store.c), store_api.c
  *
- * Calls upward that remain: versions kick gc (ulp_gc_kick, a wake-up);
- * staging cancels and queues encodes and commits a file about to be
- * replaced (queue, encoder); the queue drops inode refs and staging and
- * inodes retry -ENOSPC through the namespace (ulp_ns_retry_nospc).
+ * Calls upward that remain (files: headers):
+ *   encoder.c, versions.c: gc.h     wake gc up (ulp_gc_kick)
+ *   staging.c: queue.h, encoder.h   cancel and queue encodes, and commit
+ *                                   a closed file about to be replaced
+ *   staging.c, inode.c: ns_internal.h   retry -ENOSPC once the reserve
+ *                                   is given back (ulp_ns_retry_nospc)
+ *   queue.c: inode.h                drop the queue's refs of inodes
+ *
+ * Every ulp_store_* entry point of store.h is in store_api.c; the
+ * namespace, file, version and snapshot ones are in their modules.
+ * version_api.c also holds the version row readers of versions.h (and
+ * encoder.c the tensor map one), link.c ulp_ns_history_path, history.c
+ * the encoder statistics of tmap.h.
  *
  * Locking, outermost first:
  *
