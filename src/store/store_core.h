@@ -177,6 +177,8 @@ typedef struct ulp_ra_pool ulp_ra_pool;
 typedef struct ulp_gc ulp_gc;
 typedef struct ulp_staging ulp_staging;
 
+/* What the modules share is here; each module's own state is a struct
+ * defined in its .c file, of which the store holds a pointer. */
 struct ulp_store {
 	char *dir;
 	int dir_fd, obj_fd, stg_fd, lock_fd;
@@ -184,29 +186,28 @@ struct ulp_store {
 
 	pthread_mutex_t mu;
 	ulp_catalog *cat;
-
-	ulp_itab *itab; /* in-memory inodes (inode.c) */
-
-	ulp_queue *queue; /* the encode queue and its threads (queue.c) */
 	/* An inode's state changed: an encode finished (committed or not), a
 	 * stage transition ended, a writer released its handle. */
 	pthread_cond_t done_cv;
+
+	/* Module state, opaque outside its module. */
+	ulp_itab *itab;       /* in-memory inodes (inode.c) */
+	ulp_queue *queue;     /* the encode queue and its threads (queue.c) */
 	ulp_staging *staging; /* accounting behind the staging limit
-	                        (staging.c) */
+	                         (staging.c) */
+	ulp_gc *gc;           /* the background re-encoder (gc.c) */
+	ulp_reader *reader;   /* opened objects (reader.c) */
+	ulp_cache *cache;     /* decoded chunks (cache.c) */
+	ulp_ra_pool *ra;      /* read-ahead threads (readahead.c) */
 	/* Passthrough admission (file.c): the admitted writers, open. */
 	struct ulp_file *pt_admitted;
+	int reserve_present; /* STORE/reserve is allocated (reserve.c; mu) */
 
-	ulp_gc *gc; /* the background re-encoder (gc.c) */
-
-	ulp_reader *reader;
-	ulp_cache *cache;
-	ulp_ra_pool *ra;
-
-	int reserve_present; /* STORE/reserve is allocated (mu) */
-
-	_Atomic uint64_t stat_commits, stat_discards, stat_rebases;
-	_Atomic uint64_t stat_flips; /* versions turned into reverse deltas */
-	_Atomic uint64_t stat_readahead; /* chunks queued */
+	/* Figures the modules count and ulp_store_stats_get reports. */
+	_Atomic uint64_t stat_commits, stat_discards; /* encoder.c */
+	/* gc.c: rebases, and flips of versions into reverse deltas */
+	_Atomic uint64_t stat_rebases, stat_flips;
+	_Atomic uint64_t stat_readahead; /* chunks queued (readahead.c) */
 };
 
 /* ------------------------------------------------------------ helpers */
