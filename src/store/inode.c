@@ -9,7 +9,6 @@
 #include "store/versions.h"
 #include "store/reserve.h"
 
-#include "store/ns_internal.h"
 #include "store/overlay.h"
 
 #include <sys/stat.h>

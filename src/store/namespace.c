@@ -341,14 +341,6 @@ void ulp_ns_unlinked_done(ulp_store *st, ulp_inode *in)
 	ulp_inode_put(st, in);
 }
 
-int ulp_ns_retry_nospc(ulp_store *st, int rc, int *tried)
-{
-	if (rc != -ENOSPC || *tried)
-		return 0;
-	*tried = 1;
-	return ulp_reserve_release(st);
-}
-
 static int unlink_txn(ulp_store *st, uint64_t parent, const char *name,
                       const ulp_cat_inode *row, const char *path,
                       ulp_obj_list *dead, ulp_inode **held)

@@ -34,9 +34,6 @@ int ulp_ns_dir_row(ulp_store *st, uint64_t ino, ulp_cat_inode *row);
 int ulp_ns_drop_file(ulp_store *st, uint64_t ino, ulp_obj_list *dead,
                      ulp_inode **held);
 void ulp_ns_unlinked_done(ulp_store *st, ulp_inode *in);
-/* After a transaction that frees space failed with rc: whether to retry
- * it (rc is -ENOSPC, not retried yet, and the reserve was given back). */
-int ulp_ns_retry_nospc(ulp_store *st, int rc, int *tried);
 
 /* An entry of row (whose path was old_path, NULL when not a file) is
  * gone, inside the caller's transaction: with other names left, nlink

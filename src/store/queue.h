@@ -6,9 +6,6 @@
 
 #include "store/store_core.h"
 
-/* ------------------------------------------------------------ queue
- * (queue.c) and encoder (encoder.c) */
-
 /* The queue, which the store holds (st->queue) from open to close; its
  * threads run from ulp_encoder_start to ulp_encoder_stop. */
 int ulp_queue_new(ulp_queue **out);

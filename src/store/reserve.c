@@ -41,3 +41,11 @@ int ulp_reserve_release(ulp_store *st)
 	st->reserve_present = 0;
 	return unlinkat(st->dir_fd, RESERVE_NAME, 0) == 0;
 }
+
+int ulp_ns_retry_nospc(ulp_store *st, int rc, int *tried)
+{
+	if (rc != -ENOSPC || *tried)
+		return 0;
+	*tried = 1;
+	return ulp_reserve_release(st);
+}

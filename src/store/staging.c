@@ -7,8 +7,8 @@
 #include "store/queue.h"
 #include "store/encoder.h"
 #include "store/versions.h"
+#include "store/reserve.h"
 
-#include "store/ns_internal.h"
 #include "store/overlay.h"
 
 #include <sys/stat.h>

@@ -30,8 +30,6 @@
  *   encoder.c, versions.c: gc.h     wake gc up (ulp_gc_kick)
  *   staging.c: queue.h, encoder.h   cancel and queue encodes, and commit
  *                                   a closed file about to be replaced
- *   staging.c, inode.c: ns_internal.h   retry -ENOSPC once the reserve
- *                                   is given back (ulp_ns_retry_nospc)
  *   queue.c: inode.h                drop the queue's refs of inodes
  *
  * Every ulp_store_* entry point of store.h is in store_api.c; the
