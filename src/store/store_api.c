@@ -14,6 +14,7 @@
 #include "store/reader.h"
 #include "store/recover.h"
 #include "store/staging.h"
+#include "store/versions.h"
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -160,31 +161,28 @@ int ulp_store_gc(ulp_store *st)
 	return ulp_gc_request(st, 1);
 }
 
+/* ------------------------------------------------------------ files */
+
+int ulp_store_object_live(ulp_store *st, const char *name)
+{
+	pthread_mutex_lock(&st->mu);
+	int rc = ulp_obj_live(st, name);
+	pthread_mutex_unlock(&st->mu);
+	return rc;
+}
+
+int ulp_store_staging_tmpfd(ulp_store *st)
+{
+	return ulp_stage_tmpfd(st);
+}
+
 /* ------------------------------------------------------------ figures */
 
 int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out)
 {
-	static const char Q[] = "SELECT state, count(*), coalesce(sum(stored), "
-				"0),"
-				" coalesce(sum(size), 0) FROM versions GROUP "
-				"BY state";
-	int rc;
-
 	memset(out, 0, sizeof *out);
 	pthread_mutex_lock(&st->mu);
-	sqlite3_stmt *s = ulp_cat_q(st->cat, Q, "");
-	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
-		int state = sqlite3_column_int(s, 0);
-		if (state < 0 || state > 2)
-			continue;
-		out->versions[state] = (uint64_t)sqlite3_column_int64(s, 1);
-		if (state != ULP_VERSION_DELETED)
-			out->stored_bytes +=
-				(uint64_t)sqlite3_column_int64(s, 2);
-		if (state == ULP_VERSION_LIVE)
-			out->logical_bytes =
-				(uint64_t)sqlite3_column_int64(s, 3);
-	}
+	int rc = ulp_versions_tally(st, out);
 	out->staged_bytes = ulp_stage_bytes(st);
 	out->staging_limit = st->opts.staging_limit;
 	out->queued = ulp_queue_count(st);
@@ -211,19 +209,6 @@ static uint64_t file_bytes(int dir_fd, const char *name)
 	return fstatat(dir_fd, name, &sb, 0) == 0 && S_ISREG(sb.st_mode)
 	               ? (uint64_t)sb.st_size
 	               : 0;
-}
-
-int ulp_store_object_live(ulp_store *st, const char *name)
-{
-	pthread_mutex_lock(&st->mu);
-	int rc = ulp_obj_live(st, name);
-	pthread_mutex_unlock(&st->mu);
-	return rc;
-}
-
-int ulp_store_staging_tmpfd(ulp_store *st)
-{
-	return ulp_stage_tmpfd(st);
 }
 
 int ulp_store_disk_get(ulp_store *st, ulp_store_disk *out)

@@ -45,6 +45,11 @@ int ulp_versions_release(ulp_store *st, uint64_t vid, ulp_obj_list *dead);
 /* Turn ghosts nothing depends on into deleted versions. */
 int ulp_versions_settle(ulp_store *st, ulp_obj_list *dead);
 
+/* The versions of each state, their stored bytes (deleted ones aside) and
+ * the logical bytes of the live ones, into out (ulp_store_stats_get).
+ * 0 or -errno. */
+int ulp_versions_tally(ulp_store *st, ulp_store_stats *out);
+
 /* The tensor map stored with a version (empty when it had none). */
 int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out);
 int ulp_version_get_locked(ulp_store *st, uint64_t vid, ulp_version_info *out);
