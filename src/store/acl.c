@@ -13,7 +13,7 @@
  * a little-endian u32 version 2, then entries of u16 tag, u16 perm, u32
  * id.  The kernel validated them when they were set.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
 
 #include "store/ns_internal.h"
 

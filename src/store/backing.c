@@ -15,7 +15,7 @@
  * comes meanwhile takes it back as its staging file, exactly as a local
  * filesystem writes the one inode its readers have open.
  */
-#include "store/store_internal.h"
+#include "store/staging.h"
 
 #include <sys/stat.h>
 
@@ -106,7 +106,7 @@ int ulp_stage_reclaim(ulp_store *st, ulp_inode *in)
 	return rc;
 }
 
-int ulp_store_staging_tmpfd(ulp_store *st)
+int ulp_stage_tmpfd(ulp_store *st)
 {
 	int fd = openat(st->stg_fd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	return fd < 0 ? -errno : fd;

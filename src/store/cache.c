@@ -12,7 +12,7 @@
  * again: a sequential reader that catches up with read-ahead, or several
  * readers of one file.  Buffers being filled count against the budget.
  */
-#include "store/store_internal.h"
+#include "store/cache.h"
 
 struct ulp_cbuf {
 	uint64_t vid, off;

@@ -3,7 +3,8 @@
  * for a copy-up on demand (overlay.h), from the committed version it was
  * opened from; filling the overlay's gaps before the file is encoded.
  */
-#include "store/store_internal.h"
+#include "store/staging.h"
+#include "store/reader.h"
 
 #include "store/overlay.h"
 

@@ -8,7 +8,13 @@
  * bumps the inode's gen, which makes the object sink fail at its next
  * write, and waits until the encoder has let go (ulp_queue_cancel).
  */
-#include "store/store_internal.h"
+#include "store/encoder.h"
+#include "store/staging.h"
+#include "store/objects.h"
+#include "store/reader.h"
+#include "store/versions.h"
+#include "store/reserve.h"
+#include "store/tmap.h"
 
 #include "store/gc.h"
 #include "store/overlay.h"

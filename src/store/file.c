@@ -2,7 +2,11 @@
  * file.c - open file handles: reads from staging or through the decoder,
  * writes to staging at native speed, deferred errors, release.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/inode.h"
+#include "store/staging.h"
+#include "store/reader.h"
+#include "store/versions.h"
 
 #include "store/overlay.h"
 
@@ -262,8 +266,7 @@ static void pt_unreserve(ulp_file *f)
 			break;
 		}
 	f->pt_reserve = 0;
-	if (st->space_waiters)
-		pthread_cond_broadcast(&st->space_cv);
+	ulp_stage_space_changed(st);
 }
 
 /* What the admitted passthrough writers are still expected to write
@@ -291,7 +294,7 @@ int ulp_file_passthrough_admit(ulp_file *f)
 	ulp_stage_wait_space(st, 0);
 	pt_sync(st); /* it may have waited */
 	uint64_t lim = st->opts.staging_limit;
-	uint64_t want = st->last_closed_size;
+	uint64_t want = ulp_stage_last_closed(st);
 	if (want < lim / 16)
 		want = lim / 16;
 	if (want > lim)
@@ -299,7 +302,7 @@ int ulp_file_passthrough_admit(ulp_file *f)
 	if (want == 0)
 		want = 1;
 	uint64_t exp = pt_expected(st);
-	ok = st->staged_bytes + exp + want <= lim;
+	ok = ulp_stage_bytes(st) + exp + want <= lim;
 	if (ok) {
 		f->pt_reserve = want;
 		f->pt_next = st->pt_admitted;

@@ -34,9 +34,15 @@
  * around link by link at its next commit (lazily); ulp_store_gc() starts
  * the same conversion at the newest version of every other forward chain.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
 
 #include "store/gc.h"
+#include "store/staging.h"
+#include "store/encoder.h"
+#include "store/objects.h"
+#include "store/reader.h"
+#include "store/versions.h"
+#include "store/tmap.h"
 
 #include <signal.h>
 #include <time.h>

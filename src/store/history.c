@@ -3,7 +3,9 @@
  * version by number, what stats needs of a version (and the baseline
  * figures it keeps), and prune.
  */
-#include "store/store_internal.h"
+#include "store/tmap.h"
+#include "store/objects.h"
+#include "store/versions.h"
 
 /* ------------------------------------------------------------ estats */
 

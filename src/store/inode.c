@@ -2,26 +2,43 @@
  * inode.c - the table of in-memory inodes (files that are open, staged or
  * being encoded) and the end of a file's life.
  */
-#include "store/store_internal.h"
+#include "store/inode.h"
+#include "store/staging.h"
+#include "store/queue.h"
+#include "store/objects.h"
+#include "store/versions.h"
+#include "store/reserve.h"
 
-#include "store/ns_internal.h"
 #include "store/overlay.h"
 
 #include <sys/stat.h>
+
+/* In-memory inodes, hashed by number (under st->mu). */
+struct ulp_itab {
+	ulp_inode **slots; /* NULL until the first inode */
+	size_t size, count;
+};
+
+int ulp_inode_table_new(ulp_store *st)
+{
+	st->itab = calloc(1, sizeof *st->itab);
+	return st->itab ? 0 : -ENOMEM;
+}
 
 static size_t hslot(const ulp_store *st, uint64_t ino)
 {
 	uint64_t h = ino * 0x9e3779b97f4a7c15ull;
 
-	return (size_t)(h >> 20) & (st->itab_size - 1);
+	return (size_t)(h >> 20) & (st->itab->size - 1);
 }
 
 ulp_inode *ulp_inode_find(ulp_store *st, uint64_t ino)
 {
 	ULP_MU_HELD(st);
-	if (!st->itab)
+	if (!st->itab->slots)
 		return NULL;
-	for (ulp_inode *in = st->itab[hslot(st, ino)]; in; in = in->hnext)
+	for (ulp_inode *in = st->itab->slots[hslot(st, ino)]; in;
+	     in = in->hnext)
 		if (in->ino == ino)
 			return in;
 	return NULL;
@@ -29,14 +46,14 @@ ulp_inode *ulp_inode_find(ulp_store *st, uint64_t ino)
 
 static int table_grow(ulp_store *st)
 {
-	size_t n = st->itab_size ? st->itab_size * 2 : 256;
-	ulp_inode **nt = calloc(n, sizeof *nt), **old = st->itab;
-	size_t on = st->itab_size;
+	size_t n = st->itab->size ? st->itab->size * 2 : 256;
+	ulp_inode **nt = calloc(n, sizeof *nt), **old = st->itab->slots;
+	size_t on = st->itab->size;
 
 	if (!nt)
 		return -ENOMEM;
-	st->itab = nt;
-	st->itab_size = n;
+	st->itab->slots = nt;
+	st->itab->size = n;
 	for (size_t i = 0; i < on; i++) {
 		ulp_inode *in = old[i], *next;
 		for (; in; in = next) {
@@ -52,12 +69,12 @@ static int table_grow(ulp_store *st)
 
 static void unhash(ulp_store *st, ulp_inode *in)
 {
-	ulp_inode **pp = &st->itab[hslot(st, in->ino)];
+	ulp_inode **pp = &st->itab->slots[hslot(st, in->ino)];
 
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == in) {
 			*pp = in->hnext;
-			st->itab_count--;
+			st->itab->count--;
 			return;
 		}
 	}
@@ -160,7 +177,7 @@ int ulp_inode_get(ulp_store *st, uint64_t ino, ulp_inode **out)
 		return -EINVAL;
 	if (row.nlink == 0)
 		return -ENOENT; /* an orphan left by a crash */
-	if (st->itab_count + 1 > st->itab_size && (rc = table_grow(st)) < 0)
+	if (st->itab->count + 1 > st->itab->size && (rc = table_grow(st)) < 0)
 		return rc;
 	in = calloc(1, sizeof *in);
 	if (!in)
@@ -189,9 +206,9 @@ int ulp_inode_get(ulp_store *st, uint64_t ino, ulp_inode **out)
 		return rc;
 	}
 	size_t k = hslot(st, ino);
-	in->hnext = st->itab[k];
-	st->itab[k] = in;
-	st->itab_count++;
+	in->hnext = st->itab->slots[k];
+	st->itab->slots[k] = in;
+	st->itab->count++;
 	*out = in;
 	return 0;
 }
@@ -259,14 +276,16 @@ void ulp_inode_put(ulp_store *st, ulp_inode *in)
 
 void ulp_inode_table_free(ulp_store *st)
 {
-	for (size_t i = 0; i < st->itab_size; i++) {
-		ulp_inode *in = st->itab[i], *next;
+	if (!st->itab)
+		return;
+	for (size_t i = 0; i < st->itab->size; i++) {
+		ulp_inode *in = st->itab->slots[i], *next;
 		for (; in; in = next) {
 			next = in->hnext;
 			inode_free(in);
 		}
 	}
+	free(st->itab->slots);
 	free(st->itab);
 	st->itab = NULL;
-	st->itab_size = st->itab_count = 0;
 }

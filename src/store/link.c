@@ -7,7 +7,9 @@
  * naming entry goes (unlink, rename, replaced by a rename), the versions
  * follow to the next oldest name.  The data goes with the last name.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/inode.h"
+#include "store/versions.h"
 
 #include "store/ns_internal.h"
 

@@ -3,7 +3,13 @@
  * unlink, rmdir and readdir; each change is one catalog transaction.
  * (rename and setattr are in rename.c and setattr.c.)
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/inode.h"
+#include "store/staging.h"
+#include "store/queue.h"
+#include "store/objects.h"
+#include "store/versions.h"
+#include "store/reserve.h"
 
 #include "store/ns_internal.h"
 
@@ -333,14 +339,6 @@ void ulp_ns_unlinked_done(ulp_store *st, ulp_inode *in)
 	in->refs++;
 	ulp_queue_cancel_nowait(st, in);
 	ulp_inode_put(st, in);
-}
-
-int ulp_ns_retry_nospc(ulp_store *st, int rc, int *tried)
-{
-	if (rc != -ENOSPC || *tried)
-		return 0;
-	*tried = 1;
-	return ulp_reserve_release(st);
 }
 
 static int unlink_txn(ulp_store *st, uint64_t parent, const char *name,

@@ -5,12 +5,21 @@
 #ifndef ULP_STORE_NS_INTERNAL_H
 #define ULP_STORE_NS_INTERNAL_H
 
-#include "store/store_internal.h"
+#include "store/store_core.h"
 
 #define ULP_NAME_MAX 255
 #define ULP_PATH_MAX 4096
 /* Most names one inode may have (ext4 has 65000). */
 #define ULP_LINK_MAX 65000
+
+/* How long a file just created waits in the queue before it may be
+ * committed empty (namespace.c): far longer than the gap between FUSE's
+ * create and the open that follows it. */
+#define ULP_CREATE_GRACE_NS (2 * 1000000000ll)
+
+/* A symlink's target from a query of (kind, target) (namespace.c; mu
+ * held): as ulp_ns_readlink. */
+int ulp_ns_target_of(ulp_store *st, sqlite3_stmt *s, char *buf, size_t size);
 
 /* 0, -EINVAL (empty, ".", "..", a slash) or -ENAMETOOLONG. */
 int ulp_ns_check_name(const char *name);
@@ -25,9 +34,6 @@ int ulp_ns_dir_row(ulp_store *st, uint64_t ino, ulp_cat_inode *row);
 int ulp_ns_drop_file(ulp_store *st, uint64_t ino, ulp_obj_list *dead,
                      ulp_inode **held);
 void ulp_ns_unlinked_done(ulp_store *st, ulp_inode *in);
-/* After a transaction that frees space failed with rc: whether to retry
- * it (rc is -ENOSPC, not retried yet, and the reserve was given back). */
-int ulp_ns_retry_nospc(ulp_store *st, int rc, int *tried);
 
 /* An entry of row (whose path was old_path, NULL when not a file) is
  * gone, inside the caller's transaction: with other names left, nlink

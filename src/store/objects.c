@@ -3,7 +3,9 @@
  * written to a temporary name, fsynced, renamed, the directory fsynced;
  * removed only after the catalog no longer needs them.
  */
-#include "store/store_internal.h"
+#include "store/objects.h"
+#include "store/reader.h"
+#include "store/cache.h"
 #include "store/remote.h"
 
 #include <dirent.h>
@@ -127,14 +129,13 @@ static int is_object_name(const char *n)
 static const char LIVE_Q[] = "SELECT 1 FROM versions WHERE object = ? AND "
 			     "state <> 2 LIMIT 1";
 
-int ulp_store_object_live(ulp_store *st, const char *name)
+int ulp_obj_live(ulp_store *st, const char *name)
 {
+	ULP_MU_HELD(st);
 	int64_t one;
 	if (!is_object_name(name))
 		return 0;
-	pthread_mutex_lock(&st->mu);
 	int rc = ulp_cat_int(st->cat, &one, LIVE_Q, "s", name);
-	pthread_mutex_unlock(&st->mu);
 	return rc < 0 ? rc : rc > 0;
 }
 

@@ -5,7 +5,7 @@
  * Saved form (little-endian): "ULPFSCU1", u64 base, u64 limit, u64 n,
  * n x (u64 lo, u64 hi), u64 XXH3-64 of everything before it.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
 
 #include "store/overlay.h"
 

@@ -8,7 +8,10 @@
  * goes back with an exponential backoff.  The queue holds a ref on each
  * entry's inode.
  */
-#include "store/store_internal.h"
+#include "store/queue.h"
+#include "store/staging.h"
+#include "store/inode.h"
+#include "store/encoder.h"
 #include "store/remote.h"
 
 #include <time.h>
@@ -16,23 +19,78 @@
 #define BACKOFF_MIN_NS (100 * 1000000ll)
 #define BACKOFF_MAX_NS (30 * 1000000000ll)
 
+/* Under st->mu. */
+struct ulp_queue {
+	ulp_inode head; /* sentinel of a circular list, sorted by due time */
+	unsigned nqueued, nencoding;
+	unsigned nfailed;   /* queued entries whose last try failed */
+	pthread_cond_t cv;  /* encoders: work arrived / stopping */
+	int stopping;       /* close: encoders exit once the queue is empty
+	                      or every entry failed */
+	pthread_t dispatch; /* the dispatcher */
+	int started;
+	ulp_pool_group *jobs; /* the encodes it runs on st->pool */
+};
+
+int ulp_queue_new(ulp_queue **out)
+{
+	ulp_queue *q = calloc(1, sizeof *q);
+	pthread_condattr_t ca;
+	int e = q ? pthread_condattr_init(&ca) : ENOMEM;
+
+	if (!e) {
+		e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		if (!e)
+			e = pthread_cond_init(&q->cv, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	if (e) {
+		free(q);
+		q = NULL;
+	} else {
+		q->head.qnext = q->head.qprev = &q->head;
+	}
+	*out = q;
+	return -e;
+}
+
+void ulp_queue_free(ulp_queue *q)
+{
+	if (!q)
+		return;
+	pthread_cond_destroy(&q->cv);
+	free(q);
+}
+
+unsigned ulp_queue_count(ulp_store *st)
+{
+	ULP_MU_HELD(st);
+	return st->queue->nqueued + st->queue->nencoding;
+}
+
+int ulp_queue_stopping(ulp_store *st)
+{
+	ULP_MU_HELD(st);
+	return st->queue->stopping;
+}
+
 static void q_insert(ulp_store *st, ulp_inode *in)
 {
-	ulp_inode *pos = st->qhead.qprev;
+	ulp_inode *pos = st->queue->head.qprev;
 
 	/* Mostly appended: walk back from the tail. */
-	while (pos != &st->qhead && pos->due > in->due)
+	while (pos != &st->queue->head && pos->due > in->due)
 		pos = pos->qprev;
 	in->qprev = pos;
 	in->qnext = pos->qnext;
 	pos->qnext->qprev = in;
 	pos->qnext = in;
-	st->nqueued++;
+	st->queue->nqueued++;
 	if (in->failed) {
-		st->nfailed++;
-		st->failed_bytes += in->acct;
+		st->queue->nfailed++;
+		ulp_stage_count_failed(st, in, 1);
 	}
-	pthread_cond_broadcast(&st->q_cv);
+	pthread_cond_broadcast(&st->queue->cv);
 }
 
 static void q_unlink(ulp_store *st, ulp_inode *in)
@@ -40,10 +98,10 @@ static void q_unlink(ulp_store *st, ulp_inode *in)
 	in->qprev->qnext = in->qnext;
 	in->qnext->qprev = in->qprev;
 	in->qprev = in->qnext = NULL;
-	st->nqueued--;
+	st->queue->nqueued--;
 	if (in->failed) {
-		st->nfailed--;
-		st->failed_bytes -= in->acct;
+		st->queue->nfailed--;
+		ulp_stage_count_failed(st, in, -1);
 	}
 }
 
@@ -57,8 +115,8 @@ void ulp_queue_add(ulp_store *st, ulp_inode *in, int64_t delay_ns)
 	in->qstate = ULP_Q_QUEUED;
 	in->failed = 0;
 	in->attempts = 0;
-	in->due = ulp_mono_ns() + (st->stopping ? 0 : delay_ns);
-	st->pending_bytes += in->acct;
+	in->due = ulp_mono_ns() + (st->queue->stopping ? 0 : delay_ns);
+	ulp_stage_count_queued(st, in, 1);
 	q_insert(st, in);
 }
 
@@ -70,10 +128,9 @@ void ulp_queue_remove(ulp_store *st, ulp_inode *in)
 	q_unlink(st, in);
 	in->qstate = ULP_Q_NONE;
 	in->failed = 0;
-	st->pending_bytes -= in->acct;
+	ulp_stage_count_queued(st, in, -1);
 	in->refs--; /* the caller holds another */
-	if (st->space_waiters)
-		pthread_cond_broadcast(&st->space_cv);
+	ulp_stage_space_changed(st);
 }
 
 void ulp_queue_cancel(ulp_store *st, ulp_inode *in)
@@ -97,16 +154,16 @@ void ulp_queue_expedite(ulp_store *st)
 	ULP_MU_HELD(st);
 	int64_t now = ulp_mono_ns();
 
-	for (ulp_inode *in = st->qhead.qnext; in != &st->qhead;
+	for (ulp_inode *in = st->queue->head.qnext; in != &st->queue->head;
 	     in = in->qnext) {
 		if (in->failed) {
-			st->nfailed--;
-			st->failed_bytes -= in->acct;
+			st->queue->nfailed--;
+			ulp_stage_count_failed(st, in, -1);
 			in->failed = 0;
 		}
 		in->due = now; /* all equal: the order stays valid */
 	}
-	pthread_cond_broadcast(&st->q_cv);
+	pthread_cond_broadcast(&st->queue->cv);
 }
 
 /* Put an entry whose encode failed back, due after a backoff. */
@@ -139,7 +196,7 @@ static void timed_wait(ulp_store *st, int64_t until_mono)
 
 	ts.tv_sec = (time_t)(until_mono / 1000000000);
 	ts.tv_nsec = (long)(until_mono % 1000000000);
-	pthread_cond_timedwait(&st->q_cv, &st->mu, &ts);
+	pthread_cond_timedwait(&st->queue->cv, &st->mu, &ts);
 }
 
 /* Encode in and put it back or let it go (as a pool job or, when none
@@ -156,19 +213,18 @@ static void encode_entry(ulp_store *st, ulp_inode *in, unsigned threads,
 	int rc = stale ? 1 : ulp_encode_inode(st, threads, in);
 
 	pthread_mutex_lock(&st->mu);
-	st->nencoding--;
+	st->queue->nencoding--;
 	if (rc < 0 && in->staged && !in->unlinked && !in->nwriters) {
 		requeue_failed(st, in, rc);
 	} else {
 		in->qstate = ULP_Q_NONE;
 		if (in->staged)
-			st->pending_bytes -= in->acct;
+			ulp_stage_count_queued(st, in, -1);
 		ulp_inode_put(st, in);
 	}
 	pthread_cond_broadcast(&st->done_cv);
-	pthread_cond_broadcast(&st->q_cv); /* the dispatcher: a slot free */
-	if (st->space_waiters)
-		pthread_cond_broadcast(&st->space_cv);
+	pthread_cond_broadcast(&st->queue->cv); /* the dispatcher: a slot */
+	ulp_stage_space_changed(st);
 	pthread_mutex_unlock(&st->mu);
 }
 
@@ -190,21 +246,22 @@ static void encode_job(void *arg)
 static void *dispatch_main(void *arg)
 {
 	ulp_store *st = arg;
+	ulp_queue *q = st->queue;
 
 	pthread_mutex_lock(&st->mu);
 	for (;;) {
 		/* Closing: leave once only failures are left (they are
 		 * staged, so the next open queues them again) and no encode
 		 * is under way (it may put its entry back). */
-		if (st->stopping && st->nqueued == st->nfailed &&
-		    st->nencoding == 0)
+		if (q->stopping && q->nqueued == q->nfailed &&
+		    q->nencoding == 0)
 			break;
-		ulp_inode *in = st->qhead.qnext;
-		while (in != &st->qhead && st->stopping && in->failed)
+		ulp_inode *in = q->head.qnext;
+		while (in != &q->head && q->stopping && in->failed)
 			in = in->qnext;
-		if (in == &st->qhead ||
-		    st->nencoding >= st->opts.encoder_threads) {
-			pthread_cond_wait(&st->q_cv, &st->mu);
+		if (in == &q->head ||
+		    q->nencoding >= st->opts.encoder_threads) {
+			pthread_cond_wait(&q->cv, &st->mu);
 			continue;
 		}
 		if (in->due > ulp_mono_ns()) {
@@ -214,21 +271,20 @@ static void *dispatch_main(void *arg)
 		q_unlink(st, in);
 		in->failed = 0;
 		in->qstate = ULP_Q_ENCODING;
-		st->nencoding++;
+		q->nencoding++;
 		/* Nothing else queued: this file gets the idle encoders'
 		 * cores too, or one big checkpoint file would commit at one
 		 * core's speed while the others wait.  Files queued later
 		 * share the cores with it for a while. */
 		unsigned threads = 1;
-		if (st->qhead.qnext == &st->qhead &&
-		    st->opts.encoder_threads > st->nencoding)
-			threads += st->opts.encoder_threads - st->nencoding;
+		if (q->head.qnext == &q->head &&
+		    st->opts.encoder_threads > q->nencoding)
+			threads += st->opts.encoder_threads - q->nencoding;
 		uint64_t gen = atomic_load(&in->gen);
 		enc_job *j = malloc(sizeof *j);
 		if (j) {
 			*j = (enc_job){ st, in, threads, gen };
-			if (ulp_pool_submit(st->enc_jobs, encode_job, j) ==
-			    ULP_OK)
+			if (ulp_pool_submit(q->jobs, encode_job, j) == ULP_OK)
 				continue;
 			free(j);
 		}
@@ -236,35 +292,35 @@ static void *dispatch_main(void *arg)
 		encode_entry(st, in, threads, gen);
 		pthread_mutex_lock(&st->mu);
 	}
-	pthread_cond_broadcast(&st->q_cv);
+	pthread_cond_broadcast(&q->cv);
 	pthread_mutex_unlock(&st->mu);
 	return NULL;
 }
 
 int ulp_encoder_start(ulp_store *st)
 {
-	st->enc_jobs = ulp_pool_group_new(st->pool);
-	if (!st->enc_jobs)
+	st->queue->jobs = ulp_pool_group_new(st->pool);
+	if (!st->queue->jobs)
 		return -ENOMEM;
-	int e = pthread_create(&st->enc_dispatch, NULL, dispatch_main, st);
+	int e = pthread_create(&st->queue->dispatch, NULL, dispatch_main, st);
 	if (e)
 		return -e;
-	st->enc_started = 1;
+	st->queue->started = 1;
 	return 0;
 }
 
 void ulp_encoder_stop(ulp_store *st)
 {
 	pthread_mutex_lock(&st->mu);
-	st->stopping = 1;
+	st->queue->stopping = 1;
 	ulp_queue_expedite(st);
-	pthread_cond_broadcast(&st->space_cv);
+	ulp_stage_space_changed(st);
 	pthread_mutex_unlock(&st->mu);
-	if (st->enc_started)
-		pthread_join(st->enc_dispatch, NULL);
-	st->enc_started = 0;
-	ulp_pool_group_free(st->enc_jobs); /* the last returns */
-	st->enc_jobs = NULL;
+	if (st->queue->started)
+		pthread_join(st->queue->dispatch, NULL);
+	st->queue->started = 0;
+	ulp_pool_group_free(st->queue->jobs); /* the last returns */
+	st->queue->jobs = NULL;
 }
 
 int ulp_queue_sync(ulp_store *st)
@@ -273,12 +329,14 @@ int ulp_queue_sync(ulp_store *st)
 
 	pthread_mutex_lock(&st->mu);
 	ulp_queue_expedite(st);
-	while (st->nencoding > 0 || st->nqueued > st->nfailed) {
-		if (!st->enc_started)
+	while (st->queue->nencoding > 0 ||
+	       st->queue->nqueued > st->queue->nfailed) {
+		if (!st->queue->started)
 			break; /* no encoders (closing): nothing will change */
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	}
-	for (ulp_inode *in = st->qhead.qnext; in != &st->qhead; in = in->qnext)
+	for (ulp_inode *in = st->queue->head.qnext; in != &st->queue->head;
+	     in = in->qnext)
 		if (in->failed && !rc)
 			rc = in->fail_err;
 	pthread_mutex_unlock(&st->mu);

@@ -15,7 +15,7 @@
  * between two levels of their chains, so unmounting never waits for more
  * than one chunk decode per runner.
  */
-#include "store/store_internal.h"
+#include "store/reader.h"
 
 /* Runners at most: beyond a few, decoding ahead competes with the
  * readers and the encoders for the same cores. */

@@ -16,7 +16,9 @@
  * of one per level of the chain, and chunk i of every version in between
  * stays cached for readers of those versions.
  */
-#include "store/store_internal.h"
+#include "store/reader.h"
+#include "store/cache.h"
+#include "store/versions.h"
 
 #include <xxhash.h>
 #include "store/remote.h"

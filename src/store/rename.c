@@ -8,7 +8,12 @@
  * current).  A replaced target file loses its name but its path lives on:
  * its versions stay as history of that path.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/inode.h"
+#include "store/staging.h"
+#include "store/objects.h"
+#include "store/versions.h"
+#include "store/reserve.h"
 
 #include "store/ns_internal.h"
 

@@ -9,7 +9,7 @@
  * transaction fails with ENOSPC; it is allocated again as soon as there is
  * room.  All with st->mu held.
  */
-#include "store/store_internal.h"
+#include "store/reserve.h"
 
 #define RESERVE_NAME "reserve"
 #define RESERVE_BYTES (4u << 20)
@@ -40,4 +40,12 @@ int ulp_reserve_release(ulp_store *st)
 		return 0;
 	st->reserve_present = 0;
 	return unlinkat(st->dir_fd, RESERVE_NAME, 0) == 0;
+}
+
+int ulp_ns_retry_nospc(ulp_store *st, int rc, int *tried)
+{
+	if (rc != -ENOSPC || *tried)
+		return 0;
+	*tried = 1;
+	return ulp_reserve_release(st);
 }

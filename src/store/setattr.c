@@ -1,7 +1,9 @@
 /*
  * setattr.c - chmod, chown, truncate and utimens.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/inode.h"
+#include "store/staging.h"
 
 #include "store/ns_internal.h"
 #include "store/overlay.h"

@@ -11,7 +11,9 @@
  * reported as not recorded (a file of its pinned version, or a directory
  * implied by the paths below it), as they were shown before.
  */
-#include "store/store_internal.h"
+#include "store/snap_tree.h"
+#include "store/ns_internal.h"
+#include "store/versions.h"
 
 /* Every inode below (ino, path): a regular file only with a committed
  * version (its pin), sized and timed as that version when what is staged

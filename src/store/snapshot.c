@@ -4,7 +4,10 @@
  * snapshot_items is never released); this file creates, lists, reads and
  * deletes the sets.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/objects.h"
+#include "store/versions.h"
+#include "store/snap_tree.h"
 
 static int name_ok(const char *name)
 {

@@ -3,12 +3,85 @@
  * a committed version up (on demand: overlay.h), truncation, and the
  * accounting behind the staging limit.
  */
-#include "store/store_internal.h"
+#include "store/staging.h"
+#include "store/queue.h"
+#include "store/encoder.h"
+#include "store/versions.h"
+#include "store/reserve.h"
 
-#include "store/ns_internal.h"
 #include "store/overlay.h"
 
 #include <sys/stat.h>
+
+/* Under st->mu. */
+struct ulp_staging {
+	uint64_t staged_bytes;  /* allocated bytes of staged files */
+	uint64_t pending_bytes; /* ... of those that are queued or encoding */
+	uint64_t failed_bytes;  /* ... of those whose last encode failed */
+	pthread_cond_t space_cv;
+	unsigned space_waiters;
+	uint64_t last_closed_size;
+};
+
+int ulp_staging_new(ulp_staging **out)
+{
+	ulp_staging *s = calloc(1, sizeof *s);
+	int e = s ? pthread_cond_init(&s->space_cv, NULL) : ENOMEM;
+
+	if (e) {
+		free(s);
+		s = NULL;
+	}
+	*out = s;
+	return -e;
+}
+
+void ulp_staging_free(ulp_staging *s)
+{
+	if (!s)
+		return;
+	pthread_cond_destroy(&s->space_cv);
+	free(s);
+}
+
+uint64_t ulp_stage_bytes(ulp_store *st)
+{
+	ULP_MU_HELD(st);
+	return st->staging->staged_bytes;
+}
+
+uint64_t ulp_stage_last_closed(ulp_store *st)
+{
+	ULP_MU_HELD(st);
+	return st->staging->last_closed_size;
+}
+
+static void count(uint64_t *total, const ulp_inode *in, int sign)
+{
+	if (sign > 0)
+		*total += in->acct;
+	else
+		*total -= in->acct;
+}
+
+void ulp_stage_count_queued(ulp_store *st, const ulp_inode *in, int sign)
+{
+	ULP_MU_HELD(st);
+	count(&st->staging->pending_bytes, in, sign);
+}
+
+void ulp_stage_count_failed(ulp_store *st, const ulp_inode *in, int sign)
+{
+	ULP_MU_HELD(st);
+	count(&st->staging->failed_bytes, in, sign);
+}
+
+void ulp_stage_space_changed(ulp_store *st)
+{
+	ULP_MU_HELD(st);
+	if (st->staging->space_waiters)
+		pthread_cond_broadcast(&st->staging->space_cv);
+}
 
 int ulp_stage_create(ulp_store *st, uint64_t ino)
 {
@@ -30,12 +103,11 @@ void ulp_stage_account(ulp_store *st, ulp_inode *in)
 	uint64_t bytes = in->fd >= 0 && fstat(in->fd, &sb) == 0
 	                         ? (uint64_t)sb.st_blocks * 512
 	                         : in->size;
-	st->staged_bytes += bytes - in->acct;
+	st->staging->staged_bytes += bytes - in->acct;
 	if (in->qstate != ULP_Q_NONE)
-		st->pending_bytes += bytes - in->acct;
+		st->staging->pending_bytes += bytes - in->acct;
 	in->acct = bytes;
-	if (st->space_waiters)
-		pthread_cond_broadcast(&st->space_cv);
+	ulp_stage_space_changed(st);
 }
 
 void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size)
@@ -61,13 +133,12 @@ void ulp_stage_drop(ulp_store *st, ulp_inode *in)
 		ulp_overlay_free(in->ov);
 		in->ov = NULL;
 	}
-	st->staged_bytes -= in->acct;
+	st->staging->staged_bytes -= in->acct;
 	if (in->qstate != ULP_Q_NONE)
-		st->pending_bytes -= in->acct;
+		st->staging->pending_bytes -= in->acct;
 	in->acct = 0;
 	in->staged = 0;
-	if (st->space_waiters)
-		pthread_cond_broadcast(&st->space_cv);
+	ulp_stage_space_changed(st);
 }
 
 void ulp_stage_wait_space(ulp_store *st, uint64_t grow)
@@ -76,12 +147,12 @@ void ulp_stage_wait_space(ulp_store *st, uint64_t grow)
 	/* Only closed files waiting for an encoder can free space: with
 	 * none (or only ones whose encoding keeps failing), waiting would
 	 * never end, and the backing filesystem's own ENOSPC decides. */
-	while (!st->stopping &&
-	       st->staged_bytes + grow > st->opts.staging_limit &&
-	       st->pending_bytes > st->failed_bytes) {
-		st->space_waiters++;
-		pthread_cond_wait(&st->space_cv, &st->mu);
-		st->space_waiters--;
+	while (!ulp_queue_stopping(st) &&
+	       st->staging->staged_bytes + grow > st->opts.staging_limit &&
+	       st->staging->pending_bytes > st->staging->failed_bytes) {
+		st->staging->space_waiters++;
+		pthread_cond_wait(&st->staging->space_cv, &st->mu);
+		st->staging->space_waiters--;
 	}
 }
 
@@ -275,7 +346,7 @@ void ulp_stage_writer_done(ulp_store *st, ulp_inode *in)
 	ULP_MU_HELD(st);
 	if (--in->nwriters > 0 || !in->staged || in->unlinked)
 		return;
-	st->last_closed_size = in->size;
+	st->staging->last_closed_size = in->size;
 	/* Persist size and times: getattr of an idle row and a reopen
 	 * after a crash see them (recovery also has the file's own). */
 	ulp_cat_inode row;

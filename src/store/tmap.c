@@ -9,7 +9,7 @@
  *   n x { u16 name_len  name  u8 dtype_name_len  dtype_name  u8 dtype
  *         u64 offset  u64 nbytes  u32 ndim  ndim x u64 }
  */
-#include "store/store_internal.h"
+#include "store/tmap.h"
 
 #define MAGIC "UTM1"
 

@@ -1,7 +1,7 @@
 /*
  * util.c - clocks, error translation and whole-buffer I/O for the store.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
 
 #include <time.h>
 #include <unistd.h>

@@ -2,7 +2,9 @@
  * version_api.c - the public queries on versions, paths and the store's
  * figures.
  */
-#include "store/store_internal.h"
+#include "store/versions.h"
+#include "store/inode.h"
+#include "store/reader.h"
 
 static const char Q_VGET[] = "SELECT " ULP_VCOLS " FROM versions WHERE id = ?";
 

@@ -4,7 +4,7 @@
  * more is released: deleted at once when no other version references it,
  * else turned into a ghost that gc.c rebases away.
  */
-#include "store/store_internal.h"
+#include "store/versions.h"
 
 #include "store/gc.h"
 
@@ -330,5 +330,30 @@ out:
 	free(v);
 	free(lo);
 	free(hi);
+	return rc;
+}
+
+int ulp_versions_tally(ulp_store *st, ulp_store_stats *out)
+{
+	ULP_MU_HELD(st);
+	static const char Q[] = "SELECT state, count(*), coalesce(sum(stored), "
+				"0),"
+				" coalesce(sum(size), 0) FROM versions GROUP "
+				"BY state";
+	int rc;
+
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q, "");
+	while ((rc = ulp_cat_step(st->cat, s)) == 1) {
+		int state = sqlite3_column_int(s, 0);
+		if (state < 0 || state > 2)
+			continue;
+		out->versions[state] = (uint64_t)sqlite3_column_int64(s, 1);
+		if (state != ULP_VERSION_DELETED)
+			out->stored_bytes +=
+				(uint64_t)sqlite3_column_int64(s, 2);
+		if (state == ULP_VERSION_LIVE)
+			out->logical_bytes =
+				(uint64_t)sqlite3_column_int64(s, 3);
+	}
 	return rc;
 }

@@ -9,7 +9,8 @@
  * the bytes, checks names, sizes and flags, and changes ctime in the same
  * transaction.
  */
-#include "store/store_internal.h"
+#include "store/store_core.h"
+#include "store/inode.h"
 
 #include "store/ns_internal.h"
 

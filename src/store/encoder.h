@@ -1,0 +1,51 @@
+/*
+ * encoder.h - encoding staged files into objects and committing them
+ * (encoder.c).
+ */
+#ifndef ULP_STORE_ENCODER_H
+#define ULP_STORE_ENCODER_H
+
+#include "store/store_core.h"
+
+/* Write an encoded object: plan + encode cur[0..size) against ref (0: a
+ * keyframe) into objects/<name>, fsynced.  cancel, if not NULL, aborts
+ * the write when *cancel != gen.  On success fills name and *stored. */
+typedef struct ulp_encode_req {
+	const uint8_t *cur;
+	uint64_t size;
+	uint64_t from; /* else (cur NULL): this version's bytes, decoded
+	                  chunk by chunk through the cache as encoded */
+	const ulp_tensor_map *map;
+	uint64_t ref; /* reference version or 0 */
+	uint64_t ref_size;
+	const uint8_t *ref_hash; /* 16 bytes when ref */
+	const ulp_tensor_map *ref_map;
+	unsigned threads; /* chunks encoded at once, on st->pool (0: 1) */
+	_Atomic uint64_t *cancel; /* abort when *cancel != gen */
+	uint64_t gen;
+	_Atomic int *stop; /* abort when set (may be NULL) */
+	ulp_stats *stats;  /* filled with the encoder's statistics (may be
+	                      NULL) */
+	/* zeros in cur never read (ulp_stage_holes; may be NULL) */
+	const uint64_t (*holes)[2];
+	size_t nholes;
+	/* bytes equal to ref's at the same offsets (ulp_stage_unchanged;
+	 * may be NULL) */
+	const uint64_t (*same)[2];
+	size_t nsame;
+	/* the content hash's kind: a version committed with a flat hash
+	 * keeps it when coded again (other objects name it by that hash) */
+	int flat_hash;
+	/* the content hash when known (cur is a copy of ref; may be NULL) */
+	const uint8_t *known_hash;
+} ulp_encode_req;
+int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
+                      char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
+                      uint8_t hash[16]);
+
+/* Encode a dequeued inode and commit it (encoder.c).  0: committed (or
+ * nothing to do), 1: discarded (content changed meanwhile), -errno:
+ * failed, to retry (-EAGAIN: retry at once). */
+int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in);
+
+#endif /* ULP_STORE_ENCODER_H */

@@ -1,0 +1,82 @@
+#!/bin/bash
+# tests/store_layers.sh - the store's modules include only the headers of
+# their own layer and of the layers below it, as the table at the top of
+# src/store/store_core.h says, but for the calls upward listed there.
+# Every file of src/store must be placed in that table, and every
+# exception must still be needed: the table and the sources cannot drift
+# apart unnoticed.
+#
+# Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
+set -eu
+SRC=${srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}/src/store
+command -v python3 >/dev/null || { echo "FAIL: python3 not found" >&2; exit 1; }
+exec python3 - "$SRC" <<'PY'
+import os, re, sys
+
+src = sys.argv[1]
+core = open(os.path.join(src, "store_core.h")).read()
+lines = [l[3:] if l.startswith(" * ") else "" for l in core.split("\n")]
+
+def section(start):
+    """The indented table after the paragraph starting with start, up to
+    the blank line that ends it."""
+    i = next(k for k, l in enumerate(lines) if l.startswith(start))
+    while not re.match(r"  \S", lines[i]):
+        i += 1
+    out = []
+    while lines[i].strip():
+        out.append(lines[i])
+        i += 1
+    return out
+
+names = re.compile(r"\b[a-z_]+\.[ch]\b")
+layer_of, order = {}, []
+for l in section("Layers, lowest first"):
+    m = re.match(r"  (\w+)\s", l)
+    if m and not l.startswith("   "):
+        order.append(m.group(1))
+    for n in names.findall(l):
+        if n in layer_of:
+            sys.exit(f"FAIL: {n} is placed twice in the layer table")
+        layer_of[n] = len(order) - 1
+
+allowed, key = set(), None
+for l in section("Calls upward that remain"):
+    m = re.match(r"  ([a-z_., ]+\.c): ([a-z_., ]+\.h)\s", l)
+    if m:
+        for f in names.findall(m.group(1)):
+            for h in names.findall(m.group(2)):
+                allowed.add((f, h))
+
+bad, used = [], set()
+for f in sorted(os.listdir(src)):
+    if not f.endswith((".c", ".h")):
+        continue
+    if f not in layer_of:
+        bad.append(f"{f} is in no layer of the table")
+        continue
+    text = open(os.path.join(src, f)).read()
+    for h in re.findall(r'#include "store/([^"]+)"', text):
+        if h not in layer_of:
+            bad.append(f"{f} includes {h}, which is in no layer")
+        elif layer_of[h] > layer_of[f]:
+            if (f, h) in allowed:
+                used.add((f, h))
+            else:
+                bad.append(f"{f} ({order[layer_of[f]]}) includes {h} "
+                           f"({order[layer_of[h]]}), a layer above it")
+for f, h in sorted(allowed - used):
+    bad.append(f"the exception {f}: {h} is no longer needed")
+for n in layer_of:
+    if not os.path.exists(os.path.join(src, n)):
+        bad.append(f"the table names {n}, which does not exist")
+if len(order) < 5 or len(layer_of) < 30:
+    bad.append(f"the table was not parsed ({len(order)} layers, "
+               f"{len(layer_of)} files)")
+for b in bad:
+    print("FAIL:", b)
+if bad:
+    sys.exit(1)
+print(f"ok: {len(layer_of)} files in {len(order)} layers, "
+      f"{len(used)} calls upward, each listed")
+PY
