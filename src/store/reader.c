@@ -621,38 +621,3 @@ int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,
 	entry_put(st->reader, e);
 	return rc;
 }
-
-int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
-                      _Atomic int *stop)
-{
-	const size_t piece = 4u << 20;
-	uint8_t *buf;
-	int rc = 0;
-
-	if (size == 0)
-		return 0;
-	buf = malloc(piece);
-	if (!buf)
-		return -ENOMEM;
-	ulp_readahead *ra = ulp_readahead_new(st);
-	for (uint64_t off = 0; off < size && rc == 0;) {
-		size_t n = size - off < piece ? (size_t)(size - off) : piece;
-		if (stop && atomic_load(stop)) {
-			rc = -ECANCELED;
-			break;
-		}
-		ssize_t got = ulp_read_version(st, vid, buf, n, off, ra);
-		if (got != (ssize_t)n) {
-			rc = got < 0 ? (int)got : -EIO;
-			break;
-		}
-		rc = ulp_pwrite_sparse(fd, buf, n, off);
-		off += n;
-	}
-	/* the size, where the file ends in a hole */
-	if (rc == 0 && ftruncate(fd, (off_t)size) < 0)
-		rc = -errno;
-	ulp_readahead_free(ra);
-	free(buf);
-	return rc;
-}

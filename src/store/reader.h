@@ -15,10 +15,6 @@ void ulp_reader_free(ulp_reader *r);
  * read-ahead state.  Never call with st->mu held. */
 ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
                          uint64_t off, ulp_readahead *ra);
-/* Decode bytes [0, size) of version vid into fd at the same offsets, a
- * few MiB at a time; stops with -ECANCELED once *stop (if given) is set. */
-int ulp_version_to_fd(ulp_store *st, uint64_t vid, uint64_t size, int fd,
-                      _Atomic int *stop);
 /* Read-ahead work: decode chunk i of version vid into the cache, unless
  * it is there or being decoded; gives up once *stop is set. */
 int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,

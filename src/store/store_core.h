@@ -99,9 +99,9 @@
 /* Length of an object name: 32 lower-case hex digits, plus NUL. */
 #define ULP_OBJ_NAME_LEN 33
 /* Staged file names are decimal inode numbers; temporaries start with a
- * dot (objects/.tmp-*, staging/.rebase-*) and are removed on open. */
+ * dot (objects/.tmp-*; staging/.rebase-* from older releases) and are
+ * removed on open. */
 #define ULP_TMP_PREFIX ".tmp-"
-#define ULP_REBASE_PREFIX ".rebase-"
 /* staging/<ino> (util.c). */
 void ulp_stage_name(uint64_t ino, char buf[32]);
 
