@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# tests/fs_copycrash.sh - kill -9 of the daemon around a copy_file_range(2)
+# of a committed file into a new one (a reference copy, except with a
+# passthrough destination: through staging), at points drawn from a seed:
+#   inflight  at a random moment of the 30 ms after copy_file_range was
+#             first called (the copy may not have returned: then the
+#             destination may also be absent or empty),
+#   open      the copy returned, the destination still open (not committed),
+#   closed    closed, at a random moment of the commit window,
+#   synced    after ulpfs sync (committed);
+# after each kill: unmount, remount (recovery), and check that every
+# destination whose copy had returned reads exactly the source, the source
+# is unchanged, ulpfs verify passes, and, after ulpfs gc, there is one
+# object file per live version (no orphan objects).
+# ULPFS_COPYCRASH_ITERS (default 4: each point once, in a seeded order);
+# ULPFS_CRASH_SEED picks the order and the moments (printed; rerun with it).
+# make check may run this with a POSIX sh: it needs bash.
+[ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
+. "$(dirname "$0")/fs_lib.sh"
+fs_init
+
+STORE=$WORK/store
+MNT=$WORK/mnt
+SRC=$WORK/src.bin
+ITERS=${ULPFS_COPYCRASH_ITERS:-4}
+SEED=${ULPFS_CRASH_SEED:-$(($(date +%s) % 100000))}
+RANDOM=$SEED
+say "seed: $SEED (rerun with ULPFS_CRASH_SEED=$SEED), $ITERS kills"
+POINTS=(inflight open closed synced)
+
+cat >"$WORK/copy.py" <<'PY'
+import json, os, subprocess, sys, time
+
+# copy.py ULPFS MNT NAME DST MARK HOLD: copy MNT/NAME whole into a new
+# MNT/DST; once copy_file_range has returned, MARK (on plain disk) says how
+# many chunks the copy decoded; HOLD 1 keeps the destination open (until
+# killed), else it is closed and MARK.closed written.
+ulpfs, mnt, name, dst, mark, hold = sys.argv[1:7]
+
+
+def decodes():
+    out = subprocess.run([ulpfs, "stats", "--json", mnt], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out)["cache"]["decodes"]
+
+
+def note(path, text):
+    fd = os.open(path + ".tmp", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, text.encode())
+    os.fsync(fd)
+    os.close(fd)
+    os.rename(path + ".tmp", path)
+
+
+d0 = decodes()
+fi = os.open(os.path.join(mnt, name), os.O_RDONLY)
+fo = os.open(os.path.join(mnt, dst), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+size = os.fstat(fi).st_size
+note(mark + ".started", "started\n")
+done = 0
+while done < size:
+    k = os.copy_file_range(fi, fo, size - done, done, done)
+    if k == 0:
+        break
+    done += k
+note(mark, "%d %d\n" % (done, decodes() - d0))
+if hold == "1":
+    while True:
+        time.sleep(1)
+os.close(fo)
+os.close(fi)
+note(mark + ".closed", "closed\n")
+PY
+
+# versions_and_objects: live and ghost versions of the store, and its
+# object files.
+versions_and_objects() {
+	local v o
+	v=$("$ULPFS" log --json "$MNT" | "$PY" -c 'import json, sys
+print(sum(1 for v in json.load(sys.stdin) if v["state"] in ("live", "ghost")))')
+	o=$(find "$STORE/objects" -maxdepth 1 -type f ! -name '.*' | wc -l)
+	echo "$v $o"
+}
+
+# wait_file PATH SECONDS: 0 once PATH exists.
+wait_file() {
+	local n=$(($2 * 50))
+	while [ ! -e "$1" ]; do
+		n=$((n - 1))
+		[ "$n" -le 0 ] && return 1
+		sleep 0.02
+	done
+}
+
+step "first mount, a committed 12 MiB source"
+head -c $((12 * 1048576 + 4321)) /dev/urandom >"$SRC"
+fs_mount "$STORE" "$MNT"
+MODE=$(fs_write_mode "$MNT")
+cp "$SRC" "$MNT/src.bin" || die "cannot write the source"
+"$ULPFS" sync "$MNT" >/dev/null || die "ulpfs sync failed"
+"$ULPFS" gc "$MNT" >/dev/null || die "ulpfs gc failed"
+
+returned=() # destinations whose copy had returned before their kill
+for it in $(seq 1 "$ITERS"); do
+	point=${POINTS[$(((it - 1 + SEED) % ${#POINTS[@]}))]}
+	dst=copy-$it.bin
+	mark=$WORK/mark-$it
+	step "iteration $it/$ITERS: kill -9 at point '$point' ($MODE, seed $SEED)"
+	pid=$FS_LAST_PID
+	[ "$(cat "$STORE/daemon.pid" 2>/dev/null)" = "$pid" ] || pid_argv_mentions "$pid" "$STORE" ||
+		die "refusing to kill PID $pid: not our daemon"
+	hold=0
+	[ "$point" = open ] && hold=1
+	fs_bg "$PY" "$WORK/copy.py" "$ULPFS" "$MNT" src.bin "$dst" "$mark" "$hold"
+	cpid=$FS_BG_LAST
+	case $point in
+	inflight)
+		wait_file "$mark.started" 60 || bad "iteration $it: the copy did not start within 60 s"
+		delay=$(calc "$((RANDOM % 1000)) / 1000 * 0.03")
+		sleep "$delay"
+		how="${delay}s after the copy started"
+		;;
+	open)
+		wait_file "$mark" 60 || bad "iteration $it: the copy did not return within 60 s"
+		how="the copy returned, the destination open"
+		;;
+	closed)
+		wait_file "$mark.closed" 60 || bad "iteration $it: the copy did not close within 60 s"
+		delay=$(calc "$((RANDOM % 1000)) / 1000 * 0.2")
+		sleep "$delay"
+		how="${delay}s after the destination was closed"
+		;;
+	synced)
+		wait_file "$mark.closed" 60 || bad "iteration $it: the copy did not close within 60 s"
+		"$ULPFS" sync "$MNT" >/dev/null || bad "iteration $it: ulpfs sync failed"
+		how="after ulpfs sync"
+		;;
+	esac
+	# The copy's own view: its mark is written only after the call
+	# returned, so without it the copy may or may not have happened.
+	if [ -e "$mark" ]; then
+		read -r ncopied ndecoded <"$mark"
+		[ "$ncopied" = "$(stat -c %s "$SRC")" ] || bad "iteration $it: the copy returned $ncopied bytes"
+		if [ "$MODE" != passthrough ] && [ "$ndecoded" != 0 ]; then
+			bad "iteration $it: a copy by reference decoded $ndecoded chunks"
+		fi
+		returned+=("$dst")
+	fi
+	say "kill -9 $pid $how (copy returned: $([ -e "$mark" ] && echo yes || echo no))"
+	kill -9 "$pid" || bad "kill -9 $pid failed"
+	wait_pid_gone "$pid" 10 || bad "daemon $pid still alive 10 s after kill -9"
+	kill -9 "$cpid" 2>/dev/null
+	wait "$cpid" 2>/dev/null
+	fs_bg_forget "$cpid"
+	fs_force_umount "$MNT" 30
+	is_mounted "$MNT" && die "cannot unmount $MNT after the kill"
+
+	step "iteration $it: remount (recovery) and check"
+	fs_mount "$STORE" "$MNT"
+	cmp -s "$MNT/src.bin" "$SRC" && ok "the source is unchanged" ||
+		bad "iteration $it: the source differs after the kill (seed $SEED)"
+	for d in "${returned[@]}"; do
+		cmp -s "$MNT/$d" "$SRC" || bad "iteration $it: $d (its copy had returned) differs from the source (seed $SEED)"
+	done
+	if [ ! -e "$mark" ]; then
+		if [ -e "$MNT/$dst" ] && [ -s "$MNT/$dst" ] && ! cmp -s "$MNT/$dst" "$SRC"; then
+			bad "iteration $it: $dst (copy in flight) is neither absent, empty nor the source (seed $SEED)"
+		else
+			ok "$dst (copy in flight at the kill): $([ -e "$MNT/$dst" ] && stat -c '%s bytes' "$MNT/$dst" || echo absent)"
+		fi
+	fi
+	ok "${#returned[@]} copies that had returned checked against the source"
+	"$ULPFS" gc "$MNT" >/dev/null || bad "iteration $it: ulpfs gc failed"
+	"$ULPFS" verify "$MNT" >"$WORK/verify.txt" 2>&1 && ok "ulpfs verify passes" || {
+		sed 's/^/    | /' "$WORK/verify.txt" >&2
+		bad "iteration $it: ulpfs verify failed (seed $SEED)"
+	}
+	read -r nv no < <(versions_and_objects)
+	[ "$nv" = "$no" ] && ok "$no object files for $nv live versions" ||
+		bad "iteration $it: $no object files for $nv live versions (seed $SEED)"
+done
+
+step "sync, gc, remount: every copy exact and no orphan objects"
+"$ULPFS" sync "$MNT" >/dev/null || bad "ulpfs sync failed"
+"$ULPFS" gc "$MNT" >/dev/null || bad "ulpfs gc failed"
+fs_remount "$STORE" "$MNT"
+for d in "${returned[@]}"; do
+	cmp -s "$MNT/$d" "$SRC" || bad "$d differs from the source after a clean remount (seed $SEED)"
+done
+read -r nv no < <(versions_and_objects)
+[ "$nv" = "$no" ] && ok "$no object files for $nv live versions" ||
+	bad "$no object files for $nv live versions: orphan or missing objects (seed $SEED)"
+"$ULPFS" verify "$MNT" >"$WORK/verify.txt" 2>&1 && ok "ulpfs verify passes" || {
+	sed 's/^/    | /' "$WORK/verify.txt" >&2
+	bad "ulpfs verify failed (seed $SEED)"
+}
+fs_umount "$MNT"
+fs_finish
