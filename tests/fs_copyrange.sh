@@ -150,6 +150,38 @@ for d in (mnt, ref):
         bad("cp(1) in %s failed" % d)
 same("gen.cp", "cp(1) of a committed file within the mount")
 
+# Whole chunks (2 MiB) at equal offsets into new files: by reference too
+# (the bytes before the range are zeros, a hole): nothing decoded at the
+# copy; the commit decodes none of the range's chunks (at most the
+# source's chunks under the zeros, the zero chunks coded against them, and
+# its last chunk when it is partial), and stores almost nothing.  At other
+# offsets through staging.
+gsize = len(files["gen"])
+for dst, off, n, aligned in (("ref.tail", 4 * MIB, gsize, True),
+                             ("ref.head", 0, 8 * MIB, True),
+                             ("ref.mid", 2 * MIB, 8 * MIB, True),
+                             ("ref.odd", MIB, 8 * MIB, False)):
+    d0 = decodes()
+    got = copy_both("gen", dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, off, off, n)
+    want = min(n, gsize - off)
+    if got != want:
+        bad("%s: copied %d of %d bytes" % (dst, got, want))
+    run("sync", mnt)
+    dec = decodes() - d0
+    v = newest(dst)
+    what = "[%d, %d) of gen at the same offsets" % (off, off + want)
+    outside = off // (2 * MIB) + (1 if (off + want) % (2 * MIB) else 0)
+    if byref and aligned and (dec > outside or v["stored"] > (64 << 10)):
+        bad("%s: %s, whole chunks: %d chunks decoded, %d bytes stored"
+            % (dst, what, dec, v["stored"]))
+    elif byref and aligned:
+        ok("%s: %s by reference: %d chunks decoded (at most %d), %d bytes stored"
+           % (dst, what, dec, outside, v["stored"]))
+    else:
+        ok("%s: %s through staging: %d chunks decoded, %d bytes stored"
+           % (dst, what, dec, v["stored"]))
+    same(dst, what)
+
 # Partial and unaligned: into a new file, and into the middle of a
 # committed one (a copy-up).
 copy_both("gen", "part", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 1000, 5, 3 * MIB + 7)
@@ -206,7 +238,7 @@ PY
 # plain files had them at the end (each has one) - and the files.
 versions_exact() {
 	local f n
-	for f in gen.copy model.safetensors.copy part sparse.copy; do
+	for f in gen.copy model.safetensors.copy part sparse.copy ref.tail ref.head ref.mid ref.odd; do
 		n=$("$ULPFS" log --json "$MNT/$f" | "$PY" -c 'import json,sys; o=json.load(sys.stdin); v=o["versions"] if isinstance(o,dict) else o; print(max(x["seq"] for x in v))')
 		cmp -s "$MNT/.ulpfs/versions/$f/$n" "$REF/$f" || bad "$1: version $n of $f differs"
 	done

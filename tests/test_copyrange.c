@@ -3,7 +3,9 @@
  * (ulp_file_copy_version): a committed version copied whole into an empty
  * file decodes nothing, at the copy nor at its commit, stores almost
  * nothing, and outlives the deletion of its source file (before its
- * commit too); copies that do not qualify are left to the caller.
+ * commit too); so do whole chunks of it at the same offsets (zeros
+ * before them), after a reopen too; copies that do not qualify are left
+ * to the caller.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -56,7 +58,7 @@ Test(copyrange, by_reference_decodes_nothing_and_outlives_its_source)
 	uint8_t *data = src_and_dst(st, len, 23, &a, &dst, &f);
 
 	uint64_t d0 = cache_decodes(st);
-	/* Not the version whole, or not at 0: the caller copies bytes. */
+	/* Not whole chunks at the same offsets: the caller copies bytes. */
 	cr_assert_eq(ulp_file_copy_version(f, a.id, 1, 0, len), 0);
 	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 7, len), 0);
 	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, len - 1), 0);
@@ -155,4 +157,66 @@ Test(copyrange, only_into_an_empty_sole_writer)
 	expect_content(st, dst, data, sizeof data);
 	check_integrity(st);
 	ulp_store_close(st);
+}
+
+/* Whole chunks copied by reference: the file is zeros before them, cut
+ * at their end.  Its commit decodes none of them; the zero chunks before
+ * are coded against the version's chunks there (read: decoded), and the
+ * version's last chunk when it is partial is coded again. */
+Test(copyrange, whole_chunks_at_the_same_offsets)
+{
+	const size_t chunk = ULP_CHUNK_SIZE_DEFAULT;
+	ulp_store *st = open_default();
+	size_t len = 6 * chunk + 777;
+	ulp_version_info a;
+	uint64_t dst;
+	ulp_file *f;
+	uint8_t *data = src_and_dst(st, len, 31, &a, &dst, &f);
+	uint8_t *want = malloc(len);
+	cr_assert(want);
+
+	/* Unaligned starts and ends, and ranges past the end, do not
+	 * qualify. */
+	cr_assert_eq(
+		ulp_file_copy_version(f, a.id, chunk + 1, chunk + 1, chunk), 0);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, chunk, chunk, chunk + 1),
+	             0);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, len, len, 1), 0);
+	static const struct {
+		size_t off, n, decodes;
+	} cases[] = { { 1, 4, 1 }, { 0, 4, 0 }, { 2, SIZE_MAX, 3 } };
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		size_t off = cases[i].off * chunk, n = cases[i].n;
+		size_t end = n == SIZE_MAX ? len : off + n * chunk;
+		if (i)
+			cr_assert_eq(ulp_file_open(st, dst, O_WRONLY | O_TRUNC,
+			                           &f, NULL),
+			             0);
+		uint64_t d0 = cache_decodes(st);
+		cr_assert_eq(ulp_file_copy_version(f, a.id, off, off,
+		                                   n == SIZE_MAX ? n
+		                                                 : n * chunk),
+		             (ssize_t)(end - off));
+		ulp_file_release(f);
+		sync_ok(st);
+		cr_assert_leq(cache_decodes(st) - d0, cases[i].decodes,
+		              "[%zu, %zu): %llu chunks decoded", off, end,
+		              (unsigned long long)(cache_decodes(st) - d0));
+		ulp_version_info b = current(st, dst);
+		cr_assert_eq(b.ref, a.id);
+		cr_assert_lt(b.stored, 8192, "stored %llu",
+		             (unsigned long long)b.stored);
+		memset(want, 0, off);
+		memcpy(want + off, data + off, end - off);
+		expect_content(st, dst, want, end);
+		expect_version(st, b.id, want, end);
+	}
+	check_integrity(st);
+	ulp_store_close(st);
+	st = open_default();
+	expect_content(st, dst, want, len);
+	check_integrity(st);
+	ulp_store_close(st);
+	free(want);
+	free(data);
 }

@@ -4,9 +4,10 @@
  * through user space, a round trip per page-cache request).
  *
  * A copy of a committed file whole into an empty one (what cp does with a
- * new file) is a reference: the destination becomes a copy-up on demand
- * of the source's version (ulp_file_copy_version), nothing is read or
- * written, and its commit codes every chunk as identical to the source's.
+ * new file), or of whole chunks of it at the same offsets, is a
+ * reference: the destination becomes a copy-up on demand of the source's
+ * version (ulp_file_copy_version), nothing is read or written, and its
+ * commit codes those chunks as identical to the source's.
  * Anything else is copied through staging: the source read (from staging
  * or decoded), the destination written as a write(2) would (the staging
  * limit, and for a passthrough opener the staging file the kernel writes

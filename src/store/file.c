@@ -485,6 +485,18 @@ void ulp_file_release(ulp_file *f)
 
 /* ------------------------------------------------------------ copies */
 
+/* The end of a copy of [off, off + len) of a version of size vsize by
+ * reference, 0 when it does not qualify: it starts at a chunk boundary
+ * and ends at one or at the version's end, so that the commit codes its
+ * chunks as the version's (generic files: encoder.c, copyup.c). */
+static uint64_t ref_copy_end(uint64_t vsize, uint64_t off, uint64_t len)
+{
+	if (off >= vsize || off % ULP_CHUNK_SIZE_DEFAULT)
+		return 0;
+	uint64_t end = len < vsize - off ? off + len : vsize;
+	return end == vsize || end % ULP_CHUNK_SIZE_DEFAULT == 0 ? end : 0;
+}
+
 ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
                               uint64_t off_out, uint64_t len)
 {
@@ -492,44 +504,54 @@ ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
 	ulp_inode *in = f->in;
 	ulp_version_info v;
 	struct stat sb;
+	uint64_t end = 0;
 	int rc;
 
-	if (!f->writable || f->pt || off_in || off_out)
+	if (!f->writable || f->pt || off_in != off_out)
 		return 0;
 	pthread_rwlock_wrlock(&in->data);
 	pthread_mutex_lock(&st->mu);
 	rc = ulp_version_get_locked(st, vid, &v);
 	if (rc == -ENOENT)
 		rc = 1;
+	if (rc == 0 && !(end = ref_copy_end(v.size, off_in, len)))
+		rc = 1;
 	/* Empty and staged in full (created, or cut to 0), this the only
 	 * writer and no kernel I/O on the staging file: nobody but the
 	 * daemon sees it become a copy-up. */
-	if (rc == 0 &&
-	    (v.state != ULP_VERSION_LIVE || v.size == 0 || len < v.size ||
-	     !in->staged || in->ov || in->size != 0 || in->nwriters != 1 ||
-	     in->npt || in->bk_held || in->unlinked))
+	if (rc == 0 && (v.state != ULP_VERSION_LIVE || !in->staged || in->ov ||
+	                in->size != 0 || in->nwriters != 1 || in->npt ||
+	                in->bk_held || in->unlinked))
 		rc = 1;
 	if (rc == 0 && fstat(in->fd, &sb) < 0)
 		rc = -errno;
 	if (rc == 0 && (sb.st_size != 0 || sb.st_blocks != 0))
 		rc = 1;
-	ulp_overlay *ov = rc == 0 ? ulp_overlay_new(vid, v.size) : NULL;
+	/* The version shows through up to end; before off_in the staging
+	 * file's hole, zeros, as written. */
+	ulp_overlay *ov = rc == 0 ? ulp_overlay_new(vid, end) : NULL;
 	if (rc == 0 && !ov)
 		rc = -ENOMEM;
-	if (rc == 0 && ftruncate(in->fd, (off_t)v.size) < 0)
+	if (rc == 0 && off_in)
+		rc = ulp_overlay_add(ov, 0, off_in);
+	if (rc == 0 && ftruncate(in->fd, (off_t)end) < 0)
 		rc = -errno;
+	/* A part of the version: its map saved before the row names it, or
+	 * recovery would show all of the version (a whole copy needs none). */
+	int saved = rc == 0 && (off_in || end < v.size);
+	if (saved)
+		rc = ulp_overlay_save(ov, st->stg_fd, in->ino, 0);
 	int64_t now = ulp_now_ns();
 	/* The row names vid as the file's version, which keeps vid from
 	 * being released (its own file deleted) until this one commits;
-	 * recovery makes the same copy-up of it (no map saved: all of it
-	 * shows through). */
-	if (rc == 0) {
+	 * recovery makes the same copy-up of it. */
+	if (rc == 0)
 		rc = ulp_cat_inode_content(st->cat, in->ino, vid,
-		                           ULP_STAGED_OVERLAY, v.size, now,
-		                           now);
-		if (rc < 0 && ftruncate(in->fd, 0) < 0)
-			rc = -errno;
-	}
+		                           ULP_STAGED_OVERLAY, end, now, now);
+	if (rc < 0 && saved)
+		ulp_overlay_unlink(st->stg_fd, in->ino);
+	if (rc < 0 && ftruncate(in->fd, 0) < 0)
+		rc = -errno;
 	if (rc == 0) {
 		atomic_fetch_add(&in->gen, 1);
 		in->ov = ov;
@@ -537,10 +559,10 @@ ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
 		in->version = vid;
 		in->mtime = in->ctime = now;
 		in->times_dirty = 1;
-		ulp_stage_set_size(st, in, v.size);
+		ulp_stage_set_size(st, in, end);
 	}
 	pthread_mutex_unlock(&st->mu);
 	pthread_rwlock_unlock(&in->data);
 	ulp_overlay_free(ov);
-	return rc < 0 ? rc : rc == 1 ? 0 : (ssize_t)v.size;
+	return rc < 0 ? rc : rc == 1 ? 0 : (ssize_t)(end - off_in);
 }
