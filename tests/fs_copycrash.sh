@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/fs_copycrash.sh - kill -9 of the daemon around a copy_file_range(2)
 # of a committed file into a new one (a reference copy, except with a
-# passthrough destination: through staging), at points drawn from a seed:
+# passthrough destination: through staging), the whole file in the first
+# half of the iterations, whole chunks at the same offsets (zeros before
+# them) in the second, at points drawn from a seed:
 #   inflight  at a random moment of the 30 ms after copy_file_range was
 #             first called (the copy may not have returned: then the
 #             destination may also be absent or empty),
@@ -9,10 +11,10 @@
 #   closed    closed, at a random moment of the commit window,
 #   synced    after ulpfs sync (committed);
 # after each kill: unmount, remount (recovery), and check that every
-# destination whose copy had returned reads exactly the source, the source
+# destination whose copy had returned reads exactly what was copied, the source
 # is unchanged, ulpfs verify passes, and, after ulpfs gc, there is one
 # object file per live version (no orphan objects).
-# ULPFS_COPYCRASH_ITERS (default 4: each point once, in a seeded order);
+# ULPFS_COPYCRASH_ITERS (default 8: each point twice, in a seeded order);
 # ULPFS_CRASH_SEED picks the order and the moments (printed; rerun with it).
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
@@ -22,7 +24,8 @@ fs_init
 STORE=$WORK/store
 MNT=$WORK/mnt
 SRC=$WORK/src.bin
-ITERS=${ULPFS_COPYCRASH_ITERS:-4}
+ITERS=${ULPFS_COPYCRASH_ITERS:-8}
+MIB=1048576
 SEED=${ULPFS_CRASH_SEED:-$(($(date +%s) % 100000))}
 RANDOM=$SEED
 say "seed: $SEED (rerun with ULPFS_CRASH_SEED=$SEED), $ITERS kills"
@@ -31,11 +34,12 @@ POINTS=(inflight open closed synced)
 cat >"$WORK/copy.py" <<'PY'
 import json, os, subprocess, sys, time
 
-# copy.py ULPFS MNT NAME DST MARK HOLD: copy MNT/NAME whole into a new
-# MNT/DST; once copy_file_range has returned, MARK (on plain disk) says how
+# copy.py ULPFS MNT NAME DST MARK HOLD OFF N: copy N bytes at OFF of
+# MNT/NAME (N -1: to its end) into a new MNT/DST at OFF; once copy_file_range has returned, MARK (on plain disk) says how
 # many chunks the copy decoded; HOLD 1 keeps the destination open (until
 # killed), else it is closed and MARK.closed written.
 ulpfs, mnt, name, dst, mark, hold = sys.argv[1:7]
+off, n = int(sys.argv[7]), int(sys.argv[8])
 
 
 def decodes():
@@ -55,11 +59,11 @@ def note(path, text):
 d0 = decodes()
 fi = os.open(os.path.join(mnt, name), os.O_RDONLY)
 fo = os.open(os.path.join(mnt, dst), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-size = os.fstat(fi).st_size
+size = os.fstat(fi).st_size - off if n < 0 else n
 note(mark + ".started", "started\n")
 done = 0
 while done < size:
-    k = os.copy_file_range(fi, fo, size - done, done, done)
+    k = os.copy_file_range(fi, fo, size - done, off + done, off + done)
     if k == 0:
         break
     done += k
@@ -100,18 +104,31 @@ cp "$SRC" "$MNT/src.bin" || die "cannot write the source"
 "$ULPFS" sync "$MNT" >/dev/null || die "ulpfs sync failed"
 "$ULPFS" gc "$MNT" >/dev/null || die "ulpfs gc failed"
 
-returned=() # destinations whose copy had returned before their kill
+returned=()     # destinations whose copy had returned before their kill
+declare -A wants # destination -> what it must read
 for it in $(seq 1 "$ITERS"); do
 	point=${POINTS[$(((it - 1 + SEED) % ${#POINTS[@]}))]}
 	dst=copy-$it.bin
 	mark=$WORK/mark-$it
-	step "iteration $it/$ITERS: kill -9 at point '$point' ($MODE, seed $SEED)"
+	# what the copy makes: the source, or zeros then the chunks copied
+	off=0 n=-1
+	[ "$it" -gt $((ITERS / 2)) ] && off=$((2 * MIB)) n=$((8 * MIB))
+	want=$WORK/want-$it
+	if [ "$n" -lt 0 ]; then
+		cp "$SRC" "$want"
+	else
+		{ head -c "$off" /dev/zero; tail -c +$((off + 1)) "$SRC" | head -c "$n"; } >"$want"
+	fi
+	wants[$dst]=$want
+	what="the whole file"
+	[ "$n" -lt 0 ] || what="$n bytes at $off"
+	step "iteration $it/$ITERS: kill -9 at point '$point', a copy of $what ($MODE, seed $SEED)"
 	pid=$FS_LAST_PID
 	[ "$(cat "$STORE/daemon.pid" 2>/dev/null)" = "$pid" ] || pid_argv_mentions "$pid" "$STORE" ||
 		die "refusing to kill PID $pid: not our daemon"
 	hold=0
 	[ "$point" = open ] && hold=1
-	fs_bg "$PY" "$WORK/copy.py" "$ULPFS" "$MNT" src.bin "$dst" "$mark" "$hold"
+	fs_bg "$PY" "$WORK/copy.py" "$ULPFS" "$MNT" src.bin "$dst" "$mark" "$hold" "$off" "$n"
 	cpid=$FS_BG_LAST
 	case $point in
 	inflight)
@@ -140,7 +157,7 @@ for it in $(seq 1 "$ITERS"); do
 	# returned, so without it the copy may or may not have happened.
 	if [ -e "$mark" ]; then
 		read -r ncopied ndecoded <"$mark"
-		[ "$ncopied" = "$(stat -c %s "$SRC")" ] || bad "iteration $it: the copy returned $ncopied bytes"
+		[ "$ncopied" = $(($(stat -c %s "$want") - off)) ] || bad "iteration $it: the copy returned $ncopied bytes"
 		if [ "$MODE" != passthrough ] && [ "$ndecoded" != 0 ]; then
 			bad "iteration $it: a copy by reference decoded $ndecoded chunks"
 		fi
@@ -160,16 +177,16 @@ for it in $(seq 1 "$ITERS"); do
 	cmp -s "$MNT/src.bin" "$SRC" && ok "the source is unchanged" ||
 		bad "iteration $it: the source differs after the kill (seed $SEED)"
 	for d in "${returned[@]}"; do
-		cmp -s "$MNT/$d" "$SRC" || bad "iteration $it: $d (its copy had returned) differs from the source (seed $SEED)"
+		cmp -s "$MNT/$d" "${wants[$d]}" || bad "iteration $it: $d (its copy had returned) differs from what was copied (seed $SEED)"
 	done
 	if [ ! -e "$mark" ]; then
-		if [ -e "$MNT/$dst" ] && [ -s "$MNT/$dst" ] && ! cmp -s "$MNT/$dst" "$SRC"; then
+		if [ -e "$MNT/$dst" ] && [ -s "$MNT/$dst" ] && ! cmp -s "$MNT/$dst" "$want"; then
 			bad "iteration $it: $dst (copy in flight) is neither absent, empty nor the source (seed $SEED)"
 		else
 			ok "$dst (copy in flight at the kill): $([ -e "$MNT/$dst" ] && stat -c '%s bytes' "$MNT/$dst" || echo absent)"
 		fi
 	fi
-	ok "${#returned[@]} copies that had returned checked against the source"
+	ok "${#returned[@]} copies that had returned read what was copied"
 	"$ULPFS" gc "$MNT" >/dev/null || bad "iteration $it: ulpfs gc failed"
 	"$ULPFS" verify "$MNT" >"$WORK/verify.txt" 2>&1 && ok "ulpfs verify passes" || {
 		sed 's/^/    | /' "$WORK/verify.txt" >&2
@@ -185,7 +202,7 @@ step "sync, gc, remount: every copy exact and no orphan objects"
 "$ULPFS" gc "$MNT" >/dev/null || bad "ulpfs gc failed"
 fs_remount "$STORE" "$MNT"
 for d in "${returned[@]}"; do
-	cmp -s "$MNT/$d" "$SRC" || bad "$d differs from the source after a clean remount (seed $SEED)"
+	cmp -s "$MNT/$d" "${wants[$d]}" || bad "$d differs from what was copied after a clean remount (seed $SEED)"
 done
 read -r nv no < <(versions_and_objects)
 [ "$nv" = "$no" ] && ok "$no object files for $nv live versions" ||
