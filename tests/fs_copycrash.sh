@@ -76,16 +76,6 @@ os.close(fi)
 note(mark + ".closed", "closed\n")
 PY
 
-# versions_and_objects: live and ghost versions of the store, and its
-# object files.
-versions_and_objects() {
-	local v o
-	v=$("$ULPFS" log --json "$MNT" | "$PY" -c 'import json, sys
-print(sum(1 for v in json.load(sys.stdin) if v["state"] in ("live", "ghost")))')
-	o=$(find "$STORE/objects" -maxdepth 1 -type f ! -name '.*' | wc -l)
-	echo "$v $o"
-}
-
 # wait_file PATH SECONDS: 0 once PATH exists.
 wait_file() {
 	local n=$(($2 * 50))
@@ -192,7 +182,7 @@ for it in $(seq 1 "$ITERS"); do
 		sed 's/^/    | /' "$WORK/verify.txt" >&2
 		bad "iteration $it: ulpfs verify failed (seed $SEED)"
 	}
-	read -r nv no < <(versions_and_objects)
+	read -r nv no < <(fs_versions_and_objects "$STORE" "$MNT")
 	[ "$nv" = "$no" ] && ok "$no object files for $nv live versions" ||
 		bad "iteration $it: $no object files for $nv live versions (seed $SEED)"
 done
@@ -204,7 +194,7 @@ fs_remount "$STORE" "$MNT"
 for d in "${returned[@]}"; do
 	cmp -s "$MNT/$d" "${wants[$d]}" || bad "$d differs from what was copied after a clean remount (seed $SEED)"
 done
-read -r nv no < <(versions_and_objects)
+read -r nv no < <(fs_versions_and_objects "$STORE" "$MNT")
 [ "$nv" = "$no" ] && ok "$no object files for $nv live versions" ||
 	bad "$no object files for $nv live versions: orphan or missing objects (seed $SEED)"
 "$ULPFS" verify "$MNT" >"$WORK/verify.txt" 2>&1 && ok "ulpfs verify passes" || {

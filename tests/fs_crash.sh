@@ -272,15 +272,6 @@ for it in $(seq 1 "$ITERS"); do
 	fi
 done
 
-# live and ghost versions of the whole store, and the object files
-versions_and_objects() {
-	local v o
-	v=$("$ULPFS" log --json "$MNT" | "$PY" -c 'import json, sys
-print(sum(1 for v in json.load(sys.stdin) if v["state"] in ("live", "ghost")))')
-	o=$(find "$STORE/objects" -maxdepth 1 -type f ! -name '.*' | wc -l)
-	echo "$v $o"
-}
-
 for it in 1 2 3; do
 	nflip=$((1 + RANDOM % 2))
 	stage=$((1 + RANDOM % 2))
@@ -305,7 +296,7 @@ for it in 1 2 3; do
 			bad "flip crash $it: version $i of flip-$it.safetensors differs (seed $SEED)"
 	done
 	"$ULPFS" verify "$MNT" >"$WORK/verify.txt" 2>&1 || { cat "$WORK/verify.txt" >&2; bad "flip crash $it: verify (seed $SEED)"; }
-	read -r nv no < <(versions_and_objects)
+	read -r nv no < <(fs_versions_and_objects "$STORE" "$MNT")
 	[ "$nv" = "$no" ] && ok "flip crash $it: $synced synced versions exact, $no objects for $nv versions" ||
 		bad "flip crash $it: $no object files for $nv versions (seed $SEED)"
 	rm -f "$MNT/flip-$it.safetensors" # the journal's check knows no such file

@@ -445,6 +445,16 @@ fs_file_bytes() { find "$@" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 
 
 fs_mib() { calc "$1 / 1048576" 1; }
 
+# fs_versions_and_objects STORE MNT: "V O", the live and ghost versions
+# of the store mounted at MNT and its object files (equal: no orphans).
+fs_versions_and_objects() {
+	local v o
+	v=$("$ULPFS" log --json "$2" | "$PY" -c 'import json, sys
+print(sum(1 for v in json.load(sys.stdin) if v["state"] in ("live", "ghost")))')
+	o=$(find "$1/objects" -maxdepth 1 -type f ! -name '.*' | wc -l)
+	echo "$v $o"
+}
+
 # calc EXPR [DECIMALS]: floating-point arithmetic (awk; bc may be missing).
 calc() { awk "BEGIN { printf \"%.${2:-3}f\", $1 }" 2>/dev/null || printf '?'; }
 
