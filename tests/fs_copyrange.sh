@@ -8,6 +8,8 @@
 #     new version stores almost nothing; passthrough: copied through
 #     staging into the file the kernel writes), a tensor file and a
 #     generic one, and by cp(1);
+#   - whole chunks at the same offsets into a new file, by reference too
+#     (direct I/O), and a whole file copied in calls of odd sizes;
 #   - partial and unaligned copies, into a new file and into the middle of
 #     a committed one, within one file (disjoint ranges; overlapping ones
 #     are EINVAL), and from a sparse file still being written (its hole
@@ -182,6 +184,30 @@ for dst, off, n, aligned in (("ref.tail", 4 * MIB, gsize, True),
            % (dst, what, dec, v["stored"]))
     same(dst, what)
 
+# In calls of 3 MiB + 5 each (as a caller may make, and the 4 GiB that a
+# FUSE reply counts): each by reference up to its last chunk boundary, the
+# next on from there; the whole is the source's version again.
+d0 = decodes()
+for d in (mnt, ref):
+    fi = os.open(os.path.join(d, "gen"), os.O_RDONLY)
+    fo = os.open(os.path.join(d, "ref.parts"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    pos = 0
+    while pos < gsize:
+        k = os.copy_file_range(fi, fo, 3 * MIB + 5, pos, pos)
+        if k <= 0:
+            break
+        pos += k
+    os.close(fi)
+    os.close(fo)
+run("sync", mnt)
+dec, v = decodes() - d0, newest("ref.parts")
+if byref and (dec or v["stored"] > (64 << 10)):
+    bad("ref.parts: copied in parts: %d chunks decoded, %d bytes stored" % (dec, v["stored"]))
+else:
+    ok("ref.parts: copied in calls of 3 MiB + 5: %d chunks decoded, %d bytes stored"
+       % (dec, v["stored"]))
+same("ref.parts", "copied in calls of 3 MiB + 5")
+
 # Partial and unaligned: into a new file, and into the middle of a
 # committed one (a copy-up).
 copy_both("gen", "part", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 1000, 5, 3 * MIB + 7)
@@ -238,7 +264,7 @@ PY
 # plain files had them at the end (each has one) - and the files.
 versions_exact() {
 	local f n
-	for f in gen.copy model.safetensors.copy part sparse.copy ref.tail ref.head ref.mid ref.odd; do
+	for f in gen.copy model.safetensors.copy part sparse.copy ref.tail ref.head ref.mid ref.odd ref.parts; do
 		n=$("$ULPFS" log --json "$MNT/$f" | "$PY" -c 'import json,sys; o=json.load(sys.stdin); v=o["versions"] if isinstance(o,dict) else o; print(max(x["seq"] for x in v))')
 		cmp -s "$MNT/.ulpfs/versions/$f/$n" "$REF/$f" || bad "$1: version $n of $f differs"
 	done

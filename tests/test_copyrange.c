@@ -61,7 +61,9 @@ Test(copyrange, by_reference_decodes_nothing_and_outlives_its_source)
 	/* Not whole chunks at the same offsets: the caller copies bytes. */
 	cr_assert_eq(ulp_file_copy_version(f, a.id, 1, 0, len), 0);
 	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 7, len), 0);
-	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, len - 1), 0);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0,
+	                                   ULP_CHUNK_SIZE_DEFAULT - 1),
+	             0);
 	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, SIZE_MAX),
 	             (ssize_t)len);
 	/* Not empty any more. */
@@ -175,11 +177,11 @@ Test(copyrange, whole_chunks_at_the_same_offsets)
 	uint8_t *want = malloc(len);
 	cr_assert(want);
 
-	/* Unaligned starts and ends, and ranges past the end, do not
-	 * qualify. */
+	/* Unaligned starts, less than a chunk, and ranges past the end do
+	 * not qualify. */
 	cr_assert_eq(
 		ulp_file_copy_version(f, a.id, chunk + 1, chunk + 1, chunk), 0);
-	cr_assert_eq(ulp_file_copy_version(f, a.id, chunk, chunk, chunk + 1),
+	cr_assert_eq(ulp_file_copy_version(f, a.id, chunk, chunk, chunk - 1),
 	             0);
 	cr_assert_eq(ulp_file_copy_version(f, a.id, len, len, 1), 0);
 	static const struct {
@@ -218,5 +220,50 @@ Test(copyrange, whole_chunks_at_the_same_offsets)
 	check_integrity(st);
 	ulp_store_close(st);
 	free(want);
+	free(data);
+}
+
+/* A copy in parts whose ends are not chunk boundaries (as callers and
+ * the 4 GiB of a FUSE reply make): each call copies up to the last boundary by
+ * reference, the next continues from there, and the whole is the
+ * source's version again, nothing decoded. */
+Test(copyrange, in_parts_by_reference)
+{
+	const size_t chunk = ULP_CHUNK_SIZE_DEFAULT;
+	ulp_store *st = open_default();
+	size_t len = 5 * chunk + 4321;
+	ulp_version_info a;
+	uint64_t dst;
+	ulp_file *f;
+	uint8_t *data = src_and_dst(st, len, 37, &a, &dst, &f);
+
+	uint64_t d0 = cache_decodes(st);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 0, 0, 2 * chunk + 5),
+	             (ssize_t)(2 * chunk));
+	/* Not where the copy stopped: bytes. */
+	cr_assert_eq(
+		ulp_file_copy_version(f, a.id, 3 * chunk, 3 * chunk, chunk), 0);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 2 * chunk, 2 * chunk,
+	                                   chunk + 7),
+	             (ssize_t)chunk);
+	cr_assert_eq(ulp_file_copy_version(f, a.id, 3 * chunk, 3 * chunk,
+	                                   SIZE_MAX),
+	             (ssize_t)(len - 3 * chunk));
+	ulp_file_release(f);
+	sync_ok(st);
+	cr_assert_eq(cache_decodes(st), d0, "%llu chunks decoded",
+	             (unsigned long long)(cache_decodes(st) - d0));
+	ulp_version_info b = current(st, dst);
+	cr_assert_eq(b.ref, a.id);
+	cr_assert_lt(b.stored, 4096, "stored %llu",
+	             (unsigned long long)b.stored);
+	cr_assert(memcmp(b.hash, a.hash, 16) == 0, "not the source's hash");
+	expect_content(st, dst, data, len);
+	check_integrity(st);
+	ulp_store_close(st);
+	st = open_default();
+	expect_content(st, dst, data, len);
+	check_integrity(st);
+	ulp_store_close(st);
 	free(data);
 }

@@ -26,6 +26,11 @@
 
 #define COPY_PIECE (1u << 20)
 #define COPY_MAX (64u << 20)
+/* A reply counts 32 bits (struct fuse_write_out): a reference copy is cut
+ * at the last chunk boundary below 4 GiB, and the caller's next call goes
+ * on from there by reference too. */
+#define COPY_REF_MAX \
+	((uint64_t)UINT32_MAX / ULP_CHUNK_SIZE_DEFAULT * ULP_CHUNK_SIZE_DEFAULT)
 
 static ulp_fs_handle *handle_of(const struct fuse_file_info *fi)
 {
@@ -182,8 +187,9 @@ void ulp_fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
 		return;
 	}
 	if (version)
-		n = ulp_file_copy_version(ho->file, version, (uint64_t)off_in,
-		                          (uint64_t)off_out, len);
+		n = ulp_file_copy_version(
+			ho->file, version, (uint64_t)off_in, (uint64_t)off_out,
+			len < COPY_REF_MAX ? len : COPY_REF_MAX);
 	if (n == 0) {
 		uint64_t want = len < COPY_MAX ? len : COPY_MAX;
 		if (want > size_in - (uint64_t)off_in)

@@ -486,15 +486,36 @@ void ulp_file_release(ulp_file *f)
 /* ------------------------------------------------------------ copies */
 
 /* The end of a copy of [off, off + len) of a version of size vsize by
- * reference, 0 when it does not qualify: it starts at a chunk boundary
- * and ends at one or at the version's end, so that the commit codes its
- * chunks as the version's (generic files: encoder.c, copyup.c). */
+ * reference, 0 when none qualifies: from a chunk boundary to the last one
+ * in the range, or to the version's end, so that the commit codes those
+ * chunks as the version's (generic files: encoder.c, copyup.c).  A
+ * shorter count is what copy_file_range(2) may return (and a FUSE reply
+ * counts under 4 GiB: fs_copy.c). */
 static uint64_t ref_copy_end(uint64_t vsize, uint64_t off, uint64_t len)
 {
 	if (off >= vsize || off % ULP_CHUNK_SIZE_DEFAULT)
 		return 0;
 	uint64_t end = len < vsize - off ? off + len : vsize;
-	return end == vsize || end % ULP_CHUNK_SIZE_DEFAULT == 0 ? end : 0;
+	if (end < vsize)
+		end -= end % ULP_CHUNK_SIZE_DEFAULT;
+	return end > off ? end : 0;
+}
+
+/* Whether in, of which f is the only writer and the kernel writes
+ * nothing, can take a copy of vid at off by reference: empty and staged
+ * in full (created, or cut to 0), or a copy by reference of vid that
+ * ends at off (the previous call of the same copy).  1 yes, 0 no. */
+static int ref_copy_into(ulp_inode *in, uint64_t vid, uint64_t off)
+{
+	struct stat sb;
+
+	if (!in->staged || in->nwriters != 1 || in->npt || in->bk_held ||
+	    in->unlinked || fstat(in->fd, &sb) < 0)
+		return 0;
+	if (!in->ov)
+		return in->size == 0 && sb.st_size == 0 && sb.st_blocks == 0;
+	return off && in->size == off && (uint64_t)sb.st_size == off &&
+	       in->version == vid && ulp_overlay_base(in->ov) == vid;
 }
 
 ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
@@ -503,7 +524,6 @@ ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
 	ulp_store *st = f->st;
 	ulp_inode *in = f->in;
 	ulp_version_info v;
-	struct stat sb;
 	uint64_t end = 0;
 	int rc;
 
@@ -516,31 +536,30 @@ ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
 		rc = 1;
 	if (rc == 0 && !(end = ref_copy_end(v.size, off_in, len)))
 		rc = 1;
-	/* Empty and staged in full (created, or cut to 0), this the only
-	 * writer and no kernel I/O on the staging file: nobody but the
-	 * daemon sees it become a copy-up. */
-	if (rc == 0 && (v.state != ULP_VERSION_LIVE || !in->staged || in->ov ||
-	                in->size != 0 || in->nwriters != 1 || in->npt ||
-	                in->bk_held || in->unlinked))
-		rc = 1;
-	if (rc == 0 && fstat(in->fd, &sb) < 0)
-		rc = -errno;
-	if (rc == 0 && (sb.st_size != 0 || sb.st_blocks != 0))
+	/* Nobody but the daemon sees the file become (or grow as) a
+	 * copy-up. */
+	if (rc == 0 &&
+	    (v.state != ULP_VERSION_LIVE || !ref_copy_into(in, vid, off_in)))
 		rc = 1;
 	/* The version shows through up to end; before off_in the staging
-	 * file's hole, zeros, as written. */
-	ulp_overlay *ov = rc == 0 ? ulp_overlay_new(vid, end) : NULL;
-	if (rc == 0 && !ov)
-		rc = -ENOMEM;
-	if (rc == 0 && off_in)
-		rc = ulp_overlay_add(ov, 0, off_in);
+	 * file's hole, zeros, as written (or the copy's previous part). */
+	ulp_overlay *ov = NULL, *cur = in->ov;
+	if (rc == 0 && !cur) {
+		cur = ov = ulp_overlay_new(vid, end);
+		if (!ov)
+			rc = -ENOMEM;
+		else if (off_in)
+			rc = ulp_overlay_add(ov, 0, off_in);
+	} else if (rc == 0 && ulp_overlay_extend(cur, off_in, end) < 0) {
+		rc = 1; /* cut since: bytes, not a reference */
+	}
 	if (rc == 0 && ftruncate(in->fd, (off_t)end) < 0)
 		rc = -errno;
 	/* A part of the version: its map saved before the row names it, or
 	 * recovery would show all of the version (a whole copy needs none). */
 	int saved = rc == 0 && (off_in || end < v.size);
 	if (saved)
-		rc = ulp_overlay_save(ov, st->stg_fd, in->ino, 0);
+		rc = ulp_overlay_save(cur, st->stg_fd, in->ino, 0);
 	int64_t now = ulp_now_ns();
 	/* The row names vid as the file's version, which keeps vid from
 	 * being released (its own file deleted) until this one commits;
@@ -548,13 +567,21 @@ ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
 	if (rc == 0)
 		rc = ulp_cat_inode_content(st->cat, in->ino, vid,
 		                           ULP_STAGED_OVERLAY, end, now, now);
-	if (rc < 0 && saved)
-		ulp_overlay_unlink(st->stg_fd, in->ino);
-	if (rc < 0 && ftruncate(in->fd, 0) < 0)
-		rc = -errno;
+	if (rc < 0 && cur && cur != ov) {
+		/* The previous part stands. */
+		ulp_overlay_truncate(cur, off_in);
+		if (ftruncate(in->fd, (off_t)off_in) < 0)
+			rc = -errno;
+	} else if (rc < 0) {
+		if (saved)
+			ulp_overlay_unlink(st->stg_fd, in->ino);
+		if (ftruncate(in->fd, 0) < 0)
+			rc = -errno;
+	}
 	if (rc == 0) {
 		atomic_fetch_add(&in->gen, 1);
-		in->ov = ov;
+		if (ov)
+			in->ov = ov;
 		ov = NULL;
 		in->version = vid;
 		in->mtime = in->ctime = now;

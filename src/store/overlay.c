@@ -167,6 +167,18 @@ int ulp_overlay_pristine(ulp_overlay *ov, uint64_t size)
 	return none;
 }
 
+int ulp_overlay_extend(ulp_overlay *ov, uint64_t from, uint64_t to)
+{
+	pthread_mutex_lock(&ov->mu);
+	int rc = ov->limit == from && to > from ? 0 : -EINVAL;
+	if (rc == 0) {
+		ov->limit = to;
+		ov->dirty = 1;
+	}
+	pthread_mutex_unlock(&ov->mu);
+	return rc;
+}
+
 /* ------------------------------------------------------------ saving */
 
 void ulp_overlay_name(uint64_t ino, char buf[40])

@@ -53,6 +53,11 @@ int ulp_overlay_complete(ulp_overlay *ov, uint64_t size);
  * with size the base's size, the content is the base's. */
 int ulp_overlay_pristine(ulp_overlay *ov, uint64_t size);
 
+/* The base shows through up to to instead of from, the file's size
+ * (which grows to to): a copy by reference continued.  0, or -EINVAL
+ * when the limit is not from. */
+int ulp_overlay_extend(ulp_overlay *ov, uint64_t from, uint64_t to);
+
 /* Save to staging/<ino>.cu under the directory stg_fd (a temporary,
  * renamed over it; with durable, fsynced with the directory): 0 or
  * -errno.  Nothing is written when nothing changed since the last save. */

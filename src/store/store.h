@@ -293,17 +293,18 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len);
  * is data throughout.  The offset, -ENXIO past the end, -EINVAL for
  * other whences. */
 off_t ulp_file_seek(ulp_file *f, off_t off, int whence);
-/* copy_file_range(2) of version vid into f by reference: when f's file is
- * empty and staged in full (created, or cut to 0), f is its only writer
- * and is not written by the kernel (passthrough), and the range is whole
- * chunks of vid at the same offsets (off_in = off_out, a multiple of
- * ULP_CHUNK_SIZE_DEFAULT; the range's end one too, or vid's end), the
- * file becomes a copy-up on demand of vid cut at the range's end, the
- * bytes before off_out a hole: nothing is copied or decoded, and its
- * commit codes those chunks as identical to vid's (encoder.c; a file
- * with tensors, or a range under half the file, is decoded and coded
- * again there).  The bytes copied, 0 when the copy does not qualify (copy
- * the bytes instead), or -errno. */
+/* copy_file_range(2) of version vid into f by reference: when f is its
+ * file's only writer and not written by the kernel (passthrough), the
+ * file is empty and staged in full (created, or cut to 0) or a copy by
+ * reference of vid that ends at off_out, and the range is at the same
+ * offsets (off_in = off_out) from a chunk boundary (ULP_CHUNK_SIZE_DEFAULT),
+ * the file becomes (or grows as) a copy-up on demand of vid cut at the
+ * last chunk boundary of the range (or vid's end), the bytes before
+ * off_out a hole: nothing is copied or decoded, and its commit codes
+ * those chunks as identical to vid's (encoder.c; a file with tensors, or
+ * a range under half the file, is decoded and coded again there).  The
+ * bytes copied (maybe fewer than len: the caller goes on from there), 0
+ * when the copy does not qualify (copy the bytes instead), or -errno. */
 ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
                               uint64_t off_out, uint64_t len);
 
