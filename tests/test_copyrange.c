@@ -48,6 +48,20 @@ static uint8_t *src_and_dst(ulp_store *st, size_t len, uint64_t seed,
 	return data;
 }
 
+/* dst reads p (len bytes) and the store is sound, before and after a
+ * reopen; st is closed. */
+static void expect_reopened(ulp_store *st, uint64_t dst, const void *p,
+                            size_t len)
+{
+	expect_content(st, dst, p, len);
+	check_integrity(st);
+	ulp_store_close(st);
+	st = open_default();
+	expect_content(st, dst, p, len);
+	check_integrity(st);
+	ulp_store_close(st);
+}
+
 Test(copyrange, by_reference_decodes_nothing_and_outlives_its_source)
 {
 	ulp_store *st = open_default();
@@ -89,13 +103,7 @@ Test(copyrange, by_reference_decodes_nothing_and_outlives_its_source)
 	cr_assert_eq(ulp_version_get(st, a.id, &b), 0);
 	cr_assert_eq(b.state, ULP_VERSION_DELETED, "the source's version: %d",
 	             b.state);
-	expect_content(st, dst, data, len);
-	check_integrity(st);
-	ulp_store_close(st);
-	st = open_default();
-	expect_content(st, dst, data, len);
-	check_integrity(st);
-	ulp_store_close(st);
+	expect_reopened(st, dst, data, len);
 	free(data);
 }
 
@@ -213,20 +221,15 @@ Test(copyrange, whole_chunks_at_the_same_offsets)
 		expect_content(st, dst, want, end);
 		expect_version(st, b.id, want, end);
 	}
-	check_integrity(st);
-	ulp_store_close(st);
-	st = open_default();
-	expect_content(st, dst, want, len);
-	check_integrity(st);
-	ulp_store_close(st);
+	expect_reopened(st, dst, want, len);
 	free(want);
 	free(data);
 }
 
 /* A copy in parts whose ends are not chunk boundaries (as callers and
- * the 4 GiB of a FUSE reply make): each call copies up to the last boundary by
- * reference, the next continues from there, and the whole is the
- * source's version again, nothing decoded. */
+ * the 4 GiB of a FUSE reply make): each call copies up to the last
+ * boundary by reference, the next continues from there, and the whole is
+ * the source's version again, nothing decoded. */
 Test(copyrange, in_parts_by_reference)
 {
 	const size_t chunk = ULP_CHUNK_SIZE_DEFAULT;
@@ -258,12 +261,6 @@ Test(copyrange, in_parts_by_reference)
 	cr_assert_lt(b.stored, 4096, "stored %llu",
 	             (unsigned long long)b.stored);
 	cr_assert(memcmp(b.hash, a.hash, 16) == 0, "not the source's hash");
-	expect_content(st, dst, data, len);
-	check_integrity(st);
-	ulp_store_close(st);
-	st = open_default();
-	expect_content(st, dst, data, len);
-	check_integrity(st);
-	ulp_store_close(st);
+	expect_reopened(st, dst, data, len);
 	free(data);
 }
