@@ -68,12 +68,6 @@ unsigned ulp_queue_count(ulp_store *st)
 	return st->queue->nqueued + st->queue->nencoding;
 }
 
-int ulp_queue_stopping(ulp_store *st)
-{
-	ULP_MU_HELD(st);
-	return st->queue->stopping;
-}
-
 static void q_insert(ulp_store *st, ulp_inode *in)
 {
 	ulp_inode *pos = st->queue->head.qprev;
@@ -314,7 +308,7 @@ void ulp_encoder_stop(ulp_store *st)
 	pthread_mutex_lock(&st->mu);
 	st->queue->stopping = 1;
 	ulp_queue_expedite(st);
-	ulp_stage_space_changed(st);
+	ulp_stage_stop_waiting(st);
 	pthread_mutex_unlock(&st->mu);
 	if (st->queue->started)
 		pthread_join(st->queue->dispatch, NULL);

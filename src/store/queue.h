@@ -12,9 +12,6 @@ int ulp_queue_new(ulp_queue **out);
 void ulp_queue_free(ulp_queue *q);
 /* Files queued or being encoded (mu held). */
 unsigned ulp_queue_count(ulp_store *st);
-/* Whether the store is closing (mu held): the encoders drain the queue
- * and nothing waits for them to free staging space. */
-int ulp_queue_stopping(ulp_store *st);
 
 int ulp_encoder_start(ulp_store *st);
 /* Drain the queue and join the threads (close). */

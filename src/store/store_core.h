@@ -18,7 +18,8 @@
  *   reserve    reserve.h (reserve.c)
  *   staging    overlay.h, staging.h (staging.c, overlay.c, copyup.c,
  *              backing.c)
- *   encoder    encoder.h (encoder.c), queue.h (queue.c)
+ *   encoder    encoder.h (encoder.c), queue.h (queue.c), writers.h
+ *              (writers.c)
  *   gc         gc.h (gc.c)
  *   inodes     inode.h (inode.c)
  *   namespace  ns_internal.h (namespace.c, link.c, rename.c, setattr.c,
@@ -27,9 +28,6 @@
  *   api        recover.h (store.c), store_api.c
  *
  * Calls upward that remain (files: headers):
- *   encoder.c, versions.c: gc.h     wake gc up (ulp_gc_kick)
- *   staging.c: queue.h, encoder.h   cancel and queue encodes, and commit
- *                                   a closed file about to be replaced
  *   queue.c: inode.h                drop the queue's refs of inodes
  *
  * Every ulp_store_* entry point of store.h is in store_api.c; the
@@ -194,6 +192,10 @@ struct ulp_store {
 	ulp_staging *staging; /* accounting behind the staging limit
 	                         (staging.c) */
 	ulp_gc *gc;           /* the background re-encoder (gc.c) */
+	/* Called (mu held) where a lower layer leaves gc work, a version to
+	 * flip or a ghost to remove: gc.c sets it while its thread runs, so
+	 * that the layers below it need not call up (ulp_gc_note_work). */
+	void (*gc_kick)(ulp_store *st);
 	/* The store's thread pool (encoder_threads threads): the codec's
 	 * chunk workers, the encoders and read-ahead all run on it. */
 	ulp_pool *pool;
@@ -212,6 +214,15 @@ struct ulp_store {
 };
 
 /* ------------------------------------------------------------ helpers */
+
+/* Tell the background re-encoder, if running, that ghosts or flips may
+ * be pending (mu held); one not started yet starts with a full pass. */
+static inline void ulp_gc_note_work(ulp_store *st)
+{
+	ULP_MU_HELD(st);
+	if (st->gc_kick)
+		st->gc_kick(st);
+}
 
 int64_t ulp_now_ns(void);  /* CLOCK_REALTIME */
 int64_t ulp_mono_ns(void); /* CLOCK_MONOTONIC */
