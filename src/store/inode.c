@@ -22,7 +22,10 @@ struct ulp_itab {
 int ulp_inode_table_new(ulp_store *st)
 {
 	st->itab = calloc(1, sizeof *st->itab);
-	return st->itab ? 0 : -ENOMEM;
+	if (!st->itab)
+		return -ENOMEM;
+	st->inode_put = ulp_inode_put;
+	return 0;
 }
 
 static size_t hslot(const ulp_store *st, uint64_t ino)

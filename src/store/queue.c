@@ -10,7 +10,6 @@
  */
 #include "store/queue.h"
 #include "store/staging.h"
-#include "store/inode.h"
 #include "store/encoder.h"
 #include "store/remote.h"
 
@@ -214,7 +213,7 @@ static void encode_entry(ulp_store *st, ulp_inode *in, unsigned threads,
 		in->qstate = ULP_Q_NONE;
 		if (in->staged)
 			ulp_stage_count_queued(st, in, -1);
-		ulp_inode_put(st, in);
+		st->inode_put(st, in); /* ulp_inode_put */
 	}
 	pthread_cond_broadcast(&st->done_cv);
 	pthread_cond_broadcast(&st->queue->cv); /* the dispatcher: a slot */

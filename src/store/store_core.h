@@ -27,8 +27,9 @@
  *              history.c, version_api.c, file.c
  *   api        recover.h (store.c), store_api.c
  *
- * Calls upward that remain (files: headers):
- *   queue.c: inode.h                drop the queue's refs of inodes
+ * Calls upward that remain (files: headers): none.  Where a lower layer
+ * must reach an upper one, the upper one registers a hook in ulp_store
+ * when it starts (gc_kick, inode_put).
  *
  * Every ulp_store_* entry point of store.h is in store_api.c; the
  * namespace, file, version and snapshot ones are in their modules.
@@ -196,6 +197,10 @@ struct ulp_store {
 	 * flip or a ghost to remove: gc.c sets it while its thread runs, so
 	 * that the layers below it need not call up (ulp_gc_note_work). */
 	void (*gc_kick)(ulp_store *st);
+	/* Drops a ref of an in-memory inode (mu held): inode.c's
+	 * ulp_inode_put, set with the inode table at open, so that the
+	 * encode queue (a layer below) can let go of the refs it holds. */
+	void (*inode_put)(ulp_store *st, ulp_inode *in);
 	/* The store's thread pool (encoder_threads threads): the codec's
 	 * chunk workers, the encoders and read-ahead all run on it. */
 	ulp_pool *pool;
