@@ -89,6 +89,7 @@ static void inode_free(ulp_inode *in)
 	if (in->fd >= 0)
 		close(in->fd);
 	pthread_rwlock_destroy(&in->data);
+	ulp_qentry_free(in);
 	free(in);
 }
 
@@ -196,6 +197,11 @@ int ulp_inode_get(ulp_store *st, uint64_t ino, ulp_inode **out)
 		e = pthread_rwlock_init(&in->data, &ra);
 	pthread_rwlockattr_destroy(&ra);
 	if (e) {
+		free(in);
+		return -ENOMEM;
+	}
+	if (ulp_qentry_new(in) < 0) {
+		pthread_rwlock_destroy(&in->data);
 		free(in);
 		return -ENOMEM;
 	}

@@ -157,18 +157,17 @@ typedef struct ulp_inode {
 	int bk_kept;           /* committed, and the staging file kept only
 	                          for that backing: ULP_BK_* */
 
-	/* Encode queue. */
+	/* Encode queue: where the file is (ULP_Q_*), read by staging and
+	 * the writers; the rest, its place in the queue and its failures,
+	 * is queue.c's own. */
 	int qstate;
-	int failed; /* the last attempt failed (error in fail_err) */
-	int fail_err;
-	unsigned attempts;
-	int64_t due; /* CLOCK_MONOTONIC ns */
-	struct ulp_inode *qprev, *qnext;
+	struct ulp_qentry *q;
 } ulp_inode;
 
 typedef struct ulp_cache ulp_cache;
 typedef struct ulp_reader ulp_reader;
 typedef struct ulp_queue ulp_queue;
+typedef struct ulp_qentry ulp_qentry; /* queue.c */
 typedef struct ulp_itab ulp_itab;
 typedef struct ulp_ra_pool ulp_ra_pool;
 typedef struct ulp_gc ulp_gc;
