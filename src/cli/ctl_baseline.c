@@ -38,10 +38,10 @@
 /* The compression runs on the store's pool (ulp_store_pool), in its low
  * lane: in the daemon that is the mount's one pool of encoders= threads,
  * and a commit must never wait for a baseline.  A running pool job is
- * never preempted, so the work is cut into steps of one PIECE each: a
- * stream (one compression context) compresses one piece of its version
- * per job and queues its next step, and the pool runs a commit's jobs
- * before that step.  Streams bound the contexts (about 170 MiB each). */
+ * never preempted, so the work is cut into short steps (z19_advance): a
+ * stream (one compression context) advances its version a little per job
+ * and queues its next step, and the pool runs a commit's jobs before
+ * that step.  Streams bound the contexts (about 170 MiB each). */
 
 typedef struct z19_pool z19_pool;
 
@@ -52,6 +52,8 @@ typedef struct z19_stream {
 	size_t outcap;
 	size_t i;            /* index into v under way, or NONE */
 	uint64_t off, total; /* of version i: read, compressed */
+	size_t n, pos;       /* the piece in `in`: its length, taken */
+	int last;            /* that piece is version i's last */
 } z19_stream;
 
 #define NONE ((size_t)-1)
@@ -109,37 +111,51 @@ static int z19_begin(z19_stream *s, const ulp_version_info *v)
 	if (!ZSTD_isError(r))
 		r = ZSTD_CCtx_setPledgedSrcSize(s->z, v->size);
 	s->off = s->total = 0;
+	s->n = s->pos = 0;
+	s->last = 0;
 	return ZSTD_isError(r) ? zerr(r) : 0;
 }
 
-/* Compress the next piece of v, counting the output: 1 when v is done, 0
- * when more is left, or -errno. */
-static int z19_piece(z19_stream *s, const ulp_version_info *v)
+/* Advance the compression of v, counting the output: 1 when v is done,
+ * 0 when more is left, or -errno.  libzstd's multithreaded mode blocks a
+ * call that cannot take input until its worker has compressed the next
+ * part of a job (a job is tens of MiB, a part well under one), so this
+ * returns after the first call that took no input: a step holds its pool
+ * thread for one such wait at most, never for a whole job. */
+static int z19_advance(z19_stream *s, const ulp_version_info *v)
 {
 	z19_pool *p = s->p;
-	size_t n = v->size - s->off < PIECE ? (size_t)(v->size - s->off)
-	                                    : PIECE;
 
-	if (n) {
-		ssize_t got = ulp_version_read(p->st, v->id, s->in, n, s->off);
-		if (got != (ssize_t)n)
-			return got < 0 ? (int)got : -EIO;
+	if (s->pos == s->n && !s->last) {
+		size_t n = v->size - s->off < PIECE ? (size_t)(v->size - s->off)
+		                                    : PIECE;
+		if (n) {
+			ssize_t got = ulp_version_read(p->st, v->id, s->in, n,
+			                               s->off);
+			if (got != (ssize_t)n)
+				return got < 0 ? (int)got : -EIO;
+		}
+		s->n = n;
+		s->pos = 0;
+		s->off += n;
+		s->last = s->off == v->size;
+		atomic_fetch_add(&p->done, (uint64_t)n);
 	}
-	ZSTD_EndDirective end = s->off + n == v->size ? ZSTD_e_end
-	                                              : ZSTD_e_continue;
-	ZSTD_inBuffer ib = { s->in, n, 0 };
+	ZSTD_EndDirective end = s->last ? ZSTD_e_end : ZSTD_e_continue;
 	for (;;) {
+		ZSTD_inBuffer ib = { s->in, s->n, s->pos };
 		ZSTD_outBuffer ob = { s->out, s->outcap, 0 };
 		size_t r = ZSTD_compressStream2(s->z, &ob, &ib, end);
 		if (ZSTD_isError(r))
 			return zerr(r);
 		s->total += ob.pos;
+		int took = ib.pos > s->pos;
+		s->pos = ib.pos;
 		if (end == ZSTD_e_end ? r == 0 : ib.pos == ib.size)
-			break;
+			return end == ZSTD_e_end;
+		if (!took)
+			return 0;
 	}
-	s->off += n;
-	atomic_fetch_add(&p->done, (uint64_t)n);
-	return end == ZSTD_e_end;
 }
 
 static void z19_stream_end(z19_stream *s)
@@ -184,7 +200,7 @@ static void z19_step(void *arg)
 	}
 	if (s->i != NONE) {
 		size_t i = s->i;
-		int rc = z19_piece(s, &p->v[i]);
+		int rc = z19_advance(s, &p->v[i]);
 		if (rc != 0)
 			s->i = NONE;
 		if (rc < 0) {
