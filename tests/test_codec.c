@@ -10,6 +10,7 @@
  * the header; version 3 does it again and shrinks the file.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1124,6 +1125,83 @@ Test(codec, pool_runs_every_job_once)
 	cr_assert_eq(ulp_pool_group_pending(g), 0);
 	ulp_pool_group_free(g);
 	ulp_pool_free(pool);
+}
+
+/* The low lane: jobs that record the order they ran in; the first low
+ * job holds the one worker until the rest are queued. */
+typedef struct lane_log {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int started, release;
+	int order[64], n;
+} lane_log;
+
+typedef struct lane_job {
+	lane_log *log;
+	int id;
+} lane_job;
+
+static void lane_run(void *arg)
+{
+	lane_job *j = arg;
+	lane_log *l = j->log;
+
+	pthread_mutex_lock(&l->mu);
+	if (j->id == 0) {
+		l->started = 1;
+		pthread_cond_broadcast(&l->cv);
+		while (!l->release)
+			pthread_cond_wait(&l->cv, &l->mu);
+	}
+	l->order[l->n++] = j->id;
+	pthread_mutex_unlock(&l->mu);
+}
+
+Test(codec, pool_low_lane_waits_for_normal_jobs)
+{
+	enum { NLOW = 20, NNORM = 5 }; /* ids: low 0..19, normal 100.. */
+	lane_log l = { .mu = PTHREAD_MUTEX_INITIALIZER,
+		       .cv = PTHREAD_COND_INITIALIZER };
+	lane_job jobs[NLOW + NNORM];
+	ulp_pool *pool = ulp_pool_new(1);
+	cr_assert(pool);
+	ulp_pool_group *g = ulp_pool_group_new(pool);
+	cr_assert(g);
+	jobs[0] = (lane_job){ &l, 0 };
+	TU_OK(ulp_pool_submit_low(g, lane_run, &jobs[0]), "low 0");
+	pthread_mutex_lock(&l.mu);
+	while (!l.started)
+		pthread_cond_wait(&l.cv, &l.mu);
+	pthread_mutex_unlock(&l.mu);
+	/* The worker is inside low job 0: the rest queue up behind it. */
+	for (int i = 1; i < NLOW; i++) {
+		jobs[i] = (lane_job){ &l, i };
+		TU_OK(ulp_pool_submit_low(g, lane_run, &jobs[i]), "low %d", i);
+	}
+	for (int i = 0; i < NNORM; i++) {
+		jobs[NLOW + i] = (lane_job){ &l, 100 + i };
+		TU_OK(ulp_pool_submit(g, lane_run, &jobs[NLOW + i]), "n %d", i);
+	}
+	pthread_mutex_lock(&l.mu);
+	l.release = 1;
+	pthread_cond_broadcast(&l.cv);
+	/* Not ulp_pool_group_wait: a helping waiter would run jobs beside
+	 * the worker, and the order would be two threads'. */
+	while (l.n < NLOW + NNORM) {
+		pthread_mutex_unlock(&l.mu);
+		sched_yield();
+		pthread_mutex_lock(&l.mu);
+	}
+	pthread_mutex_unlock(&l.mu);
+	ulp_pool_group_free(g);
+	ulp_pool_free(pool);
+	/* The running low job is not preempted; then every normal job, in
+	 * order, before the queued low ones, in order. */
+	cr_assert_eq(l.order[0], 0);
+	for (int i = 0; i < NNORM; i++)
+		cr_assert_eq(l.order[1 + i], 100 + i, "position %d", 1 + i);
+	for (int i = 1; i < NLOW; i++)
+		cr_assert_eq(l.order[NNORM + i], i, "position %d", NNORM + i);
 }
 
 /* One encode of several chunks with several workers, as a job of the

@@ -16,6 +16,7 @@
 #include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1318,6 +1319,59 @@ Test(store, pool_of_1_encodes_beside_readahead, .timeout = 240)
 Test(store, pool_of_2_encodes_beside_readahead, .timeout = 240)
 {
 	pool_encodes_beside_readahead(2);
+}
+
+/* Background work in the pool's low lane, as the zstd -19 baselines: a
+ * backlog far longer than a commit takes, each job bounded. */
+typedef struct low_backlog {
+	_Atomic int stop;
+	_Atomic unsigned ran;
+} low_backlog;
+
+static void low_job(void *arg)
+{
+	low_backlog *b = arg;
+
+	if (!atomic_load(&b->stop))
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	atomic_fetch_add(&b->ran, 1);
+}
+
+/* With one pool thread, a commit is not queued behind the low lane: it
+ * completes while nearly all of a 20 s backlog is still queued (in one
+ * FIFO it would wait for the whole backlog). */
+Test(store, commit_passes_queued_baselines, .timeout = 120)
+{
+	enum { BACKLOG = 20000, LEN = 300000 };
+	ulp_store_opts o = { 0 };
+	o.settle_ms = 1;
+	o.encoder_threads = 1;
+	o.cache_bytes = 8u << 20;
+	ulp_store *st = open_opts(&o);
+	ulp_pool *pool = ulp_store_pool(st);
+	cr_assert_eq(ulp_pool_threads(pool), 1);
+	ulp_pool_group *g = ulp_pool_group_new(pool);
+	cr_assert(g);
+	low_backlog b = { 0 };
+	for (int i = 0; i < BACKLOG; i++)
+		cr_assert_eq(ulp_pool_submit_low(g, low_job, &b), ULP_OK,
+		             "submit %d", i);
+	uint8_t *data = malloc(LEN);
+	cr_assert(data);
+	fill_random(data, LEN, 9100);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "c.bin", data, LEN);
+	sync_ok(st);
+	size_t left = ulp_pool_group_pending(g);
+	cr_assert_neq(current(st, ino).id, 0, "committed");
+	atomic_store(&b.stop, 1);
+	ulp_pool_group_free(g);
+	cr_assert_eq(atomic_load(&b.ran), BACKLOG);
+	cr_assert_gt(left, BACKLOG / 2,
+	             "the commit waited for %zu of %d low jobs", BACKLOG - left,
+	             BACKLOG);
+	expect_content(st, ino, data, LEN);
+	ulp_store_close(st);
+	free(data);
 }
 
 Test(store, rewrite_races_the_encoder)

@@ -126,7 +126,13 @@ uint64_t ulp_tensor_map_layout_hash(const ulp_tensor_map *map);
  * Contract:
  *  - A job is submitted to a group (ulp_pool_group) and runs once, on a
  *    worker thread or on a thread that waits for its group; queued jobs
- *    start in submission order.
+ *    of a lane start in submission order.
+ *  - Two lanes: a worker takes a job of the low lane (ulp_pool_submit_low)
+ *    only when no job of the normal lane is queued.  A running job is
+ *    never preempted, so low-lane work (background baselines) is cut into
+ *    jobs of bounded length, each queueing its continuation: normal work
+ *    then waits at most for the low jobs already running.  A waiter runs
+ *    its group's queued jobs of either lane, normal ones first.
  *  - A job may itself submit jobs and wait for them.  A waiter runs the
  *    queued jobs of the group it waits for on its own thread meanwhile
  *    (ulp_pool_group_wait, ulp_pool_group_help), so nested waits cannot
@@ -154,6 +160,8 @@ ulp_pool_group *ulp_pool_group_new(ulp_pool *pool);
 void ulp_pool_group_free(ulp_pool_group *g);
 /* Queue fn(arg) in g: ULP_OK, or ULP_ERR_NOMEM (not queued). */
 int ulp_pool_submit(ulp_pool_group *g, ulp_pool_fn fn, void *arg);
+/* The same in the low lane: run only while no normal job is queued. */
+int ulp_pool_submit_low(ulp_pool_group *g, ulp_pool_fn fn, void *arg);
 /* Run one queued job of g on the calling thread: 1, or 0 when none of
  * g's jobs is queued (all done or running elsewhere). */
 int ulp_pool_group_help(ulp_pool_group *g);

@@ -35,7 +35,30 @@
 
 #define Z19_NAME "zstd-19"
 
-typedef struct z19_pool {
+/* The compression runs on the store's pool (ulp_store_pool), in its low
+ * lane: in the daemon that is the mount's one pool of encoders= threads,
+ * and a commit must never wait for a baseline.  A running pool job is
+ * never preempted, so the work is cut into short steps (z19_advance): a
+ * stream (one compression context) advances its version a little per job
+ * and queues its next step, and the pool runs a commit's jobs before
+ * that step.  Streams bound the contexts (about 170 MiB each). */
+
+typedef struct z19_pool z19_pool;
+
+typedef struct z19_stream {
+	z19_pool *p;
+	ZSTD_CCtx *z;
+	uint8_t *in, *out;
+	size_t outcap;
+	size_t i;            /* index into v under way, or NONE */
+	uint64_t off, total; /* of version i: read, compressed */
+	size_t n, pos;       /* the piece in `in`: its length, taken */
+	int last;            /* that piece is version i's last */
+} z19_stream;
+
+#define NONE ((size_t)-1)
+
+struct z19_pool {
 	ulp_store *st;
 	const ulp_version_info *v;
 	size_t *todo; /* indexes into v: what is not cached, largest first */
@@ -45,10 +68,12 @@ typedef struct z19_pool {
 	_Atomic size_t next;
 	_Atomic uint64_t done; /* logical bytes compressed so far */
 	_Atomic int stop;
+	_Atomic int fail; /* 0, or -errno when a step could not be queued */
+	ulp_pool_group *g;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
-	unsigned running; /* workers not finished (mu) */
-} z19_pool;
+	unsigned running; /* streams not finished (mu) */
+};
 
 static int zerr(size_t r)
 {
@@ -71,82 +96,157 @@ static ZSTD_CCtx *z19_cctx(void)
 		return NULL;
 	}
 	/* Fails on a libzstd built without threads: its frames then are
-	 * the single-threaded ones (see above). */
+	 * the single-threaded ones (see above).  This is the one thread
+	 * outside the pool: libzstd's multithreaded mode compresses on a
+	 * worker of its own, and only that mode gives the CLI's bytes. */
 	(void)ZSTD_CCtx_setParameter(z, ZSTD_c_nbWorkers, 1);
 	return z;
 }
 
-/* Compress one version, counting the output: 0 or -errno. */
-static int z19_one(z19_pool *p, ZSTD_CCtx *z, uint8_t *in, uint8_t *out,
-                   size_t outcap, const ulp_version_info *v, uint64_t *bytes)
+/* Start version v on s's context: 0 or -errno. */
+static int z19_begin(z19_stream *s, const ulp_version_info *v)
 {
-	uint64_t total = 0, off = 0;
-	size_t r = ZSTD_CCtx_reset(z, ZSTD_reset_session_only);
+	size_t r = ZSTD_CCtx_reset(s->z, ZSTD_reset_session_only);
 
 	if (!ZSTD_isError(r))
-		r = ZSTD_CCtx_setPledgedSrcSize(z, v->size);
-	if (ZSTD_isError(r))
-		return zerr(r);
-	for (;;) {
-		size_t n = v->size - off < PIECE ? (size_t)(v->size - off)
-		                                 : PIECE;
-		if (atomic_load(&p->stop))
-			return -ECANCELED;
+		r = ZSTD_CCtx_setPledgedSrcSize(s->z, v->size);
+	s->off = s->total = 0;
+	s->n = s->pos = 0;
+	s->last = 0;
+	return ZSTD_isError(r) ? zerr(r) : 0;
+}
+
+/* Advance the compression of v, counting the output: 1 when v is done,
+ * 0 when more is left, or -errno.  libzstd's multithreaded mode blocks a
+ * call that cannot take input until its worker has compressed the next
+ * part of a job (a job is tens of MiB, a part well under one), so this
+ * returns after the first call that took no input: a step holds its pool
+ * thread for one such wait at most, never for a whole job. */
+static int z19_advance(z19_stream *s, const ulp_version_info *v)
+{
+	z19_pool *p = s->p;
+
+	if (s->pos == s->n && !s->last) {
+		size_t n = v->size - s->off < PIECE ? (size_t)(v->size - s->off)
+		                                    : PIECE;
 		if (n) {
-			ssize_t got =
-				ulp_version_read(p->st, v->id, in, n, off);
+			ssize_t got = ulp_version_read(p->st, v->id, s->in, n,
+			                               s->off);
 			if (got != (ssize_t)n)
 				return got < 0 ? (int)got : -EIO;
 		}
-		ZSTD_EndDirective end = off + n == v->size ? ZSTD_e_end
-		                                           : ZSTD_e_continue;
-		ZSTD_inBuffer ib = { in, n, 0 };
-		for (;;) {
-			ZSTD_outBuffer ob = { out, outcap, 0 };
-			r = ZSTD_compressStream2(z, &ob, &ib, end);
-			if (ZSTD_isError(r))
-				return zerr(r);
-			total += ob.pos;
-			if (end == ZSTD_e_end ? r == 0 : ib.pos == ib.size)
-				break;
-		}
-		off += n;
+		s->n = n;
+		s->pos = 0;
+		s->off += n;
+		s->last = s->off == v->size;
 		atomic_fetch_add(&p->done, (uint64_t)n);
-		if (end == ZSTD_e_end)
-			break;
 	}
-	*bytes = total;
-	return 0;
+	ZSTD_EndDirective end = s->last ? ZSTD_e_end : ZSTD_e_continue;
+	for (;;) {
+		ZSTD_inBuffer ib = { s->in, s->n, s->pos };
+		ZSTD_outBuffer ob = { s->out, s->outcap, 0 };
+		size_t r = ZSTD_compressStream2(s->z, &ob, &ib, end);
+		if (ZSTD_isError(r))
+			return zerr(r);
+		s->total += ob.pos;
+		int took = ib.pos > s->pos;
+		s->pos = ib.pos;
+		if (end == ZSTD_e_end ? r == 0 : ib.pos == ib.size)
+			return end == ZSTD_e_end;
+		if (!took)
+			return 0;
+	}
 }
 
-static void *z19_worker(void *arg)
+static void z19_stream_end(z19_stream *s)
 {
-	z19_pool *p = arg;
-	size_t outcap = ZSTD_CStreamOutSize();
-	uint8_t *in = malloc(PIECE), *out = malloc(outcap);
-	ZSTD_CCtx *z = in && out ? z19_cctx() : NULL;
+	z19_pool *p = s->p;
 
-	for (size_t k; (k = atomic_fetch_add(&p->next, 1)) < p->ntodo;) {
-		size_t i = p->todo[k];
-		if (!z) {
-			p->err[i] = -ENOMEM;
-			continue;
-		}
-		p->err[i] =
-			z19_one(p, z, in, out, outcap, &p->v[i], &p->bytes[i]);
-		/* -ENOENT: deleted meanwhile (the caller finds out). */
-		if (p->err[i] == 0)
-			(void)ulp_version_baseline_put(p->st, p->v[i].id,
-			                               Z19_NAME, p->bytes[i]);
-	}
-	ZSTD_freeCCtx(z);
-	free(in);
-	free(out);
+	ZSTD_freeCCtx(s->z);
+	free(s->in);
+	free(s->out);
+	free(s);
 	pthread_mutex_lock(&p->mu);
 	p->running--;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
-	return NULL;
+}
+
+/* One step of a stream (a low-lane pool job): claim a version if none is
+ * under way, compress one piece of it, queue the next step. */
+static void z19_step(void *arg)
+{
+	z19_stream *s = arg;
+	z19_pool *p = s->p;
+
+	if (atomic_load(&p->stop)) {
+		if (s->i != NONE)
+			p->err[s->i] = -ECANCELED;
+		z19_stream_end(s);
+		return;
+	}
+	if (s->i == NONE) {
+		size_t k = atomic_fetch_add(&p->next, 1);
+		if (k >= p->ntodo) {
+			z19_stream_end(s);
+			return;
+		}
+		s->i = p->todo[k];
+		int rc = s->z ? z19_begin(s, &p->v[s->i]) : -ENOMEM;
+		if (rc < 0) {
+			p->err[s->i] = rc;
+			s->i = NONE;
+		}
+	}
+	if (s->i != NONE) {
+		size_t i = s->i;
+		int rc = z19_advance(s, &p->v[i]);
+		if (rc != 0)
+			s->i = NONE;
+		if (rc < 0) {
+			p->err[i] = rc; /* -ENOENT: deleted meanwhile */
+		} else if (rc == 1) {
+			p->bytes[i] = s->total;
+			(void)ulp_version_baseline_put(p->st, p->v[i].id,
+			                               Z19_NAME, p->bytes[i]);
+		}
+	}
+	int q = ulp_pool_submit_low(p->g, z19_step, s);
+	if (q < 0) {
+		/* The versions not claimed yet would go uncounted. */
+		atomic_store(&p->fail, -ENOMEM);
+		atomic_store(&p->stop, 1);
+		if (s->i != NONE)
+			p->err[s->i] = -ENOMEM;
+		z19_stream_end(s);
+	}
+}
+
+/* Queue nstreams streams of p on the store's pool: how many started. */
+static unsigned z19_start(z19_pool *p, unsigned nstreams)
+{
+	unsigned started = 0;
+	size_t outcap = ZSTD_CStreamOutSize();
+
+	for (; started < nstreams; started++) {
+		z19_stream *s = calloc(1, sizeof(*s));
+		if (!s)
+			break;
+		*s = (z19_stream){ .p = p, .i = NONE, .outcap = outcap };
+		s->in = malloc(PIECE);
+		s->out = malloc(outcap);
+		/* Without a context the stream fails its versions -ENOMEM,
+		 * as a named error rather than a missing figure. */
+		s->z = s->in && s->out ? z19_cctx() : NULL;
+		pthread_mutex_lock(&p->mu);
+		p->running++;
+		pthread_mutex_unlock(&p->mu);
+		if (ulp_pool_submit_low(p->g, z19_step, s) < 0) {
+			z19_stream_end(s);
+			break;
+		}
+	}
+	return started;
 }
 
 static int by_size_desc(const void *a, const void *b, void *arg)
@@ -159,26 +259,19 @@ static int by_size_desc(const void *a, const void *b, void *arg)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Run the pool until every version of p->todo is done, reporting progress
- * once it takes a while and stopping when the requester goes away. */
-static int z19_pool_run(cli_env *env, z19_pool *p, unsigned nthreads,
+/* Run the streams until every version of p->todo is done, reporting
+ * progress once it takes a while and stopping when the requester goes
+ * away. */
+static int z19_pool_run(cli_env *env, z19_pool *p, unsigned nstreams,
                         uint64_t total)
 {
-	pthread_t *t = calloc(nthreads, sizeof(*t));
-	unsigned started = 0;
-	int shown = 0, rc = 0;
+	int shown = 0;
 	double t0 = cli_now();
 
-	if (!t)
+	if (!(p->g = ulp_pool_group_new(ulp_store_pool(p->st))))
 		return -ENOMEM;
+	unsigned started = z19_start(p, nstreams);
 	pthread_mutex_lock(&p->mu);
-	for (; started < nthreads; started++) {
-		p->running++;
-		if ((rc = pthread_create(&t[started], NULL, z19_worker, p))) {
-			p->running--;
-			break;
-		}
-	}
 	while (p->running) {
 		struct timespec ts;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -189,7 +282,7 @@ static int z19_pool_run(cli_env *env, z19_pool *p, unsigned nthreads,
 		}
 		pthread_cond_timedwait(&p->cv, &p->mu, &ts);
 		pthread_mutex_unlock(&p->mu);
-		/* The sink is not for the workers: only this thread uses it. */
+		/* The sink is not for the jobs: only this thread uses it. */
 		if (env->sink->cancelled &&
 		    env->sink->cancelled(env->sink->opaque))
 			atomic_store(&p->stop, 1);
@@ -201,14 +294,16 @@ static int z19_pool_run(cli_env *env, z19_pool *p, unsigned nthreads,
 		pthread_mutex_lock(&p->mu);
 	}
 	pthread_mutex_unlock(&p->mu);
-	for (unsigned i = 0; i < started; i++)
-		pthread_join(t[i], NULL);
-	free(t);
+	/* The last steps have ended their streams; wait for them to return. */
+	ulp_pool_group_free(p->g);
+	p->g = NULL;
 	if (shown)
 		env->sink->progress(env->sink->opaque, "zstd -19", total,
 		                    total);
 	if (!started)
-		return -rc;
+		return -ENOMEM;
+	if (atomic_load(&p->fail))
+		return atomic_load(&p->fail);
 	return atomic_load(&p->stop) ? -ECANCELED : 0;
 }
 
@@ -240,7 +335,7 @@ int cli_z19_sizes(cli_env *env, const cli_vvec *vec, unsigned nthreads,
 		p.todo[p.ntodo++] = i;
 		total += vec->v[i].size;
 	}
-	/* Largest first: the pool's threads finish close together. */
+	/* Largest first: the streams finish close together. */
 	qsort_r(p.todo, p.ntodo, sizeof(*p.todo), by_size_desc, vec->v);
 	if (nthreads > p.ntodo)
 		nthreads = (unsigned)p.ntodo;

@@ -1,8 +1,12 @@
 /*
  * pool.c - the process's thread pool (contract in include/ulpfs/ulp.h).
  *
- * One FIFO of tasks under one mutex; each task belongs to a group, whose
- * pending count (queued plus running) its waiters watch.  A waiter takes
+ * Two FIFOs of tasks under one mutex, the normal lane and the low one; a
+ * worker takes a low task only when no normal task is queued, so a stream
+ * of background work (the CLI's zstd -19 baselines) never holds back a
+ * commit longer than the low task already running.  Each task belongs to a
+ * group, whose pending count (queued plus running) its waiters watch.  A
+ * waiter takes
  * queued tasks of its own group off the FIFO and runs them itself: a job
  * waiting for sub-jobs (an encode for its chunks) therefore never depends
  * on a free worker thread, which is what makes nested waits safe with a
@@ -38,7 +42,8 @@ struct ulp_pool_group {
 struct ulp_pool {
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* a task queued, or stop */
-	pool_task head;    /* FIFO: head.next is the oldest */
+	pool_task head;    /* normal FIFO: head.next is the oldest */
+	pool_task low;     /* low FIFO: run only while head is empty */
 	int stop;
 	unsigned nthreads;
 	pthread_t *th;
@@ -71,8 +76,9 @@ static void *pool_main(void *arg)
 
 	pthread_mutex_lock(&p->mu);
 	for (;;) {
-		pool_task *t = p->head.next;
-		if (t != &p->head) {
+		pool_task *t = p->head.next != &p->head ? p->head.next
+		                                        : p->low.next;
+		if (t != &p->low) {
 			task_unlink(t);
 			run_task(p, t);
 		} else if (p->stop) {
@@ -104,6 +110,7 @@ ulp_pool *ulp_pool_new(unsigned threads)
 	pthread_mutex_init(&p->mu, NULL);
 	pthread_cond_init(&p->cv, NULL);
 	p->head.next = p->head.prev = &p->head;
+	p->low.next = p->low.prev = &p->low;
 	/* Signals are for the threads that wait for them (a mount's main
 	 * thread), never for these: they start with all blocked. */
 	sigset_t all, old;
@@ -164,7 +171,8 @@ void ulp_pool_group_free(ulp_pool_group *g)
 	free(g);
 }
 
-int ulp_pool_submit(ulp_pool_group *g, ulp_pool_fn fn, void *arg)
+/* Queue fn(arg) in g at the tail of the low lane or the normal one. */
+static int submit_to(ulp_pool_group *g, int low, ulp_pool_fn fn, void *arg)
 {
 	ulp_pool *p = g->pool;
 	pool_task *t = malloc(sizeof *t);
@@ -175,25 +183,45 @@ int ulp_pool_submit(ulp_pool_group *g, ulp_pool_fn fn, void *arg)
 	t->fn = fn;
 	t->arg = arg;
 	pthread_mutex_lock(&p->mu);
-	t->prev = p->head.prev;
-	t->next = &p->head;
-	p->head.prev->next = t;
-	p->head.prev = t;
+	pool_task *h = low ? &p->low : &p->head;
+	t->prev = h->prev;
+	t->next = h;
+	h->prev->next = t;
+	h->prev = t;
 	g->pending++;
 	pthread_cond_signal(&p->cv);
 	pthread_mutex_unlock(&p->mu);
 	return ULP_OK;
 }
 
-/* The oldest queued task of g, unlinked, or NULL (p->mu held). */
-static pool_task *take_of(ulp_pool *p, ulp_pool_group *g)
+int ulp_pool_submit(ulp_pool_group *g, ulp_pool_fn fn, void *arg)
 {
-	for (pool_task *t = p->head.next; t != &p->head; t = t->next)
+	return submit_to(g, 0, fn, arg);
+}
+
+int ulp_pool_submit_low(ulp_pool_group *g, ulp_pool_fn fn, void *arg)
+{
+	return submit_to(g, 1, fn, arg);
+}
+
+/* The oldest queued task of g in the lane whose head is h, unlinked, or
+ * NULL (p->mu held). */
+static pool_task *take_in(pool_task *h, ulp_pool_group *g)
+{
+	for (pool_task *t = h->next; t != h; t = t->next)
 		if (t->g == g) {
 			task_unlink(t);
 			return t;
 		}
 	return NULL;
+}
+
+/* The oldest queued task of g, normal lane first, or NULL (p->mu held). */
+static pool_task *take_of(ulp_pool *p, ulp_pool_group *g)
+{
+	pool_task *t = take_in(&p->head, g);
+
+	return t ? t : take_in(&p->low, g);
 }
 
 int ulp_pool_group_help(ulp_pool_group *g)

@@ -16,7 +16,6 @@
 #include "store/reserve.h"
 #include "store/tmap.h"
 
-#include "store/gc.h"
 #include "store/overlay.h"
 
 #include <sys/mman.h>
@@ -284,7 +283,7 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 	if (rc == 0 && nv->pred) {
 		rc = ulp_cat_exec(st->cat, Q_MARK_FLIP, "uu", v->id, nv->pred);
 		if (rc == 0 && ulp_cat_changes(st->cat))
-			ulp_gc_kick(st);
+			ulp_gc_note_work(st);
 	}
 	if (rc == 0 && in->version)
 		rc = ulp_versions_retire(st, in->version, dead);

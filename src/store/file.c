@@ -5,6 +5,7 @@
 #include "store/store_core.h"
 #include "store/inode.h"
 #include "store/staging.h"
+#include "store/writers.h"
 #include "store/reader.h"
 #include "store/versions.h"
 

@@ -425,11 +425,10 @@ static void *gc_main(void *arg)
 	return NULL;
 }
 
-void ulp_gc_kick(ulp_store *st)
+/* st->gc_kick, set while the thread runs (ulp_gc_note_work). */
+static void gc_kick(ulp_store *st)
 {
 	ULP_MU_HELD(st);
-	if (!st->gc)
-		return; /* not started yet: it starts kicked */
 	st->gc->kick = 1;
 	pthread_cond_broadcast(&st->gc->cv);
 }
@@ -459,7 +458,10 @@ int ulp_gc_start(ulp_store *st)
 		free(g);
 		return -e;
 	}
+	pthread_mutex_lock(&st->mu);
 	st->gc = g;
+	st->gc_kick = gc_kick;
+	pthread_mutex_unlock(&st->mu);
 	e = pthread_create(&g->thread, NULL, gc_main, st);
 	if (e)
 		return -e;
@@ -474,6 +476,7 @@ void ulp_gc_stop(ulp_store *st)
 	if (!g)
 		return;
 	pthread_mutex_lock(&st->mu);
+	st->gc_kick = NULL;
 	atomic_store(&g->stop, 1);
 	pthread_cond_broadcast(&g->cv);
 	pthread_cond_broadcast(&g->done_cv);

@@ -18,8 +18,6 @@ int ulp_gc_start(ulp_store *st);
  * left unfinished is found again at the next open.  Safe if never
  * started. */
 void ulp_gc_stop(ulp_store *st);
-/* Tell the thread that ghosts or flips may be pending (mu held). */
-void ulp_gc_kick(ulp_store *st);
 /* Ask for a whole pass of rebases and flips and wait for it (mu not
  * held); convert: the forward chains of older stores too (ulp_store_gc;
  * not at close).  0 or the pass's error; -ESHUTDOWN when not running. */

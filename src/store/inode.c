@@ -22,7 +22,10 @@ struct ulp_itab {
 int ulp_inode_table_new(ulp_store *st)
 {
 	st->itab = calloc(1, sizeof *st->itab);
-	return st->itab ? 0 : -ENOMEM;
+	if (!st->itab)
+		return -ENOMEM;
+	st->inode_put = ulp_inode_put;
+	return 0;
 }
 
 static size_t hslot(const ulp_store *st, uint64_t ino)
@@ -86,6 +89,7 @@ static void inode_free(ulp_inode *in)
 	if (in->fd >= 0)
 		close(in->fd);
 	pthread_rwlock_destroy(&in->data);
+	ulp_qentry_free(in);
 	free(in);
 }
 
@@ -193,6 +197,11 @@ int ulp_inode_get(ulp_store *st, uint64_t ino, ulp_inode **out)
 		e = pthread_rwlock_init(&in->data, &ra);
 	pthread_rwlockattr_destroy(&ra);
 	if (e) {
+		free(in);
+		return -ENOMEM;
+	}
+	if (ulp_qentry_new(in) < 0) {
+		pthread_rwlock_destroy(&in->data);
 		free(in);
 		return -ENOMEM;
 	}

@@ -10,7 +10,6 @@
  */
 #include "store/queue.h"
 #include "store/staging.h"
-#include "store/inode.h"
 #include "store/encoder.h"
 #include "store/remote.h"
 
@@ -19,9 +18,19 @@
 #define BACKOFF_MIN_NS (100 * 1000000ll)
 #define BACKOFF_MAX_NS (30 * 1000000000ll)
 
+/* An inode's place in the queue (ulp_inode.q; under st->mu). */
+struct ulp_qentry {
+	ulp_inode *in; /* NULL: the queue's head */
+	ulp_qentry *prev, *next;
+	int failed; /* the last attempt failed (error in fail_err) */
+	int fail_err;
+	unsigned attempts;
+	int64_t due; /* CLOCK_MONOTONIC ns */
+};
+
 /* Under st->mu. */
 struct ulp_queue {
-	ulp_inode head; /* sentinel of a circular list, sorted by due time */
+	ulp_qentry head; /* sentinel of a circular list, sorted by due time */
 	unsigned nqueued, nencoding;
 	unsigned nfailed;   /* queued entries whose last try failed */
 	pthread_cond_t cv;  /* encoders: work arrived / stopping */
@@ -48,7 +57,7 @@ int ulp_queue_new(ulp_queue **out)
 		free(q);
 		q = NULL;
 	} else {
-		q->head.qnext = q->head.qprev = &q->head;
+		q->head.next = q->head.prev = &q->head;
 	}
 	*out = q;
 	return -e;
@@ -62,31 +71,40 @@ void ulp_queue_free(ulp_queue *q)
 	free(q);
 }
 
+int ulp_qentry_new(ulp_inode *in)
+{
+	in->q = calloc(1, sizeof *in->q);
+	if (!in->q)
+		return -ENOMEM;
+	in->q->in = in;
+	return 0;
+}
+
+void ulp_qentry_free(ulp_inode *in)
+{
+	free(in->q);
+	in->q = NULL;
+}
+
 unsigned ulp_queue_count(ulp_store *st)
 {
 	ULP_MU_HELD(st);
 	return st->queue->nqueued + st->queue->nencoding;
 }
 
-int ulp_queue_stopping(ulp_store *st)
-{
-	ULP_MU_HELD(st);
-	return st->queue->stopping;
-}
-
 static void q_insert(ulp_store *st, ulp_inode *in)
 {
-	ulp_inode *pos = st->queue->head.qprev;
+	ulp_qentry *e = in->q, *pos = st->queue->head.prev;
 
 	/* Mostly appended: walk back from the tail. */
-	while (pos != &st->queue->head && pos->due > in->due)
-		pos = pos->qprev;
-	in->qprev = pos;
-	in->qnext = pos->qnext;
-	pos->qnext->qprev = in;
-	pos->qnext = in;
+	while (pos != &st->queue->head && pos->due > e->due)
+		pos = pos->prev;
+	e->prev = pos;
+	e->next = pos->next;
+	pos->next->prev = e;
+	pos->next = e;
 	st->queue->nqueued++;
-	if (in->failed) {
+	if (e->failed) {
 		st->queue->nfailed++;
 		ulp_stage_count_failed(st, in, 1);
 	}
@@ -95,11 +113,13 @@ static void q_insert(ulp_store *st, ulp_inode *in)
 
 static void q_unlink(ulp_store *st, ulp_inode *in)
 {
-	in->qprev->qnext = in->qnext;
-	in->qnext->qprev = in->qprev;
-	in->qprev = in->qnext = NULL;
+	ulp_qentry *e = in->q;
+
+	e->prev->next = e->next;
+	e->next->prev = e->prev;
+	e->prev = e->next = NULL;
 	st->queue->nqueued--;
-	if (in->failed) {
+	if (e->failed) {
 		st->queue->nfailed--;
 		ulp_stage_count_failed(st, in, -1);
 	}
@@ -113,9 +133,9 @@ void ulp_queue_add(ulp_store *st, ulp_inode *in, int64_t delay_ns)
 		return;
 	in->refs++;
 	in->qstate = ULP_Q_QUEUED;
-	in->failed = 0;
-	in->attempts = 0;
-	in->due = ulp_mono_ns() + (st->queue->stopping ? 0 : delay_ns);
+	in->q->failed = 0;
+	in->q->attempts = 0;
+	in->q->due = ulp_mono_ns() + (st->queue->stopping ? 0 : delay_ns);
 	ulp_stage_count_queued(st, in, 1);
 	q_insert(st, in);
 }
@@ -127,7 +147,7 @@ void ulp_queue_remove(ulp_store *st, ulp_inode *in)
 		return;
 	q_unlink(st, in);
 	in->qstate = ULP_Q_NONE;
-	in->failed = 0;
+	in->q->failed = 0;
 	ulp_stage_count_queued(st, in, -1);
 	in->refs--; /* the caller holds another */
 	ulp_stage_space_changed(st);
@@ -154,14 +174,14 @@ void ulp_queue_expedite(ulp_store *st)
 	ULP_MU_HELD(st);
 	int64_t now = ulp_mono_ns();
 
-	for (ulp_inode *in = st->queue->head.qnext; in != &st->queue->head;
-	     in = in->qnext) {
-		if (in->failed) {
+	for (ulp_qentry *e = st->queue->head.next; e != &st->queue->head;
+	     e = e->next) {
+		if (e->failed) {
 			st->queue->nfailed--;
-			ulp_stage_count_failed(st, in, -1);
-			in->failed = 0;
+			ulp_stage_count_failed(st, e->in, -1);
+			e->failed = 0;
 		}
-		in->due = now; /* all equal: the order stays valid */
+		e->due = now; /* all equal: the order stays valid */
 	}
 	pthread_cond_broadcast(&st->queue->cv);
 }
@@ -169,24 +189,25 @@ void ulp_queue_expedite(ulp_store *st)
 /* Put an entry whose encode failed back, due after a backoff. */
 static void requeue_failed(ulp_store *st, ulp_inode *in, int err)
 {
+	ulp_qentry *e = in->q;
 	int64_t wait = BACKOFF_MIN_NS;
 
-	for (unsigned i = 0; i < in->attempts && wait < BACKOFF_MAX_NS; i++)
+	for (unsigned i = 0; i < e->attempts && wait < BACKOFF_MAX_NS; i++)
 		wait *= 2;
 	if (wait > BACKOFF_MAX_NS)
 		wait = BACKOFF_MAX_NS;
-	if (err != -EAGAIN && in->attempts == 0)
+	if (err != -EAGAIN && e->attempts == 0)
 		fprintf(stderr,
 		        "ulpfs: encoding inode %llu failed: %s (will retry; "
 		        "the "
 		        "staged copy is kept)\n",
 		        (unsigned long long)in->ino, strerror(-err));
-	in->attempts++;
+	e->attempts++;
 	in->qstate = ULP_Q_QUEUED;
-	in->fail_err = err;
+	e->fail_err = err;
 	/* A reference deleted under the encoder is no failure: retry. */
-	in->failed = err != -EAGAIN;
-	in->due = ulp_mono_ns() + (err == -EAGAIN ? 10000000 : wait);
+	e->failed = err != -EAGAIN;
+	e->due = ulp_mono_ns() + (err == -EAGAIN ? 10000000 : wait);
 	q_insert(st, in);
 }
 
@@ -220,7 +241,7 @@ static void encode_entry(ulp_store *st, ulp_inode *in, unsigned threads,
 		in->qstate = ULP_Q_NONE;
 		if (in->staged)
 			ulp_stage_count_queued(st, in, -1);
-		ulp_inode_put(st, in);
+		st->inode_put(st, in); /* ulp_inode_put */
 	}
 	pthread_cond_broadcast(&st->done_cv);
 	pthread_cond_broadcast(&st->queue->cv); /* the dispatcher: a slot */
@@ -256,20 +277,20 @@ static void *dispatch_main(void *arg)
 		if (q->stopping && q->nqueued == q->nfailed &&
 		    q->nencoding == 0)
 			break;
-		ulp_inode *in = q->head.qnext;
-		while (in != &q->head && q->stopping && in->failed)
-			in = in->qnext;
-		if (in == &q->head ||
-		    q->nencoding >= st->opts.encoder_threads) {
+		ulp_qentry *e = q->head.next;
+		while (e != &q->head && q->stopping && e->failed)
+			e = e->next;
+		if (e == &q->head || q->nencoding >= st->opts.encoder_threads) {
 			pthread_cond_wait(&q->cv, &st->mu);
 			continue;
 		}
-		if (in->due > ulp_mono_ns()) {
-			timed_wait(st, in->due);
+		if (e->due > ulp_mono_ns()) {
+			timed_wait(st, e->due);
 			continue;
 		}
+		ulp_inode *in = e->in;
 		q_unlink(st, in);
-		in->failed = 0;
+		e->failed = 0;
 		in->qstate = ULP_Q_ENCODING;
 		q->nencoding++;
 		/* Nothing else queued: this file gets the idle encoders'
@@ -277,7 +298,7 @@ static void *dispatch_main(void *arg)
 		 * core's speed while the others wait.  Files queued later
 		 * share the cores with it for a while. */
 		unsigned threads = 1;
-		if (q->head.qnext == &q->head &&
+		if (q->head.next == &q->head &&
 		    st->opts.encoder_threads > q->nencoding)
 			threads += st->opts.encoder_threads - q->nencoding;
 		uint64_t gen = atomic_load(&in->gen);
@@ -314,7 +335,7 @@ void ulp_encoder_stop(ulp_store *st)
 	pthread_mutex_lock(&st->mu);
 	st->queue->stopping = 1;
 	ulp_queue_expedite(st);
-	ulp_stage_space_changed(st);
+	ulp_stage_stop_waiting(st);
 	pthread_mutex_unlock(&st->mu);
 	if (st->queue->started)
 		pthread_join(st->queue->dispatch, NULL);
@@ -335,10 +356,10 @@ int ulp_queue_sync(ulp_store *st)
 			break; /* no encoders (closing): nothing will change */
 		pthread_cond_wait(&st->done_cv, &st->mu);
 	}
-	for (ulp_inode *in = st->queue->head.qnext; in != &st->queue->head;
-	     in = in->qnext)
-		if (in->failed && !rc)
-			rc = in->fail_err;
+	for (ulp_qentry *e = st->queue->head.next; e != &st->queue->head;
+	     e = e->next)
+		if (e->failed && !rc)
+			rc = e->fail_err;
 	pthread_mutex_unlock(&st->mu);
 	if (rc == 0 && st->opts.remote && st->opts.remote->synced)
 		rc = st->opts.remote->synced(st->opts.remote->ctx);

@@ -8,13 +8,14 @@
 
 /* The queue, which the store holds (st->queue) from open to close; its
  * threads run from ulp_encoder_start to ulp_encoder_stop. */
+/* The queue's state of in (in->q), allocated with the in-memory inode
+ * (inode.c) and freed with it: 0 or -ENOMEM. */
+int ulp_qentry_new(ulp_inode *in);
+void ulp_qentry_free(ulp_inode *in);
 int ulp_queue_new(ulp_queue **out);
 void ulp_queue_free(ulp_queue *q);
 /* Files queued or being encoded (mu held). */
 unsigned ulp_queue_count(ulp_store *st);
-/* Whether the store is closing (mu held): the encoders drain the queue
- * and nothing waits for them to free staging space. */
-int ulp_queue_stopping(ulp_store *st);
 
 int ulp_encoder_start(ulp_store *st);
 /* Drain the queue and join the threads (close). */

@@ -11,6 +11,7 @@
 #include "store/store_core.h"
 #include "store/inode.h"
 #include "store/staging.h"
+#include "store/writers.h"
 #include "store/objects.h"
 #include "store/versions.h"
 #include "store/reserve.h"

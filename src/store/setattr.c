@@ -4,6 +4,7 @@
 #include "store/store_core.h"
 #include "store/inode.h"
 #include "store/staging.h"
+#include "store/writers.h"
 
 #include "store/ns_internal.h"
 #include "store/overlay.h"

@@ -28,16 +28,6 @@ void ulp_stage_count_failed(ulp_store *st, const ulp_inode *in, int sign);
  * wake the writers waiting in ulp_stage_wait_space. */
 void ulp_stage_space_changed(ulp_store *st);
 
-/* Bring an inode's content to staging for a change (open for writing,
- * truncate): cancel a queued or running encode, copy a committed version
- * up (unless trunc, which empties the file).  The caller holds a ref and
- * has counted itself in in->nwriters (so that no encode can start);
- * called without st->mu. */
-int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc);
-/* A file about to be replaced by a rename (mu held, a ref held): if its
- * staged content is closed and not yet committed, commit it now, so that
- * it stays in the history.  Drops mu while encoding. */
-int ulp_stage_preserve(ulp_store *st, ulp_inode *in);
 /* Create the staging file of a new inode (ulp_ns_create, in its
  * transaction): returns an fd or -errno. */
 int ulp_stage_create(ulp_store *st, uint64_t ino);
@@ -45,8 +35,16 @@ int ulp_stage_create(ulp_store *st, uint64_t ino);
  * staging limit, or until waiting cannot help. */
 void ulp_stage_wait_space(ulp_store *st, uint64_t grow);
 /* A writer (handle or truncate) is done with in (mu held): the last one
- * persists size and times and queues the file. */
-void ulp_stage_writer_done(ulp_store *st, ulp_inode *in);
+ * persists size and times and returns 1, for its caller to queue the
+ * file (ulp_stage_writer_done); else 0. */
+int ulp_stage_writer_left(ulp_store *st, ulp_inode *in);
+/* Copy committed version vid up into the new staging file fd, on demand
+ * (overlay.h): *size its size, *ov the overlay.  0 or -errno. */
+int ulp_stage_copy_up(ulp_store *st, uint64_t vid, int fd, uint64_t *size,
+                      struct ulp_overlay **ov);
+/* The encoders stop (mu held): writers waiting for staging space no
+ * longer wait, as no encode will free any. */
+void ulp_stage_stop_waiting(ulp_store *st);
 /* Set the logical size of a staged inode and its accounting (mu held). */
 void ulp_stage_set_size(ulp_store *st, ulp_inode *in, uint64_t size);
 /* Count the disk space the staging file of in takes now (its allocated

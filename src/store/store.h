@@ -77,6 +77,10 @@ int ulp_store_open(const char *dir, const ulp_store_opts *opts,
  * ulp_file must have been released.  A file whose encoding fails (say, no
  * space for its object) stays staged and is queued again by the next open. */
 void ulp_store_close(ulp_store *st);
+/* The store's thread pool (encoder_threads threads), for work of the same
+ * process that must share its threads: background work goes to its low
+ * lane (ulp_pool_submit_low), so that it never holds back a commit. */
+ulp_pool *ulp_store_pool(ulp_store *st);
 /* Wait until every file closed so far is committed (files still open for
  * writing are not waited for; the settle delay is skipped).  Returns 0, or
  * the error of a file whose encoding failed (it stays staged and is

@@ -181,6 +181,11 @@ int ulp_store_staging_tmpfd(ulp_store *st)
 
 /* ------------------------------------------------------------ figures */
 
+ulp_pool *ulp_store_pool(ulp_store *st)
+{
+	return st->pool;
+}
+
 int ulp_store_stats_get(ulp_store *st, ulp_store_stats *out)
 {
 	memset(out, 0, sizeof *out);

@@ -18,7 +18,8 @@
  *   reserve    reserve.h (reserve.c)
  *   staging    overlay.h, staging.h (staging.c, overlay.c, copyup.c,
  *              backing.c)
- *   encoder    encoder.h (encoder.c), queue.h (queue.c)
+ *   encoder    encoder.h (encoder.c), queue.h (queue.c), writers.h
+ *              (writers.c)
  *   gc         gc.h (gc.c)
  *   inodes     inode.h (inode.c)
  *   namespace  ns_internal.h (namespace.c, link.c, rename.c, setattr.c,
@@ -26,11 +27,9 @@
  *              history.c, version_api.c, file.c
  *   api        recover.h (store.c), store_api.c
  *
- * Calls upward that remain (files: headers):
- *   encoder.c, versions.c: gc.h     wake gc up (ulp_gc_kick)
- *   staging.c: queue.h, encoder.h   cancel and queue encodes, and commit
- *                                   a closed file about to be replaced
- *   queue.c: inode.h                drop the queue's refs of inodes
+ * Calls upward that remain (files: headers): none.  Where a lower layer
+ * must reach an upper one, the upper one registers a hook in ulp_store
+ * when it starts (gc_kick, inode_put).
  *
  * Every ulp_store_* entry point of store.h is in store_api.c; the
  * namespace, file, version and snapshot ones are in their modules.
@@ -158,18 +157,17 @@ typedef struct ulp_inode {
 	int bk_kept;           /* committed, and the staging file kept only
 	                          for that backing: ULP_BK_* */
 
-	/* Encode queue. */
+	/* Encode queue: where the file is (ULP_Q_*), read by staging and
+	 * the writers; the rest, its place in the queue and its failures,
+	 * is queue.c's own. */
 	int qstate;
-	int failed; /* the last attempt failed (error in fail_err) */
-	int fail_err;
-	unsigned attempts;
-	int64_t due; /* CLOCK_MONOTONIC ns */
-	struct ulp_inode *qprev, *qnext;
+	struct ulp_qentry *q;
 } ulp_inode;
 
 typedef struct ulp_cache ulp_cache;
 typedef struct ulp_reader ulp_reader;
 typedef struct ulp_queue ulp_queue;
+typedef struct ulp_qentry ulp_qentry; /* queue.c */
 typedef struct ulp_itab ulp_itab;
 typedef struct ulp_ra_pool ulp_ra_pool;
 typedef struct ulp_gc ulp_gc;
@@ -194,6 +192,14 @@ struct ulp_store {
 	ulp_staging *staging; /* accounting behind the staging limit
 	                         (staging.c) */
 	ulp_gc *gc;           /* the background re-encoder (gc.c) */
+	/* Called (mu held) where a lower layer leaves gc work, a version to
+	 * flip or a ghost to remove: gc.c sets it while its thread runs, so
+	 * that the layers below it need not call up (ulp_gc_note_work). */
+	void (*gc_kick)(ulp_store *st);
+	/* Drops a ref of an in-memory inode (mu held): inode.c's
+	 * ulp_inode_put, set with the inode table at open, so that the
+	 * encode queue (a layer below) can let go of the refs it holds. */
+	void (*inode_put)(ulp_store *st, ulp_inode *in);
 	/* The store's thread pool (encoder_threads threads): the codec's
 	 * chunk workers, the encoders and read-ahead all run on it. */
 	ulp_pool *pool;
@@ -212,6 +218,15 @@ struct ulp_store {
 };
 
 /* ------------------------------------------------------------ helpers */
+
+/* Tell the background re-encoder, if running, that ghosts or flips may
+ * be pending (mu held); one not started yet starts with a full pass. */
+static inline void ulp_gc_note_work(ulp_store *st)
+{
+	ULP_MU_HELD(st);
+	if (st->gc_kick)
+		st->gc_kick(st);
+}
 
 int64_t ulp_now_ns(void);  /* CLOCK_REALTIME */
 int64_t ulp_mono_ns(void); /* CLOCK_MONOTONIC */

@@ -6,8 +6,6 @@
  */
 #include "store/versions.h"
 
-#include "store/gc.h"
-
 int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out)
 {
 	ULP_MU_HELD(st);
@@ -140,7 +138,7 @@ int ulp_versions_settle(ulp_store *st, ulp_obj_list *dead)
 	int64_t one;
 	int rc = ulp_cat_int(st->cat, &one, Q_ANY_GHOST, "");
 	if (rc == 1)
-		ulp_gc_kick(st);
+		ulp_gc_note_work(st);
 	return rc < 0 ? rc : 0;
 }
 
