@@ -135,7 +135,7 @@ static void check_every_byte(const fixture *fx, const uint8_t *masks,
 					                 t.open_rc ==
 					                         ULP_ERR_VERSION),
 						"byte %zu ^ %02x: open rc %d "
-					        "(%s)",
+						"(%s)",
 						pos, masks[k], t.open_rc,
 						ulp_strerror(t.open_rc));
 					at_open++;
