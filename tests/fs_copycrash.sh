@@ -177,6 +177,10 @@ for it in $(seq 1 "$ITERS"); do
 		fi
 	fi
 	ok "${#returned[@]} copies that had returned read what was copied"
+	# The recovered copy is queued again: until it commits, its object
+	# may sit in objects/ ahead of its catalog row.  sync waits for the
+	# queue, gc for the flips its commit starts.
+	"$ULPFS" sync "$MNT" >/dev/null || bad "iteration $it: ulpfs sync failed"
 	"$ULPFS" gc "$MNT" >/dev/null || bad "iteration $it: ulpfs gc failed"
 	"$ULPFS" verify "$MNT" >"$WORK/verify.txt" 2>&1 && ok "ulpfs verify passes" || {
 		sed 's/^/    | /' "$WORK/verify.txt" >&2

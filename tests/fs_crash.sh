@@ -290,6 +290,9 @@ for it in 1 2 3; do
 	fs_force_umount "$MNT" 30
 	is_mounted "$MNT" && die "cannot unmount $MNT after the flip crash"
 	fs_mount "$STORE" "$MNT"
+	# A copy in staging at the kill is queued again: commit it first, so
+	# that no object is counted ahead of its catalog row.
+	"$ULPFS" sync "$MNT" >/dev/null || bad "flip crash $it: sync after the remount failed"
 	"$ULPFS" gc "$MNT" >/dev/null || bad "flip crash $it: gc after the remount failed"
 	for i in $(seq 1 "$synced"); do
 		cmp -s "$MNT/.ulpfs/versions/flip-$it.safetensors/$i" "$DATA/v$i/model.safetensors" ||
