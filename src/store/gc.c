@@ -437,7 +437,6 @@ int ulp_gc_start(ulp_store *st)
 {
 	ulp_gc *g = calloc(1, sizeof *g);
 	const char *crash = getenv("ULPFS_TEST_CRASH_FLIP");
-	pthread_condattr_t ca;
 	int e;
 
 	if (!g)
@@ -446,14 +445,10 @@ int ulp_gc_start(ulp_store *st)
 	    sscanf(crash, "%u:%u", &g->crash_flip, &g->crash_stage) != 2)
 		g->crash_flip = g->crash_stage = 0;
 	g->kick = 1; /* ghosts or flips of an earlier run, if any */
-	e = pthread_condattr_init(&ca);
-	if (!e)
-		e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	if (!e && !(e = pthread_cond_init(&g->cv, &ca))) {
+	if (!(e = ulp_cond_init_mono(&g->cv))) {
 		if ((e = pthread_cond_init(&g->done_cv, NULL)))
 			pthread_cond_destroy(&g->cv);
 	}
-	pthread_condattr_destroy(&ca);
 	if (e) {
 		free(g);
 		return -e;

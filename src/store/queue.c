@@ -44,15 +44,8 @@ struct ulp_queue {
 int ulp_queue_new(ulp_queue **out)
 {
 	ulp_queue *q = calloc(1, sizeof *q);
-	pthread_condattr_t ca;
-	int e = q ? pthread_condattr_init(&ca) : ENOMEM;
+	int e = q ? ulp_cond_init_mono(&q->cv) : ENOMEM;
 
-	if (!e) {
-		e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		if (!e)
-			e = pthread_cond_init(&q->cv, &ca);
-		pthread_condattr_destroy(&ca);
-	}
 	if (e) {
 		free(q);
 		q = NULL;

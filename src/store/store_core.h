@@ -230,6 +230,9 @@ static inline void ulp_gc_note_work(ulp_store *st)
 
 int64_t ulp_now_ns(void);  /* CLOCK_REALTIME */
 int64_t ulp_mono_ns(void); /* CLOCK_MONOTONIC */
+/* pthread_cond_init of a condition variable whose timed waits count on
+ * CLOCK_MONOTONIC (deadlines from ulp_mono_ns); 0 or an errno. */
+int ulp_cond_init_mono(pthread_cond_t *cv);
 /* A libulp error as a negative errno. */
 int ulp_errno_of(int ulp_err);
 /* write() all of buf; 0 or -errno. */

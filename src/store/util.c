@@ -22,6 +22,20 @@ int64_t ulp_mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+int ulp_cond_init_mono(pthread_cond_t *cv)
+{
+	pthread_condattr_t ca;
+	int e = pthread_condattr_init(&ca);
+
+	if (e)
+		return e;
+	e = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (!e)
+		e = pthread_cond_init(cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return e;
+}
+
 int ulp_errno_of(int e)
 {
 	switch (e) {
