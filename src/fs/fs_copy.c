@@ -32,11 +32,6 @@
 #define COPY_REF_MAX \
 	((uint64_t)UINT32_MAX / ULP_CHUNK_SIZE_DEFAULT * ULP_CHUNK_SIZE_DEFAULT)
 
-static ulp_fs_handle *handle_of(const struct fuse_file_info *fi)
-{
-	return (ulp_fs_handle *)(uintptr_t)fi->fh;
-}
-
 /* Read from the source handle: a file, or a version of the control
  * directory. */
 static ssize_t src_read(ulp_fs *fs, ulp_fs_handle *h, void *buf, size_t n,
@@ -148,7 +143,8 @@ void ulp_fs_op_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
                                size_t len, int flags)
 {
 	ulp_fs *fs = ulp_fs_of(req);
-	ulp_fs_handle *hi = handle_of(fi_in), *ho = handle_of(fi_out);
+	ulp_fs_handle *hi = ulp_fs_handle_of(fi_in),
+		      *ho = ulp_fs_handle_of(fi_out);
 	uint64_t version = 0, size_in;
 	ssize_t n = 0;
 	int rc;

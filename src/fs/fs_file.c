@@ -93,11 +93,6 @@ int ulp_fs_wait_released(ulp_fs *fs, unsigned timeout_ms)
 	return rc;
 }
 
-static ulp_fs_handle *handle_of(const struct fuse_file_info *fi)
-{
-	return (ulp_fs_handle *)(uintptr_t)fi->fh;
-}
-
 void ulp_fs_release_all(ulp_fs *fs)
 {
 	for (;;) {
@@ -281,7 +276,7 @@ void ulp_fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
-	ulp_fs_handle *h = handle_of(fi);
+	ulp_fs_handle *h = ulp_fs_handle_of(fi);
 	ssize_t n = h->file ? ulp_file_read(h->file, buf, size, off)
 	                    : ulp_version_read_ra(ulp_fs_of(req)->st, h->ra,
 	                                          h->version, buf, size,
@@ -301,7 +296,7 @@ void ulp_fs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 {
 	const void *p;
 	size_t size = fuse_buf_size(bufv);
-	ulp_fs_handle *h = handle_of(fi);
+	ulp_fs_handle *h = ulp_fs_handle_of(fi);
 	(void)ino;
 	if (!h->file) {
 		fuse_reply_err(req, EBADF);
@@ -357,7 +352,7 @@ void ulp_fs_op_write_buf(fuse_req_t req, fuse_ino_t ino,
 void ulp_fs_op_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	ulp_fs_handle *h = handle_of(fi);
+	ulp_fs_handle *h = ulp_fs_handle_of(fi);
 	int rc = h->file ? ulp_file_flush(h->file) : 0;
 	if (h->file) {
 		ulp_fs *fs = ulp_fs_of(req);
@@ -372,7 +367,7 @@ void ulp_fs_op_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
                      struct fuse_file_info *fi)
 {
 	(void)ino;
-	ulp_fs_handle *h = handle_of(fi);
+	ulp_fs_handle *h = ulp_fs_handle_of(fi);
 	int rc = h->file ? ulp_file_fsync(h->file, datasync) : 0;
 	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
 }
@@ -381,7 +376,7 @@ void ulp_fs_op_release(fuse_req_t req, fuse_ino_t ino,
                        struct fuse_file_info *fi)
 {
 	(void)ino;
-	handle_free(ulp_fs_of(req), handle_of(fi));
+	handle_free(ulp_fs_of(req), ulp_fs_handle_of(fi));
 	fuse_reply_err(req, 0);
 }
 
@@ -399,7 +394,7 @@ void ulp_fs_op_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset,
 	}
 	/* The store serves mode 0, KEEP_SIZE, PUNCH_HOLE and ZERO_RANGE on
 	 * the staging file; collapse and insert range are EOPNOTSUPP. */
-	ulp_fs_handle *h = handle_of(fi);
+	ulp_fs_handle *h = ulp_fs_handle_of(fi);
 	int rc = h->file ? ulp_file_fallocate(h->file, mode, offset, length)
 	                 : -EBADF;
 	fuse_reply_err(req, rc < 0 ? ulp_fs_errno(rc) : 0);
@@ -409,7 +404,7 @@ void ulp_fs_op_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence,
                      struct fuse_file_info *fi)
 {
 	(void)ino;
-	ulp_fs_handle *h = handle_of(fi);
+	ulp_fs_handle *h = ulp_fs_handle_of(fi);
 	off_t r;
 
 	if (h->file) {

@@ -65,6 +65,11 @@ typedef struct ulp_fs_handle {
 	struct ulp_fs_handle *prev, *next;
 } ulp_fs_handle;
 
+static inline ulp_fs_handle *ulp_fs_handle_of(const struct fuse_file_info *fi)
+{
+	return (ulp_fs_handle *)(uintptr_t)fi->fh;
+}
+
 struct ulp_fs {
 	ulp_store *st;
 	struct fuse_session *se;

@@ -84,7 +84,7 @@ int ulp_sync_init(ulp_store *st)
 		pthread_mutexattr_destroy(&ma);
 	}
 	if (!e)
-		e = pthread_cond_init(&st->done_cv, NULL);
+		e = ulp_cond_init_mono(&st->done_cv);
 	return -e;
 }
 

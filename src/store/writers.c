@@ -59,7 +59,7 @@ static void wait_closing_writers(ulp_store *st, ulp_inode *in, unsigned self)
 {
 	ULP_MU_HELD(st);
 	struct timespec dl;
-	clock_gettime(CLOCK_REALTIME, &dl);
+	clock_gettime(CLOCK_MONOTONIC, &dl);
 	dl.tv_sec += 2;
 	while (in->nwriters > self && in->nclosing == in->nwriters - self)
 		if (pthread_cond_timedwait(&st->done_cv, &st->mu, &dl) ==
