@@ -93,7 +93,7 @@ ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
                                       size_t n, unsigned mbits, unsigned emask,
                                       uint8_t *sym, uint8_t *ctx, ulp_bitw *bw,
                                       uint64_t *raw_bits, uint32_t *h4,
-                                      unsigned nsym, uint8_t *used)
+                                      unsigned nsym, uint8_t *used, int sampled)
 {
 	delta_count dc = count_init(h4, nsym);
 	/* the writer's state in registers: through bw, every histogram
@@ -126,7 +126,8 @@ ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		__m256i cx = _mm256_and_si256(_mm256_srl_epi32(r, cm), em);
 		v8_store_u8(sym + i, sv);
 		v8_store_u8(ctx + i, cx);
-		count8(&dc, cx, sv);
+		if (!sampled || ulp_delta_group_counted(i / 8))
+			count8(&dc, cx, sv);
 		/* raw bits: pairs of lanes, then pairs of pairs, into two
 		 * runs of at most 56 bits */
 		__m256i c1,
@@ -150,7 +151,7 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
                                       size_t n, uint8_t *sym, uint8_t *ctx,
                                       ulp_bitw *bw, uint64_t *raw_bits,
                                       uint32_t *h4, unsigned nsym,
-                                      uint8_t *used)
+                                      uint8_t *used, int sampled)
 {
 	delta_count dc = count_init(h4, nsym);
 	ulp_bitw w = *bw; /* in registers, as in ulp_delta16_pass_avx2 */
@@ -169,7 +170,8 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		                              _mm256_set1_epi32(0xff));
 		v8_store_u8(sym + i, sv);
 		v8_store_u8(ctx + i, cx);
-		count8(&dc, cx, sv);
+		if (!sampled || ulp_delta_group_counted(i / 8))
+			count8(&dc, cx, sv);
 		/* raw bits: pairs of lanes into four runs of at most 60
 		 * bits, each one put in word mode (the puts' chain through
 		 * the writer's state bounded this loop at eight pieces) */
