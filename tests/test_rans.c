@@ -1827,6 +1827,22 @@ static void wide_streams_corrupted(size_t n, uint64_t seed)
 			          "%s: escapes %d (delta %d, n %zu)",
 			          ulp_dtype_name(dts[k]),
 			          ulp_rans_block_escapes(bp, blen), delta, n);
+			{
+				/* the statistics pass writes the same stream
+				 * (tables from the same sample) */
+				ulp_buf o2 = { 0 };
+				ulp_dtype_stats st;
+				memset(&st, 0, sizeof(st));
+				TU_OK(ulp_float_encode(fs, f, cur, rp, n, 1,
+				                       &o2, &st),
+				      "encode, alt stats");
+				TU_ASSERT(o2.len == out.len,
+				          "%s: alt stats %zu bytes, %zu",
+				          ulp_dtype_name(dts[k]), o2.len,
+				          out.len);
+				TU_MEMEQ(o2.p, out.p, out.len, "alt stats");
+				ulp_buf_free(&o2);
+			}
 			for (int simd = 0; simd < 2; simd++) {
 				int old = ulp_rans_set_simd(simd);
 				uint8_t *in = tu_dup(out.p, out.len);

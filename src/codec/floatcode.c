@@ -736,6 +736,9 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 			       16.0 * dcells;
 			if (est > 1.02 * sa_cost)
 				goto emit;
+			/* a sampled pass may not count these rows again,
+			 * and must build the tables an alt_stats pass does */
+			clear_delta_rows(fs, dnsym);
 		}
 		if (alt_stats)
 			memset(fs->hist_pk, 0,

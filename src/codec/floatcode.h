@@ -53,7 +53,7 @@ struct ulp_bitw;
  * the symbols the sample missed are escaped (ulp_rans_encode_esc).  The
  * phase moves every 32 groups, so that rows of a power-of-two length do
  * not show the sample the same columns every time. */
-#define ULP_DELTA_SAMPLED_MIN (64u << 10)
+#define ULP_DELTA_SAMPLED_MIN (256u << 10)
 #define ULP_DELTA_SAMPLE_SCALE 4u
 
 static inline int ulp_delta_group_counted(size_t g)
