@@ -3,16 +3,20 @@
  *
  * Symbols are bytes from an alphabet of nsym <= 256 values; each symbol has
  * a context byte (0..255) that selects its frequency table.  Tables are
- * built per call from exact counts, normalised to 2^ULP_RANS_SCALE and sent
- * in front of the coded words.  Contexts seen fewer than
+ * built per call from counts, normalised to 2^ULP_RANS_SCALE and sent in
+ * front of the coded words.  Contexts seen fewer than
  * ULP_RANS_MIN_OWN_TABLE times share one escape table so that rare contexts
  * do not cost more in table bytes than they save.
  *
- * Encoded block: [header + tables][W x u32 final states][16-bit words];
- * symbol i is coded by state i % W, which hides the latency of each step.
- * The header's first byte says W: 4 lanes (object format 1) or 32 (format
- * 2, which the AVX2 decoder runs as four 8-lane registers; the scalar
- * decoder reads the same bitstream).
+ * Encoded block: [header + tables][escapes][W x u32 final states][16-bit
+ * words]; symbol i is coded by state i % W, which hides the latency of each
+ * step.  The header's first byte says W: 4 lanes (object format 1) or 32
+ * (format 2, which the AVX2 decoder runs as four 8-lane registers; the
+ * scalar decoder reads the same bitstream), and (format 4) whether the
+ * counts were a sample's: then every table has an escape symbol nsym
+ * (its frequency first in the table), a symbol without a frequency is
+ * coded as it, and [escapes] is a varint count and the escaped symbols'
+ * bytes in symbol order (absent otherwise).
  */
 #ifndef ULP_RANS_H
 #define ULP_RANS_H
