@@ -47,7 +47,12 @@ ULP_AVX2_INLINE delta_count count_init(uint32_t *h4, unsigned nsym)
 	return dc;
 }
 
-ULP_AVX2_INLINE void count8(delta_count *dc, __m256i cx, __m256i s)
+/* With via_memory the cells come back by eight scalar loads instead of
+ * the eight two-uop extracts the compiler would otherwise make of them:
+ * faster in the delta passes, which count one group in four, slower in
+ * the standalone ones, which count every group (measured). */
+ULP_AVX2_INLINE void count8(delta_count *dc, __m256i cx, __m256i s,
+                            const int via_memory)
 {
 	uint32_t c[8] __attribute__((aligned(32)));
 	_mm256_store_si256(
@@ -55,9 +60,8 @@ ULP_AVX2_INLINE void count8(delta_count *dc, __m256i cx, __m256i s)
 		_mm256_slli_epi32(
 			_mm256_add_epi32(_mm256_mullo_epi32(cx, dc->nsym), s),
 			2));
-	/* eight scalar loads of the stored cells instead of the eight
-	 * two-uop extracts the compiler would otherwise make of them */
-	__asm__("" : "+m"(c));
+	if (via_memory)
+		__asm__("" : "+m"(c));
 	dc->cmin = _mm256_min_epu32(dc->cmin, cx);
 	dc->cmax = _mm256_max_epu32(dc->cmax, cx);
 	uint32_t *h4 = dc->h4;
@@ -127,7 +131,7 @@ ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		v8_store_u8(sym + i, sv);
 		v8_store_u8(ctx + i, cx);
 		if (!sampled || ulp_delta_group_counted(i / 8))
-			count8(&dc, cx, sv);
+			count8(&dc, cx, sv, 1);
 		/* raw bits: pairs of lanes, then pairs of pairs, into two
 		 * runs of at most 56 bits */
 		__m256i c1,
@@ -171,7 +175,7 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		v8_store_u8(sym + i, sv);
 		v8_store_u8(ctx + i, cx);
 		if (!sampled || ulp_delta_group_counted(i / 8))
-			count8(&dc, cx, sv);
+			count8(&dc, cx, sv, 1);
 		/* raw bits: pairs of lanes into four runs of at most 60
 		 * bits, each one put in word mode (the puts' chain through
 		 * the writer's state bounded this loop at eight pieces) */
@@ -223,7 +227,7 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		__m256i low = _mm256_and_si256(m, lm);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
-		count8(&dc, e, sb);
+		count8(&dc, e, sb, 0);
 		/* eight fixed-width fields (8 x 7 bits at most for the 16-bit
 		 * formats) are lowm whole bytes: one store, and no bit
 		 * writer's chain from one step to the next */
@@ -268,7 +272,7 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 		__m256i low = _mm256_and_si256(c, m20);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
-		count8(&dc, e, sb);
+		count8(&dc, e, sb, 0);
 		/* pairs of 20-bit fields into four runs of 40 bits, five
 		 * whole bytes each: four stores (each one's zero top bytes
 		 * overwritten by the next), no bit writer's chain */

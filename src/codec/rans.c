@@ -451,10 +451,11 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	uint16_t *wend = sc->words + ULP_RANS_WORDS_SLACK + n;
 	uint16_t *w = lanes == ULP_RANS_WAYS
 	                      ? rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
-	                                       wend, x, sc->escv, &nesc,
-	                                       ULP_RANS_WAYS)
+	                                       wend, x, esc ? sc->escv : NULL,
+	                                       &nesc, ULP_RANS_WAYS)
 	                      : rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
-	                                       wend, x, sc->escv, &nesc, 32);
+	                                       wend, x, esc ? sc->escv : NULL,
+	                                       &nesc, 32);
 	size_t nwords = (size_t)(wend - w);
 	p[0] |= lanes == 32 ? RANS_HDR_LANES32 : 0;
 	if (esc) {

@@ -180,7 +180,8 @@ typedef struct ulp_rans_esym {
  * may write ULP_RANS_WORDS_SLACK words below the last one it keeps);
  * returns the new w.  The indices of the symbols whose entries are
  * marked ULP_RANS_ESYM_ESC are appended to escv (*nesc of them), in no
- * particular order.  The bytes are the portable loop's. */
+ * particular order; escv NULL: a block without escapes, whose entries
+ * have no marks.  The bytes are the portable loop's. */
 uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
                               const uint8_t *sym, const uint8_t *ctx, size_t i,
                               uint32_t *x, uint16_t *w, uint32_t *escv,
