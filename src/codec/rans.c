@@ -238,8 +238,6 @@ static void rans_esym_init(ulp_rans_esym *e, uint32_t cum, uint32_t freq)
 	                   1);
 }
 
-/* Choose tables: contexts with enough symbols get their own, the rest
- * share the escape table.  Returns the number of tables. */
 /* Normalise one table's counts h[0..nsym); with esc, symbol nsym is the
  * escape symbol and gets the least frequency. */
 static void rans_normalize_esc(const uint32_t *h, unsigned nsym, int esc,
@@ -255,6 +253,9 @@ static void rans_normalize_esc(const uint32_t *h, unsigned nsym, int esc,
 	rans_normalize(t, nsym + 1, f);
 }
 
+/* Choose tables: contexts with enough symbols get their own, the rest
+ * share the escape table (not to be confused with the escape symbol of
+ * esc).  Returns the number of tables. */
 static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
                             const uint32_t *ctx_count, unsigned nsym,
                             unsigned nctx, int esc, uint8_t *own,
