@@ -270,11 +270,11 @@ Test(container, future_versions)
 		int want;
 		const char *what;
 	} cases[] = {
-		{ 8, 4, ULP_ERR_VERSION, "format 4" },
+		{ 8, 5, ULP_ERR_VERSION, "format 5" },
 		{ 8, 0, ULP_ERR_VERSION, "format 0" },
 		{ 9, 1, ULP_ERR_VERSION, "format 257" },
 		{ 7, '2', ULP_ERR_VERSION, "magic ULPFSOB2" },
-		{ 10, 3, ULP_ERR_VERSION, "unknown header flag" },
+		{ 10, 5, ULP_ERR_VERSION, "unknown header flag" },
 		{ 11, 0x80, ULP_ERR_VERSION, "unknown header flag (high)" },
 		{ 12, 1, ULP_ERR_VERSION, "reserved header word" },
 		{ 15, 1, ULP_ERR_VERSION, "reserved header word (high)" },
@@ -956,18 +956,19 @@ Test(container, format1_objects_still_decode)
 	free(v0);
 }
 
-/* Objects written by the format-2 encoder: the file hash is the whole-file
- * XXH3-128 (format 3 has the tree hash), and the delta's reference hash
- * is the reference's XXH3-128.  They decode, say which kind they have,
- * and their hashes are that kind's. */
-Test(container, format2_objects_still_verify)
+/* The objects v0, v1 and v1-16k of tests/data/DIR (format1's inputs)
+ * decode, are of format fmt with content hashes of kind, and their
+ * reference hashes are v0's of that kind. */
+static void data_objects_verify(const char *dir, unsigned fmt, int kind)
 {
-	static const char *const name[] = { "format2/v0.ulp", "format2/v1.ulp",
-		                            "format2/v1-16k.ulp" };
+	static const char *const base[] = { "v0.ulp", "v1.ulp", "v1-16k.ulp" };
 	static const char *const hex[] = { "125b5fd41d0414ef7704b3611d7f8123",
 		                           "571370e3e66b17001468800bebdd9988",
 		                           "571370e3e66b17001468800bebdd9988" };
+	char name[3][64];
 	size_t n0, n;
+	for (int k = 0; k < 3; k++)
+		snprintf(name[k], sizeof(name[k]), "%s/%s", dir, base[k]);
 	uint8_t *v0 = decode_data_object(name[0], NULL, 0, hex[0], &n0);
 	for (int k = 0; k < 3; k++) {
 		uint8_t *v = k ? decode_data_object(name[k], v0, n0, hex[k], &n)
@@ -978,13 +979,15 @@ Test(container, format2_objects_still_verify)
 		ulp_object *obj = NULL;
 		uint8_t h[16];
 		TU_OK(ulp_object_open(tu_mem_read, &om, olen, &obj), "open");
-		TU_ASSERT(ulp_object_hash_kind(obj) == ULP_HASH_FLAT,
-		          "%s: kind %d", name[k], ulp_object_hash_kind(obj));
-		ulp_hash128(v, k ? n : n0, h);
+		TU_ASSERT(o[8] == fmt && o[9] == 0, "%s: format %u", name[k],
+		          o[8] | o[9] << 8);
+		TU_ASSERT(ulp_object_hash_kind(obj) == kind, "%s: kind %d",
+		          name[k], ulp_object_hash_kind(obj));
+		TU_OK(ulp_content_hash(kind, v, k ? n : n0, h), "hash");
 		TU_ASSERT(memcmp(h, ulp_object_file_hash(obj), 16) == 0,
-		          "%s: file hash is not the XXH3-128", name[k]);
+		          "%s: file hash is not the %d kind's", name[k], kind);
 		if (k) {
-			ulp_hash128(v0, n0, h);
+			TU_OK(ulp_content_hash(kind, v0, n0, h), "hash");
 			TU_ASSERT(memcmp(h, ulp_object_ref_hash(obj), 16) == 0,
 			          "%s: reference hash", name[k]);
 			free(v);
@@ -993,4 +996,20 @@ Test(container, format2_objects_still_verify)
 		free(o);
 	}
 	free(v0);
+}
+
+/* Objects written by the format-3 encoder (main before the escaped
+ * symbols of format 4's delta blocks): tree hashes. */
+Test(container, format3_objects_still_verify)
+{
+	data_objects_verify("format3", 3, ULP_HASH_TREE);
+}
+
+/* Objects written by the format-2 encoder: the file hash is the whole-file
+ * XXH3-128 (format 3 has the tree hash), and the delta's reference hash
+ * is the reference's XXH3-128.  They decode, say which kind they have,
+ * and their hashes are that kind's. */
+Test(container, format2_objects_still_verify)
+{
+	data_objects_verify("format2", 2, ULP_HASH_FLAT);
 }

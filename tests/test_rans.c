@@ -260,6 +260,115 @@ static void block_header(const uint8_t *b, size_t len, int *has_esc,
 	cr_assert_eq(ulp_varint_get(&p, b + len, nown), ULP_OK);
 }
 
+/* Escape mode (format 4): tables from the counts of every fourth
+ * symbol miss rare ones, which are escaped; every lane count and kernel
+ * writes the same bytes and decodes them, a table-less histogram escapes
+ * everything, and an escape list that disagrees is corrupt. */
+static void esc_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
+                   unsigned nsym, unsigned nctx, const uint32_t *h,
+                   int want_esc)
+{
+	for (unsigned lanes = 4; lanes <= 32; lanes *= 8) {
+		ulp_rans_scratch *sc = ulp_rans_scratch_new();
+		cr_assert(sc);
+		ulp_rans_scratch_set_lanes(sc, lanes);
+		ulp_buf b[2] = { { 0 }, { 0 } };
+		size_t nesc[2] = { 0, 0 };
+		for (int simd = 0; simd < 2; simd++) {
+			int old = ulp_rans_set_simd(simd);
+			TU_OK(ulp_rans_encode_esc(sc, sym, ctx, n, nsym, nctx,
+			                          h, &b[simd], &nesc[simd]),
+			      "encode_esc lanes %u simd %d", lanes, simd);
+			ulp_rans_set_simd(old);
+		}
+		TU_ASSERT(b[0].len == b[1].len && nesc[0] == nesc[1],
+		          "kernels: %zu and %zu bytes", b[0].len, b[1].len);
+		TU_MEMEQ(b[0].p, b[1].p, b[0].len, "kernels' escape blocks");
+		TU_ASSERT(b[0].len <= ulp_rans_bound(n, nsym), "bound");
+		TU_ASSERT(ulp_rans_block_escapes(b[0].p, b[0].len) &&
+		                  ulp_rans_block_lanes(b[0].p, b[0].len) ==
+		                          lanes,
+		          "header byte %u", b[0].p[0]);
+		TU_ASSERT(want_esc ? nesc[0] > 0 : nesc[0] == 0, "%zu escapes",
+		          nesc[0]);
+		uint8_t *dec = tu_xmalloc(n);
+		for (int simd = 0; simd < 2; simd++) {
+			int old = ulp_rans_set_simd(simd);
+			size_t used = 0;
+			memset(dec, 0xee, n);
+			TU_OK(rans_dec(sc, b[0].p, b[0].len, ctx, n, nsym, dec,
+			               &used),
+			      "decode lanes %u simd %d", lanes, simd);
+			TU_ASSERT(used == b[0].len, "used %zu of %zu", used,
+			          b[0].len);
+			TU_MEMEQ(dec, sym, n,
+			         "escaped symbols lanes %u simd %d", lanes,
+			         simd);
+			for (size_t len = 0; len < b[0].len;
+			     len += 1 + b[0].len / 61)
+				TU_RC(rans_dec(sc, b[0].p, len, ctx, n, nsym,
+				               dec, &used),
+				      ULP_ERR_CORRUPT, "%zu of %zu bytes", len,
+				      b[0].len);
+			ulp_rans_set_simd(old);
+		}
+		if (nesc[0]) {
+			/* the escape list sits before the 4 x lanes bytes of
+			 * the final states and the words: find it as the
+			 * decoder does, then break its first byte */
+			ulp_rans_dec d;
+			uint8_t *in = tu_dup(b[0].p, b[0].len);
+			TU_OK(ulp_rans_dec_begin(sc, in, b[0].len, nsym, &d),
+			      "begin");
+			TU_ASSERT(d.nesc == nesc[0] && d.esc_sym == nsym,
+			          "nesc %zu esc_sym %u", d.nesc, d.esc_sym);
+			in[d.esc - in] = (uint8_t)nsym;
+			TU_RC(ulp_rans_decode(sc, in, b[0].len, ctx, n, nsym,
+			                      dec, &(size_t){ 0 }),
+			      ULP_ERR_CORRUPT, "escaped symbol out of range");
+			free(in);
+		}
+		free(dec);
+		ulp_buf_free(&b[0]);
+		ulp_buf_free(&b[1]);
+		ulp_rans_scratch_free(sc);
+	}
+}
+
+Test(rans, escaped_symbols)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x45534341504531ull);
+	const size_t n = 50000;
+	const unsigned nsym = 63, nctx = 12;
+	uint8_t *sym = tu_xmalloc(n), *ctx = tu_xmalloc(n);
+	for (size_t i = 0; i < n; i++) {
+		/* geometric-ish symbols, a few of them rare, and rare contexts
+		 * the sample may miss */
+		unsigned s = 0;
+		while (s < nsym - 1 && tu_below(&r, 3) == 0)
+			s++;
+		sym[i] = (uint8_t)s;
+		ctx[i] = (uint8_t)(tu_below(&r, 1000) == 0 ? 11
+		                                           : tu_below(&r, 4));
+	}
+	uint32_t *h = calloc((size_t)nsym * nctx, sizeof(uint32_t));
+	cr_assert(h);
+	for (size_t i = 0; i < n; i += 4)
+		h[(size_t)ctx[i] * nsym + sym[i]] += 4;
+	esc_rt(sym, ctx, n, nsym, nctx, h, 1);
+	/* exact counts: nothing to escape, and the same symbols decode */
+	free(h);
+	h = make_hist(sym, ctx, n, nsym, nctx);
+	esc_rt(sym, ctx, n, nsym, nctx, h, 0);
+	/* no counts at all: one table of the escape symbol alone */
+	memset(h, 0, sizeof(uint32_t) * nsym * nctx);
+	esc_rt(sym, ctx, 5000, nsym, nctx, h, 1);
+	free(h);
+	free(sym);
+	free(ctx);
+}
+
 Test(rans, many_contexts_escape_and_own)
 {
 	tu_rng r;
@@ -1677,16 +1786,18 @@ Test(floatcode, reject_truncated_all_codings)
 /* Streams long enough for 32-lane blocks and the SIMD kernels: each
  * truncation (sampled) fails and each corruption decodes or fails cleanly,
  * through both kernels (the sanitizer build checks every read). */
-Test(floatcode, wide_streams_corrupted_never_crash)
+/* Streams of n elements: 32-lane blocks, and from ULP_DELTA_SAMPLED_MIN
+ * delta blocks with escaped symbols (tables from a sample). */
+static void wide_streams_corrupted(size_t n, uint64_t seed)
 {
 	static const ulp_dtype dts[] = { ULP_DT_BF16, ULP_DT_F16, ULP_DT_F32,
 		                         ULP_DT_F64 };
 	tu_rng r;
-	tu_rng_init(&r, 0x464c4f41540aull);
+	tu_rng_init(&r, seed);
 	ulp_float_scratch *fs = ulp_float_scratch_new();
 	for (size_t k = 0; k < sizeof(dts) / sizeof(dts[0]); k++) {
 		ulp_float_fmt f = ulp_dtype_fmt(dts[k]);
-		const size_t n = 20000, nb = n * (f.width / 8);
+		const size_t nb = n * (f.width / 8);
 		uint8_t *cur = tu_xmalloc(nb), *ref = tu_xmalloc(nb);
 		uint8_t *dst = tu_xmalloc(nb);
 		tu_fill_weights(&r, f, ref, n);
@@ -1711,6 +1822,27 @@ Test(floatcode, wide_streams_corrupted_never_crash)
 			TU_ASSERT(ulp_rans_block_lanes(bp, blen) == 32,
 			          "%s: %u lanes", ulp_dtype_name(dts[k]),
 			          ulp_rans_block_lanes(bp, blen));
+			TU_ASSERT(ulp_rans_block_escapes(bp, blen) ==
+			                  (delta && n >= ULP_DELTA_SAMPLED_MIN),
+			          "%s: escapes %d (delta %d, n %zu)",
+			          ulp_dtype_name(dts[k]),
+			          ulp_rans_block_escapes(bp, blen), delta, n);
+			{
+				/* the statistics pass writes the same stream
+				 * (tables from the same sample) */
+				ulp_buf o2 = { 0 };
+				ulp_dtype_stats st;
+				memset(&st, 0, sizeof(st));
+				TU_OK(ulp_float_encode(fs, f, cur, rp, n, 1,
+				                       &o2, &st),
+				      "encode, alt stats");
+				TU_ASSERT(o2.len == out.len,
+				          "%s: alt stats %zu bytes, %zu",
+				          ulp_dtype_name(dts[k]), o2.len,
+				          out.len);
+				TU_MEMEQ(o2.p, out.p, out.len, "alt stats");
+				ulp_buf_free(&o2);
+			}
 			for (int simd = 0; simd < 2; simd++) {
 				int old = ulp_rans_set_simd(simd);
 				uint8_t *in = tu_dup(out.p, out.len);
@@ -1751,4 +1883,10 @@ Test(floatcode, wide_streams_corrupted_never_crash)
 		free(dst);
 	}
 	ulp_float_scratch_free(fs);
+}
+
+Test(floatcode, wide_streams_corrupted_never_crash)
+{
+	wide_streams_corrupted(20000, 0x464c4f41540aull);
+	wide_streams_corrupted(ULP_DELTA_SAMPLED_MIN + 4321, 0x464c4f41540bull);
 }

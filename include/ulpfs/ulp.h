@@ -277,9 +277,10 @@ typedef struct ulp_writer ulp_writer;
 /* ref_hash: the content hash (16 bytes, either kind) of the reference's
  * logical bytes, or NULL when there is no reference; readers compare it
  * with the reference they are given.  The object's own file hash is of
- * kind ULP_HASH_TREE (format 3); ulp_writer_new_kind with ULP_HASH_FLAT
- * writes a format-2 object, whose file hash is the whole-file XXH3-128
- * (what re-encoding a version committed with one needs). */
+ * kind ULP_HASH_TREE; ulp_writer_new_kind with ULP_HASH_FLAT writes one
+ * whose file hash is the whole-file XXH3-128 (what re-encoding a version
+ * committed with one needs; format 3 wrote those as format 2, format 4
+ * says it in a header flag). */
 int ulp_writer_new(ulp_write_fn write, void *opaque, const uint8_t *ref_hash,
                    uint64_t ref_size, ulp_writer **out);
 int ulp_writer_new_kind(ulp_write_fn write, void *opaque,
@@ -367,8 +368,8 @@ typedef struct ulp_encode_job {
 	 * with ref_opaque, from any encoding thread.  May be NULL. */
 	int (*ref_chunk_hash)(void *opaque, uint64_t off, uint32_t len,
 	                      uint64_t *xxh3);
-	/* Write a format-2 object, whose file hash is ULP_HASH_FLAT (0: a
-	 * format-3 object, ULP_HASH_TREE). */
+	/* Write an object whose file hash is ULP_HASH_FLAT (0:
+	 * ULP_HASH_TREE). */
 	int flat_hash;
 	/* The content hash of cur (of the kind flat_hash says) when the
 	 * caller knows it already, cur being a copy of the reference: the
@@ -403,7 +404,8 @@ int ulp_object_has_ref(const ulp_object *obj);
 uint64_t ulp_object_ref_size(const ulp_object *obj);
 const uint8_t *ulp_object_ref_hash(const ulp_object *obj);
 /* The content hash of the whole logical content, of the object's kind
- * (ulp_object_hash_kind: ULP_HASH_TREE from format 3, else ULP_HASH_FLAT).
+ * (ulp_object_hash_kind: ULP_HASH_TREE from format 3 unless the header
+ * says ULP_HASH_FLAT, which formats 1 and 2 always have).
  * The reference hash is whatever the writer was given: the reference's
  * content hash of either kind. */
 const uint8_t *ulp_object_file_hash(const ulp_object *obj);

@@ -158,18 +158,27 @@ void ulp_params_resolve(const ulp_params *in, ulp_params *out);
 
 #define ULP_OBJ_MAGIC "ULPFSOB1"
 #define ULP_OBJ_END_MAGIC "ULPFSEND"
-/* 2: 32-lane rANS blocks; format-1 objects (4 lanes) still decode, and
+/* Object formats.  Every rANS block says its own bitstream in its header
+ * byte, so a decoder reads any mix; the format number is what tells an
+ * older reader that it cannot (ULP_ERR_VERSION, not chunks that look
+ * corrupt), so it is the newest bitstream a writer may use.
+ * 2: 32-lane rANS blocks; format-1 objects (4 lanes) still decode, and
  * the lane count is in every block's header, so nothing else differs.
  * 3: the file hash is the tree hash (ULP_HASH_TREE); formats 1-2 have the
- * whole-file XXH3-128, and format 2 is still written for versions that
- * were committed with one (ULP_OBJ_FORMAT_FLAT). */
-#define ULP_OBJ_FORMAT 3
-#define ULP_OBJ_FORMAT_FLAT 2
+ * whole-file XXH3-128.
+ * 4: large delta streams' tables come from a sample, with escaped symbols
+ * (rans.h: ulp_rans_encode_esc).  The hash kind is a header flag:
+ * ULP_OBJ_FLAG_FLAT_HASH for versions that were committed with the
+ * whole-file XXH3-128, which format 3's writer said by writing format 2.
+ * Everything is written as format 4: a format-2 header on format-4 blocks
+ * would promise format-2 readers an object they cannot decode. */
+#define ULP_OBJ_FORMAT 4
 #define ULP_OBJ_FORMAT_MIN 1
 #define ULP_OBJ_HEADER_SIZE 48
 #define ULP_OBJ_INDEX_ENTRY 32
 #define ULP_OBJ_TRAILER_SIZE 64
 #define ULP_OBJ_FLAG_HAS_REF 1u
+#define ULP_OBJ_FLAG_FLAT_HASH 2u /* format 4 on */
 
 #define ULP_IDX_FLAG_NEEDS_REF 1u
 
@@ -192,6 +201,7 @@ struct ulp_object {
 	uint64_t size;
 	uint64_t ref_size;
 	int has_ref;
+	int flat_hash; /* ULP_OBJ_FLAG_FLAT_HASH */
 	uint8_t ref_hash[16];
 	uint8_t file_hash[16];
 	size_t nchunks;

@@ -1,7 +1,8 @@
 /*
  * container.c - the object file: header, chunk payloads, index, trailer.
  *
- *   header  (48)  magic "ULPFSOB1", u16 format, u16 flags, u32 zero,
+ *   header  (48)  magic "ULPFSOB1", u16 format, u16 flags (has a
+ *                 reference; from format 4 the flat hash kind), u32 zero,
  *                 u64 ref_size, ref_hash[16], u64 XXH3-64 of bytes 0..39
  *   payloads      the encoded chunks, back to back
  *   index         per chunk (32): u32 len, u32 stored_len, u32 flags,
@@ -9,7 +10,8 @@
  *                 u64 XXH3-64 of the payload
  *   trailer (64)  u64 logical size, u64 chunk count, u64 index offset,
  *                 file_hash[16] (content hash of the logical bytes: the
- *                 tree hash from format 3, the XXH3-128 before),
+ *                 tree hash from format 3 unless the header's flag says
+ *                 the XXH3-128, the XXH3-128 before),
  *                 u64 XXH3-64 of the index, "ULPFSEND",
  *                 u64 XXH3-64 of trailer bytes 0..55
  *
@@ -69,9 +71,11 @@ int ulp_writer_new_kind(ulp_write_fn write, void *opaque,
 	w->opaque = opaque;
 	w->has_ref = ref_hash != NULL;
 	memcpy(h, ULP_OBJ_MAGIC, 8);
-	ulp_put16(h + 8, hash_kind == ULP_HASH_TREE ? ULP_OBJ_FORMAT
-	                                            : ULP_OBJ_FORMAT_FLAT);
-	ulp_put16(h + 10, ref_hash ? ULP_OBJ_FLAG_HAS_REF : 0);
+	ulp_put16(h + 8, ULP_OBJ_FORMAT);
+	ulp_put16(h + 10,
+	          (ref_hash ? ULP_OBJ_FLAG_HAS_REF : 0) |
+	                  (hash_kind == ULP_HASH_FLAT ? ULP_OBJ_FLAG_FLAT_HASH
+	                                              : 0));
 	if (ref_hash) {
 		ulp_put64(h + 16, ref_size);
 		memcpy(h + 24, ref_hash, 16);
@@ -180,9 +184,12 @@ static int parse_header(ulp_object *o)
 		return ULP_ERR_VERSION;
 	o->format = ulp_le16(h + 8);
 	uint16_t flags = ulp_le16(h + 10);
-	if ((flags & ~ULP_OBJ_FLAG_HAS_REF) || ulp_le32(h + 12))
+	uint16_t known = ULP_OBJ_FLAG_HAS_REF |
+	                 (o->format >= 4 ? ULP_OBJ_FLAG_FLAT_HASH : 0);
+	if ((flags & ~known) || ulp_le32(h + 12))
 		return ULP_ERR_VERSION;
 	o->has_ref = flags & ULP_OBJ_FLAG_HAS_REF;
+	o->flat_hash = (flags & ULP_OBJ_FLAG_FLAT_HASH) != 0;
 	o->ref_size = ulp_le64(h + 16);
 	memcpy(o->ref_hash, h + 24, 16);
 	return ULP_OK;
@@ -317,7 +324,7 @@ const uint8_t *ulp_object_file_hash(const ulp_object *o)
 
 int ulp_object_hash_kind(const ulp_object *o)
 {
-	return o->format >= 3 ? ULP_HASH_TREE : ULP_HASH_FLAT;
+	return o->format >= 3 && !o->flat_hash ? ULP_HASH_TREE : ULP_HASH_FLAT;
 }
 
 void ulp_object_chunk_range(const ulp_object *o, size_t i, uint64_t *off,

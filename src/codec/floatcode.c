@@ -255,14 +255,15 @@ typedef struct delta_pass {
 	size_t raw_bytes;  /* bytes written to fs->raw */
 } delta_pass;
 
-/* A row of n cells from its four interleaved partial histograms (added
- * to dst when add, else stored), which are left zero. */
+/* A row of n cells from its four interleaved partial histograms, times
+ * scale (added to dst when add, else stored), which are left zero. */
 static void hist_ways_sum(uint32_t *restrict dst, uint32_t *restrict h4,
-                          unsigned n, int add)
+                          unsigned n, int add, uint32_t scale)
 {
 	for (unsigned j = 0; j < n; j++)
-		dst[j] = (add ? dst[j] : 0) + h4[4 * j] + h4[4 * j + 1] +
-		         h4[4 * j + 2] + h4[4 * j + 3];
+		dst[j] = (add ? dst[j] : 0) +
+		         scale * (h4[4 * j] + h4[4 * j + 1] + h4[4 * j + 2] +
+		                  h4[4 * j + 3]);
 	memset(h4, 0, sizeof(uint32_t) * 4 * n);
 }
 
@@ -331,10 +332,11 @@ ULP_INLINE uint64_t delta_sample_w(ulp_float_scratch *fs, ulp_float_fmt f,
 }
 
 /* One pass over a stream with a reference: delta symbols, contexts and
- * raw bits. */
+ * raw bits; the histogram of every element, or with sampled of the
+ * groups ulp_delta_group_counted picks (scaled up). */
 ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
                              const uint8_t *cur, const uint8_t *ref, size_t n,
-                             int alt, delta_pass *dp, unsigned W)
+                             int alt, int sampled, delta_pass *dp, unsigned W)
 {
 	const unsigned nsym = DELTA_NSYM(W);
 	uint8_t *restrict sym = fs->sym;
@@ -347,10 +349,11 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (W == 16 && !alt && ulp_rans_simd())
 		i = ulp_delta16_pass_avx2(cur, ref, n, f.mbits,
 		                          (1u << f.ebits) - 1, sym, ctx, &bw,
-		                          &raw_bits, h4, nsym, fs->dused);
+		                          &raw_bits, h4, nsym, fs->dused,
+		                          sampled);
 	if (W == 32 && !alt && ulp_rans_simd())
 		i = ulp_delta32_pass_avx2(cur, ref, n, sym, ctx, &bw, &raw_bits,
-		                          h4, nsym, fs->dused);
+		                          h4, nsym, fs->dused, sampled);
 	/* the elements the SIMD pass counted (a multiple of 8) */
 	const size_t counted = i;
 	for (; i < n; i++) {
@@ -380,7 +383,10 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	{
 		uint8_t *restrict used = fs->dused;
 		size_t j = counted;
+		/* counted is a multiple of 8: four elements of one group */
 		for (; j + 4 <= n; j += 4) {
+			if (sampled && !ulp_delta_group_counted(j / 8))
+				continue;
 			h4[(ctx[j] * nsym + sym[j]) * 4]++;
 			h4[(ctx[j + 1] * nsym + sym[j + 1]) * 4 + 1]++;
 			h4[(ctx[j + 2] * nsym + sym[j + 2]) * 4 + 2]++;
@@ -389,6 +395,8 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 				used[ctx[j + 3]] = 1;
 		}
 		for (; j < n; j++) {
+			if (sampled && !ulp_delta_group_counted(j / 8))
+				continue;
 			h4[(ctx[j] * nsym + sym[j]) * 4]++;
 			used[ctx[j]] = 1;
 		}
@@ -397,7 +405,8 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		if (!fs->dused[c])
 			continue;
 		hist_ways_sum(fs->hist_d + (size_t)c * nsym,
-		              h4 + (size_t)c * nsym * 4, nsym, 0);
+		              h4 + (size_t)c * nsym * 4, nsym, 0,
+		              sampled ? ULP_DELTA_SAMPLE_SCALE : 1);
 	}
 	dp->raw_bytes = (size_t)(ulp_bitw_finish(&bw) - fs->raw.p);
 	dp->raw_bits = raw_bits;
@@ -441,7 +450,7 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		if (!fs->bused[e])
 			continue;
 		hist_ways_sum(hb + e * nb, fs->hist_b4 + (size_t)e * nb * 4, nb,
-		              1);
+		              1, 1);
 		fs->bused[e] = 0;
 	}
 	for (unsigned e = 0; e < (1u << sa_symbits(f)); e++)
@@ -482,11 +491,11 @@ static int fmt_supported(ulp_float_fmt f)
 
 static void delta_pass_any(ulp_float_scratch *fs, ulp_float_fmt f,
                            const uint8_t *cur, const uint8_t *ref, size_t n,
-                           int alt, delta_pass *dp)
+                           int alt, int sampled, delta_pass *dp)
 {
 	/* alt is a compile-time constant in each instance too */
-#define DELTA_PASS_ALT(F, w) delta_pass_w(fs, F, cur, ref, n, 1, dp, w)
-#define DELTA_PASS(F, w) delta_pass_w(fs, F, cur, ref, n, 0, dp, w)
+#define DELTA_PASS_ALT(F, w) delta_pass_w(fs, F, cur, ref, n, 1, sampled, dp, w)
+#define DELTA_PASS(F, w) delta_pass_w(fs, F, cur, ref, n, 0, sampled, dp, w)
 	if (alt)
 		ULP_DISPATCH_FMT(f, DELTA_PASS_ALT);
 	else
@@ -594,19 +603,60 @@ static void clear_delta_rows(ulp_float_scratch *fs, unsigned nsym)
 	}
 }
 
-/* One rANS block, preceded by a varint of its length. */
+/* One rANS block, preceded by a varint of its length; with nesc, from
+ * counts that may miss symbols (ulp_rans_encode_esc: *nesc escaped). */
 static int emit_block(ulp_float_scratch *fs, const uint8_t *sym,
                       const uint8_t *ctx, size_t n, unsigned nsym,
-                      unsigned nctx, const uint32_t *hist, ulp_buf *out)
+                      unsigned nctx, const uint32_t *hist, size_t *nesc,
+                      ulp_buf *out)
 {
 	size_t start = out->len;
 	size_t gap = ulp_buf_open_gap(out, ulp_rans_bound(n, nsym));
 	if (!gap)
 		return ULP_ERR_NOMEM;
-	int rc = ulp_rans_encode(fs->rs, sym, ctx, n, nsym, nctx, hist, out);
+	int rc = nesc ? ulp_rans_encode_esc(fs->rs, sym, ctx, n, nsym, nctx,
+	                                    hist, out, nesc)
+	              : ulp_rans_encode(fs->rs, sym, ctx, n, nsym, nctx, hist,
+	                                out);
 	if (rc)
 		return rc;
 	return ulp_buf_close_gap(out, start, gap);
+}
+
+/* A sample that made more escapes than one in this many symbols cost
+ * more than exact counts would: they are made after all. */
+#define DELTA_ESC_MAX_FRAC 1024
+
+/* The delta block of fs->sym and fs->ctx from hist_d (sampled: counts of
+ * a sample, escapes allowed). */
+static int emit_delta_block(ulp_float_scratch *fs, size_t n, unsigned nsym,
+                            int sampled, ulp_buf *out)
+{
+	size_t start = out->len, nesc = 0;
+	int rc = emit_block(fs, fs->sym, fs->ctx, n, nsym, ULP_RANS_NCTX,
+	                    fs->hist_d, sampled ? &nesc : NULL, out);
+	if (rc || nesc <= n / DELTA_ESC_MAX_FRAC)
+		return rc;
+	out->len = start;
+	clear_delta_rows(fs, nsym);
+	for (size_t i = 0; i < n; i++) {
+		fs->hist_d[(size_t)fs->ctx[i] * nsym + fs->sym[i]]++;
+		fs->dused[fs->ctx[i]] = 1;
+	}
+	return emit_block(fs, fs->sym, fs->ctx, n, nsym, ULP_RANS_NCTX,
+	                  fs->hist_d, NULL, out);
+}
+
+/* The exact delta histogram of an alt-stats pass, the previous-k
+ * buckets summed, in fs->hist_d4 (which the caller zeroes again). */
+static const uint32_t *exact_delta_hist(ulp_float_scratch *fs, unsigned nsym)
+{
+	uint32_t *hx = fs->hist_d4;
+	const size_t cells = (size_t)ULP_RANS_NCTX * nsym;
+	for (unsigned b = 0; b < PK_BUCKETS; b++)
+		for (size_t j = 0; j < cells; j++)
+			hx[j] += fs->hist_pk[b * cells + j];
+	return hx;
 }
 
 static int emit_raw(ulp_float_scratch *fs, size_t raw_bytes, ulp_buf *out)
@@ -658,6 +708,7 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 	}
 	if (scratch_reserve(fs, n) || ulp_buf_reserve(&fs->raw, nbytes + 16))
 		return ULP_ERR_NOMEM;
+	const int sampled = n >= ULP_DELTA_SAMPLED_MIN;
 
 	const unsigned nb = 2u << sa_topbits(f);
 	memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
@@ -685,12 +736,15 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 			       16.0 * dcells;
 			if (est > 1.02 * sa_cost)
 				goto emit;
+			/* a sampled pass may not count these rows again,
+			 * and must build the tables an alt_stats pass does */
+			clear_delta_rows(fs, dnsym);
 		}
 		if (alt_stats)
 			memset(fs->hist_pk, 0,
 			       sizeof(uint32_t) * PK_BUCKETS * ULP_RANS_NCTX *
 			               dnsym);
-		delta_pass_any(fs, f, cur, ref, n, alt_stats, &dp);
+		delta_pass_any(fs, f, cur, ref, n, alt_stats, sampled, &dp);
 		double dbits =
 			hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym, &dcells) +
 			(double)dp.raw_bits;
@@ -700,23 +754,30 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 			model_bits = dbits;
 		}
 		if (st && alt_stats) {
+			/* the model statistics from every element, where
+			 * the tables may come from a sample */
+			const uint32_t *hx = exact_delta_hist(fs, dnsym);
 			st->delta_ctx_bits +=
-				ks_bits(fs->hist_d, ULP_RANS_NCTX, dnsym) +
-				dp.raw_bits;
+				ks_bits(hx, ULP_RANS_NCTX, dnsym) + dp.raw_bits;
 			st->delta_noctx_bits +=
-				noctx_bits(fs->hist_d, dnsym) + dp.raw_bits;
+				noctx_bits(hx, dnsym) + dp.raw_bits;
 			st->delta_prevk_bits +=
 				ks_bits(fs->hist_pk, PK_BUCKETS * ULP_RANS_NCTX,
 			                dnsym) +
 				dp.raw_bits;
+			if (use_delta)
+				model_bits = hist2_bits(hx, ULP_RANS_NCTX,
+				                        dnsym, NULL) +
+				             (double)dp.raw_bits;
+			memset(fs->hist_d4, 0,
+			       sizeof(uint32_t) * ULP_RANS_NCTX * dnsym);
 		}
 	}
 emit:
 	if (use_delta) {
 		rc = emit_coding(ULP_SC_DELTA, out);
 		if (!rc)
-			rc = emit_block(fs, fs->sym, fs->ctx, n, dnsym,
-			                ULP_RANS_NCTX, fs->hist_d, out);
+			rc = emit_delta_block(fs, n, dnsym, sampled, out);
 	} else {
 		memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
 		memset(fs->hist_b, 0, sizeof(uint32_t) * ULP_RANS_NCTX * nb);
@@ -727,10 +788,10 @@ emit:
 		rc = emit_coding(ULP_SC_STANDALONE, out);
 		if (!rc)
 			rc = emit_block(fs, fs->sym, NULL, n, snsym, 1,
-			                fs->hist_s, out);
+			                fs->hist_s, NULL, out);
 		if (!rc)
 			rc = emit_block(fs, fs->ctx, fs->sym, n, nb,
-			                1u << sbits, fs->hist_b, out);
+			                1u << sbits, fs->hist_b, NULL, out);
 	}
 	if (!rc)
 		rc = emit_raw(fs, raw_bytes, out);
@@ -865,7 +926,9 @@ ULP_INLINE int delta_decode_fused_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	int rc = ulp_rans_dec_begin(fs->rs, in, blen, DELTA_NSYM(W), &rd);
 	if (rc)
 		return rc;
-	if (n > 0 && rd.ntab == 0)
+	/* escaped symbols are put back in bulk: ulp_float_decode sends
+	 * their blocks to the other path */
+	if ((n > 0 && rd.ntab == 0) || rd.esc_sym < ULP_RANS_MAXSYM)
 		return ULP_ERR_CORRUPT;
 	dsym_info_init(info, W);
 	const uint32_t *const *tab = rd.tab;
@@ -1009,11 +1072,13 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 		return ULP_ERR_NOMEM;
 	const uint8_t *rawp = p + blen;
 	size_t rawlen = (size_t)(end - rawp);
-	/* Format-1 blocks (four lanes) decode fused with the reconstruction;
-	 * 32-lane blocks decode the symbols in bulk, the contexts gathered
-	 * from the reference first. */
+	/* Four-lane blocks (format 1, and small streams) decode fused with
+	 * the reconstruction; 32-lane blocks and blocks with escaped
+	 * symbols decode the symbols in bulk, the contexts gathered from the
+	 * reference first. */
 	if (in[0] == ULP_SC_DELTA && W <= 32 &&
-	    ulp_rans_block_lanes(p, blen) == ULP_RANS_WAYS) {
+	    ulp_rans_block_lanes(p, blen) == ULP_RANS_WAYS &&
+	    !ulp_rans_block_escapes(p, blen)) {
 #define FUSED_CALL(F, w) \
 	rc = delta_decode_fused_w(fs, F, p, blen, rawp, rawlen, ref, n, dst, w)
 		ULP_DISPATCH_FMT(f, FUSED_CALL);

@@ -46,6 +46,21 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 
 struct ulp_bitw;
 
+/* Delta streams of at least ULP_DELTA_SAMPLED_MIN elements build their
+ * tables from the counts of a quarter of the elements (format 4): the
+ * groups g of eight elements 8g .. 8g + 7 for which
+ * ulp_delta_group_counted(g), counts scaled by ULP_DELTA_SAMPLE_SCALE;
+ * the symbols the sample missed are escaped (ulp_rans_encode_esc).  The
+ * phase moves every 32 groups, so that rows of a power-of-two length do
+ * not show the sample the same columns every time. */
+#define ULP_DELTA_SAMPLED_MIN (256u << 10)
+#define ULP_DELTA_SAMPLE_SCALE 4u
+
+static inline int ulp_delta_group_counted(size_t g)
+{
+	return ((g + (g >> 5)) & 3) == 0;
+}
+
 /* AVX2 reconstruction of 16-bit delta elements from their symbols, the
  * raw bits (starting at bit *pos of rawp[0..rawlen)) and the reference:
  * does a prefix of the n elements, advances *pos past their raw bits and
@@ -84,20 +99,21 @@ size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a, uint8_t *b,
 /* The encoder's delta pass over 16-bit elements with AVX2: symbols and
  * contexts (exponent (r >> mbits) & emask) of a prefix of the n elements,
  * their raw bits appended to bw and counted in *raw_bits, each
- * (context c, symbol s) counted at h4[(c * nsym + s) * 4 + i % 4] and
- * used[c] set for every context between the lowest and the highest seen;
+ * (context c, symbol s) counted at h4[(c * nsym + s) * 4 + i % 4] (with
+ * sampled, only in the groups ulp_delta_group_counted picks) and used[c]
+ * set for every context between the lowest and the highest seen;
  * returns how many elements it did (a multiple of 8). */
 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
                              unsigned mbits, unsigned emask, uint8_t *sym,
                              uint8_t *ctx, struct ulp_bitw *bw,
                              uint64_t *raw_bits, uint32_t *h4, unsigned nsym,
-                             uint8_t *used);
+                             uint8_t *used, int sampled);
 
 /* The same for fp32 (contexts: the 8 exponent bits). */
 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
                              uint8_t *sym, uint8_t *ctx, struct ulp_bitw *bw,
                              uint64_t *raw_bits, uint32_t *h4, unsigned nsym,
-                             uint8_t *used);
+                             uint8_t *used, int sampled);
 
 /* The standalone pass over 16-bit elements (exponent bits at most 8):
  * exponents into a, sign and topbits mantissa bits into b, the other

@@ -47,7 +47,12 @@ ULP_AVX2_INLINE delta_count count_init(uint32_t *h4, unsigned nsym)
 	return dc;
 }
 
-ULP_AVX2_INLINE void count8(delta_count *dc, __m256i cx, __m256i s)
+/* With via_memory the cells come back by eight scalar loads instead of
+ * the eight two-uop extracts the compiler would otherwise make of them:
+ * faster in the delta passes, which count one group in four, slower in
+ * the standalone ones, which count every group (measured). */
+ULP_AVX2_INLINE void count8(delta_count *dc, __m256i cx, __m256i s,
+                            const int via_memory)
 {
 	uint32_t c[8] __attribute__((aligned(32)));
 	_mm256_store_si256(
@@ -55,6 +60,8 @@ ULP_AVX2_INLINE void count8(delta_count *dc, __m256i cx, __m256i s)
 		_mm256_slli_epi32(
 			_mm256_add_epi32(_mm256_mullo_epi32(cx, dc->nsym), s),
 			2));
+	if (via_memory)
+		__asm__("" : "+m"(c));
 	dc->cmin = _mm256_min_epu32(dc->cmin, cx);
 	dc->cmax = _mm256_max_epu32(dc->cmax, cx);
 	uint32_t *h4 = dc->h4;
@@ -90,9 +97,12 @@ ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
                                       size_t n, unsigned mbits, unsigned emask,
                                       uint8_t *sym, uint8_t *ctx, ulp_bitw *bw,
                                       uint64_t *raw_bits, uint32_t *h4,
-                                      unsigned nsym, uint8_t *used)
+                                      unsigned nsym, uint8_t *used, int sampled)
 {
 	delta_count dc = count_init(h4, nsym);
+	/* the writer's state in registers: through bw, every histogram
+	 * increment (a store to unsigned ints) would reload it */
+	ulp_bitw w = *bw;
 	const __m256i m16 = _mm256_set1_epi32(0xffff);
 	const __m256i em = _mm256_set1_epi32((int)emask);
 	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
@@ -120,7 +130,8 @@ ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		__m256i cx = _mm256_and_si256(_mm256_srl_epi32(r, cm), em);
 		v8_store_u8(sym + i, sv);
 		v8_store_u8(ctx + i, cx);
-		count8(&dc, cx, sv);
+		if (!sampled || ulp_delta_group_counted(i / 8))
+			count8(&dc, cx, sv, 1);
 		/* raw bits: pairs of lanes, then pairs of pairs, into two
 		 * runs of at most 56 bits */
 		__m256i c1,
@@ -130,10 +141,11 @@ ULP_AVX2 size_t ulp_delta16_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		__m256i c2 = _mm256_add_epi64(c1, _mm256_srli_si256(c1, 8));
 		unsigned n0 = (unsigned)_mm256_extract_epi64(c2, 0);
 		unsigned n1 = (unsigned)_mm256_extract_epi64(c2, 2);
-		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 0), n0);
-		ulp_bitw_put(bw, (uint64_t)_mm256_extract_epi64(r2, 2), n1);
+		ulp_bitw_put(&w, (uint64_t)_mm256_extract_epi64(r2, 0), n0);
+		ulp_bitw_put(&w, (uint64_t)_mm256_extract_epi64(r2, 2), n1);
 		bits += n0 + n1;
 	}
+	*bw = w;
 	count_finish(&dc, i, used);
 	*raw_bits += bits;
 	return i;
@@ -143,9 +155,10 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
                                       size_t n, uint8_t *sym, uint8_t *ctx,
                                       ulp_bitw *bw, uint64_t *raw_bits,
                                       uint32_t *h4, unsigned nsym,
-                                      uint8_t *used)
+                                      uint8_t *used, int sampled)
 {
 	delta_count dc = count_init(h4, nsym);
+	ulp_bitw w = *bw; /* in registers, as in ulp_delta16_pass_avx2 */
 	uint64_t bits = 0;
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
@@ -161,7 +174,8 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		                              _mm256_set1_epi32(0xff));
 		v8_store_u8(sym + i, sv);
 		v8_store_u8(ctx + i, cx);
-		count8(&dc, cx, sv);
+		if (!sampled || ulp_delta_group_counted(i / 8))
+			count8(&dc, cx, sv, 1);
 		/* raw bits: pairs of lanes into four runs of at most 60
 		 * bits, each one put in word mode (the puts' chain through
 		 * the writer's state bounded this loop at eight pieces) */
@@ -172,11 +186,12 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 		_mm256_store_si256((__m256i *)(void *)v, r1);
 		_mm256_store_si256((__m256i *)(void *)cn, c1);
 		for (int j = 0; j < 4; j++) {
-			ulp_bitw_put_word(bw, v[j], (unsigned)cn[j]);
+			ulp_bitw_put_word(&w, v[j], (unsigned)cn[j]);
 			bits += cn[j];
 		}
 	}
-	ulp_bitw_word_end(bw);
+	ulp_bitw_word_end(&w);
+	*bw = w;
 	count_finish(&dc, i, used);
 	*raw_bits += bits;
 	return i;
@@ -198,6 +213,7 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 	const __m256i lm = _mm256_set1_epi32((int)((1u << lowm) - 1));
 	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
 	const __m256i nraw = _mm256_set1_epi32((int)lowm);
+	uint8_t *op = bw->p; /* a local: the byte stores would reload bw->p */
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
 		__m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128(
@@ -211,7 +227,7 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		__m256i low = _mm256_and_si256(m, lm);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
-		count8(&dc, e, sb);
+		count8(&dc, e, sb, 0);
 		/* eight fixed-width fields (8 x 7 bits at most for the 16-bit
 		 * formats) are lowm whole bytes: one store, and no bit
 		 * writer's chain from one step to the next */
@@ -225,9 +241,10 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		uint64_t v = (uint64_t)_mm256_extract_epi64(r2, 0) |
 		             (uint64_t)_mm256_extract_epi64(r2, 2)
 		                     << (4 * lowm);
-		memcpy(bw->p, &v, 8);
-		bw->p += lowm;
+		memcpy(op, &v, 8);
+		op += lowm;
 	}
+	bw->p = op;
 	count_finish(&dc, i, used);
 	return i;
 }
@@ -241,6 +258,7 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 	/* fp32: 8 exponent bits, sign and 3 mantissa bits, 20 raw bits */
 	const __m256i m20 = _mm256_set1_epi32((1 << 20) - 1);
 	const __m256i lo32 = _mm256_set1_epi64x(0xffffffff);
+	uint8_t *op = bw->p; /* as in ulp_sa16_pass_avx2 */
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
 		__m256i c = _mm256_loadu_si256(
@@ -254,7 +272,7 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 		__m256i low = _mm256_and_si256(c, m20);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
-		count8(&dc, e, sb);
+		count8(&dc, e, sb, 0);
 		/* pairs of 20-bit fields into four runs of 40 bits, five
 		 * whole bytes each: four stores (each one's zero top bytes
 		 * overwritten by the next), no bit writer's chain */
@@ -264,9 +282,10 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 		uint64_t v[4] __attribute__((aligned(32)));
 		_mm256_store_si256((__m256i *)(void *)v, r1);
 		for (int j = 0; j < 4; j++)
-			memcpy(bw->p + 5 * j, &v[j], 8);
-		bw->p += 20;
+			memcpy(op + 5 * j, &v[j], 8);
+		op += 20;
 	}
+	bw->p = op;
 	count_finish(&dc, i, used);
 	return i;
 }

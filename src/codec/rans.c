@@ -37,11 +37,16 @@ struct ulp_rans_scratch {
 	size_t words_cap;
 	unsigned lanes; /* encoder: 4, 32, or 0 to choose by the size */
 	uint32_t doff[ULP_RANS_NCTX]; /* context -> table offset in dtab */
+	uint32_t *escv; /* encoder: indices of the escaped symbols */
+	size_t escv_cap;
 };
 
 /* Block header byte 0: bit 0 an escape table follows the own tables,
- * bits 1-7 the lane count's code. */
+ * bit 1 32 lanes (else 4), bit 2 the tables have an escape symbol
+ * (object format 4: ulp_rans_encode_esc). */
 #define RANS_HDR_LANES32 2u
+#define RANS_HDR_ESC 4u
+#define RANS_HDR_ALL (RANS_HDR_ESC | RANS_HDR_LANES32 | 1u)
 
 void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes)
 {
@@ -50,9 +55,14 @@ void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes)
 
 unsigned ulp_rans_block_lanes(const uint8_t *in, size_t len)
 {
-	if (!len || in[0] > (RANS_HDR_LANES32 | 1))
+	if (!len || in[0] > RANS_HDR_ALL)
 		return 0;
 	return in[0] & RANS_HDR_LANES32 ? 32 : ULP_RANS_WAYS;
+}
+
+int ulp_rans_block_escapes(const uint8_t *in, size_t len)
+{
+	return len && in[0] <= RANS_HDR_ALL && (in[0] & RANS_HDR_ESC);
 }
 
 /* -1 until the CPU is asked; atomics keep concurrent first calls clean. */
@@ -99,16 +109,18 @@ void ulp_rans_scratch_free(ulp_rans_scratch *s)
 	free(s->esym);
 	free(s->dtab);
 	free(s->words);
+	free(s->escv);
 	free(s);
 }
 
 size_t ulp_rans_bound(size_t n, unsigned nsym)
 {
-	/* header, one table per context (each at most nsym 3-byte varints),
-	 * the final states and at most one 16-bit word per symbol */
+	/* header, one table per context (each at most nsym + 1 3-byte
+	 * varints, the escape symbol's included), the escaped symbols, the
+	 * final states and at most one 16-bit word per symbol */
 	return 16 + ULP_RANS_NCTX +
-	       (size_t)ULP_RANS_MAXTAB * (1 + 3 * (size_t)nsym) +
-	       4 * ULP_RANS_MAX_LANES + 2 * n;
+	       (size_t)ULP_RANS_MAXTAB * (4 + 3 * (size_t)nsym) +
+	       ULP_VARINT_MAX + n + 4 * ULP_RANS_MAX_LANES + 2 * n;
 }
 
 double ulp_hist_bits(const uint32_t *h, unsigned nsym)
@@ -164,7 +176,11 @@ static void rans_normalize(const uint32_t *h, unsigned nsym, uint16_t *f)
 	}
 }
 
-static size_t rans_put_table(uint8_t *p, const uint16_t *f, unsigned nsym)
+/* A table: [last symbol with a frequency][with esc: the escape symbol's
+ * (nsym) frequency][the frequencies of symbols 0 .. last] (varints), so
+ * that the escape symbol costs one byte, not the zeros up to it. */
+static size_t rans_put_table(uint8_t *p, const uint16_t *f, unsigned nsym,
+                             int esc)
 {
 	unsigned last = 0;
 	size_t n = 0;
@@ -172,13 +188,15 @@ static size_t rans_put_table(uint8_t *p, const uint16_t *f, unsigned nsym)
 		if (f[s])
 			last = s;
 	p[n++] = (uint8_t)last;
+	if (esc)
+		n += ulp_varint_put(p + n, f[nsym]);
 	for (unsigned s = 0; s <= last; s++)
 		n += ulp_varint_put(p + n, f[s]);
 	return n;
 }
 
 static int rans_get_table(const uint8_t **pp, const uint8_t *end, unsigned nsym,
-                          uint16_t *f)
+                          int esc, uint16_t *f)
 {
 	if (*pp >= end)
 		return ULP_ERR_CORRUPT;
@@ -186,8 +204,10 @@ static int rans_get_table(const uint8_t **pp, const uint8_t *end, unsigned nsym,
 	uint32_t sum = 0;
 	if (last >= nsym)
 		return ULP_ERR_CORRUPT;
-	memset(f, 0, sizeof(uint16_t) * nsym);
-	for (unsigned s = 0; s <= last; s++) {
+	memset(f, 0, sizeof(uint16_t) * (nsym + (unsigned)esc));
+	for (unsigned k = 0; k <= last + (unsigned)esc; k++) {
+		/* with esc, the first is the escape symbol's */
+		unsigned s = esc ? (k ? k - 1 : nsym) : k;
 		uint64_t v;
 		if (ulp_varint_get(pp, end, &v) || v > ULP_RANS_M)
 			return ULP_ERR_CORRUPT;
@@ -218,12 +238,28 @@ static void rans_esym_init(ulp_rans_esym *e, uint32_t cum, uint32_t freq)
 	                   1);
 }
 
+/* Normalise one table's counts h[0..nsym); with esc, symbol nsym is the
+ * escape symbol and gets the least frequency. */
+static void rans_normalize_esc(const uint32_t *h, unsigned nsym, int esc,
+                               uint16_t *f)
+{
+	uint32_t t[ULP_RANS_MAXSYM];
+	if (!esc) {
+		rans_normalize(h, nsym, f);
+		return;
+	}
+	memcpy(t, h, sizeof(uint32_t) * nsym);
+	t[nsym] = 1;
+	rans_normalize(t, nsym + 1, f);
+}
+
 /* Choose tables: contexts with enough symbols get their own, the rest
- * share the escape table.  Returns the number of tables. */
+ * share the escape table (not to be confused with the escape symbol of
+ * esc).  Returns the number of tables. */
 static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
                             const uint32_t *ctx_count, unsigned nsym,
-                            unsigned nctx, uint8_t *own, unsigned *nown,
-                            int *has_esc)
+                            unsigned nctx, int esc, uint8_t *own,
+                            unsigned *nown, int *has_esc)
 {
 	unsigned ntab = 0;
 	*has_esc = 0;
@@ -235,8 +271,8 @@ static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
 		if (ctx_count[c] >= ULP_RANS_MIN_OWN_TABLE) {
 			own[ntab] = (uint8_t)c;
 			sc->remap[c] = (uint8_t)ntab;
-			rans_normalize(hist + (size_t)c * nsym, nsym,
-			               sc->norm[ntab]);
+			rans_normalize_esc(hist + (size_t)c * nsym, nsym, esc,
+			                   sc->norm[ntab]);
 			ntab++;
 		} else {
 			*has_esc = 1;
@@ -245,13 +281,17 @@ static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
 		}
 	}
 	*nown = ntab;
+	/* Counts from a sample (esc) may miss contexts that occur: they take
+	 * the table the decoder gives unknown contexts, the escape table
+	 * (made here if no context has one) or else table 0. */
+	if (esc && !ntab)
+		*has_esc = 1;
 	/* ntab <= 255 here unless all 256 contexts are common, in which case
 	 * there is no escape table and index 255 is still free of clashes. */
 	if (*has_esc) {
-		rans_normalize(sc->esc_hist, nsym, sc->norm[ntab]);
-		for (unsigned c = 0; c < nctx; c++)
-			if (ctx_count[c] &&
-			    ctx_count[c] < ULP_RANS_MIN_OWN_TABLE)
+		rans_normalize_esc(sc->esc_hist, nsym, esc, sc->norm[ntab]);
+		for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
+			if (c >= nctx || ctx_count[c] < ULP_RANS_MIN_OWN_TABLE)
 				sc->remap[c] = (uint8_t)ntab;
 		ntab++;
 	}
@@ -266,7 +306,7 @@ static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
 static inline __attribute__((always_inline)) uint16_t *
 rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
                const uint8_t *ctx, size_t n, unsigned nsym, uint16_t *wend,
-               uint32_t *xout, const unsigned N)
+               uint32_t *xout, uint32_t *escv, size_t *nesc, const unsigned N)
 {
 	uint16_t *w = wend;
 	uint32_t x[ULP_RANS_MAX_LANES];
@@ -277,12 +317,14 @@ rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
 	do {                                                               \
 		const ulp_rans_esym *e_ = eb[ctx ? ctx[i] : 0] + sym[i];   \
 		assert(sym[i] < nsym);                                     \
+		if (__builtin_expect(e_->shift & ULP_RANS_ESYM_ESC, 0))    \
+			escv[(*nesc)++] = (uint32_t)(i);                   \
 		unsigned r_ = xs > e_->x_max_m1;                           \
 		w[-1] = (uint16_t)xs; /* kept only when r_: branch-free */ \
 		w -= r_;                                                   \
 		xs >>= r_ * 16;                                            \
 		uint64_t q_ = ((((uint64_t)xs * e_->rcp) >> 32) + xs) >>   \
-		              e_->shift;                                   \
+		              (e_->shift & 31);                            \
 		xs += e_->bias + (uint32_t)q_ * e_->cmpl;                  \
 	} while (0)
 	size_t i = n;
@@ -291,7 +333,7 @@ rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
 		RANS_ENC_STEP(x[i % N], i);
 	}
 	if (N == 32 && i > 0 && ulp_rans_simd()) {
-		w = ulp_rans_enc32_avx2(eb, sym, ctx, i, x, w);
+		w = ulp_rans_enc32_avx2(eb, sym, ctx, i, x, w, escv, nesc);
 		i = 0;
 	}
 	while (i > 0) {
@@ -306,29 +348,68 @@ rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
 	return w;
 }
 
-int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
-                    const uint8_t *ctx, size_t n, unsigned nsym, unsigned nctx,
-                    const uint32_t *hist, ulp_buf *out)
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Encoding entries of table t (frequencies f over nt symbols).  With an
+ * escape symbol (esc: it is symbol nt - 1), the symbols without a
+ * frequency code as it, marked so that the coder lists them. */
+static void rans_esym_table(ulp_rans_esym *e, const uint16_t *f, unsigned nt,
+                            int esc)
+{
+	uint32_t cum = 0;
+	for (unsigned s = 0; s < nt; s++) {
+		rans_esym_init(&e[s], cum, f[s]);
+		cum += f[s];
+	}
+	if (!esc)
+		return;
+	for (unsigned s = 0; s + 1 < nt; s++)
+		if (!f[s]) {
+			e[s] = e[nt - 1];
+			e[s].shift |= ULP_RANS_ESYM_ESC;
+		}
+}
+
+static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
+                            const uint8_t *ctx, size_t n, unsigned nsym,
+                            unsigned nctx, const uint32_t *hist, int esc,
+                            ulp_buf *out, size_t *nesc_out)
 {
 	uint32_t ctx_count[ULP_RANS_NCTX] = { 0 };
 	uint8_t own[ULP_RANS_NCTX];
 	unsigned nown, ntab;
 	int has_esc;
 
-	if (nsym == 0 || nsym > ULP_RANS_MAXSYM || nctx == 0 ||
+	if (nsym == 0 || nsym > ULP_RANS_MAXSYM - (unsigned)esc || nctx == 0 ||
 	    nctx > ULP_RANS_NCTX)
 		return ULP_ERR_ARG;
 	for (unsigned c = 0; c < nctx; c++)
 		for (unsigned s = 0; s < nsym; s++)
 			ctx_count[c] += hist[(size_t)c * nsym + s];
-	ntab = rans_assign(sc, hist, ctx_count, nsym, nctx, own, &nown,
+	ntab = rans_assign(sc, hist, ctx_count, nsym, nctx, esc, own, &nown,
 	                   &has_esc);
+	/* the tables' alphabet: the escape symbol is nsym */
+	const unsigned nt = nsym + (unsigned)esc;
+	size_t nesc = 0;
+	if (esc && sc->escv_cap < n) {
+		/* one index per escaped symbol: only the ones used are
+		 * touched */
+		free(sc->escv);
+		sc->escv = malloc(sizeof(uint32_t) * (n ? n : 1));
+		sc->escv_cap = sc->escv ? n : 0;
+		if (!sc->escv)
+			return ULP_ERR_NOMEM;
+	}
 
 	if (ulp_buf_reserve(out, out->len + ulp_rans_bound(n, nsym)))
 		return ULP_ERR_NOMEM;
-	if (sc->esym_cap < (size_t)ntab * nsym) {
+	if (sc->esym_cap < (size_t)ntab * nt) {
 		free(sc->esym);
-		sc->esym_cap = (size_t)ntab * nsym;
+		sc->esym_cap = (size_t)ntab * nt;
 		sc->esym = malloc(sizeof(ulp_rans_esym) * sc->esym_cap);
 		if (!sc->esym) {
 			sc->esym_cap = 0;
@@ -348,24 +429,20 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
 
 	uint8_t *p = out->p + out->len;
 	size_t hn = 0;
-	p[hn++] = (uint8_t)has_esc;
+	p[hn++] = (uint8_t)(has_esc | (esc ? RANS_HDR_ESC : 0));
 	hn += ulp_varint_put(p + hn, nown);
 	memcpy(p + hn, own, nown);
 	hn += nown;
 	for (unsigned t = 0; t < ntab; t++) {
-		uint32_t cum = 0;
-		hn += rans_put_table(p + hn, sc->norm[t], nsym);
-		for (unsigned s = 0; s < nsym; s++) {
-			rans_esym_init(&sc->esym[(size_t)t * nsym + s], cum,
-			               sc->norm[t][s]);
-			cum += sc->norm[t][s];
-		}
+		hn += rans_put_table(p + hn, sc->norm[t], nsym, esc);
+		rans_esym_table(&sc->esym[(size_t)t * nt], sc->norm[t], nt,
+		                esc);
 	}
 
 	/* rANS encodes backwards: each symbol emits at most one word, so n
 	 * words of scratch suffice. */
 	for (unsigned c = 0; c < nctx; c++)
-		sc->ebase[c] = sc->esym + (size_t)sc->remap[c] * nsym;
+		sc->ebase[c] = sc->esym + (size_t)sc->remap[c] * nt;
 	/* 32 final states cost 112 bytes more than 4: small blocks, which
 	 * decode fast either way, keep four lanes */
 	const unsigned lanes = sc->lanes                ? sc->lanes
@@ -375,17 +452,46 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
 	uint16_t *wend = sc->words + ULP_RANS_WORDS_SLACK + n;
 	uint16_t *w = lanes == ULP_RANS_WAYS
 	                      ? rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
-	                                       wend, x, ULP_RANS_WAYS)
+	                                       wend, x, esc ? sc->escv : NULL,
+	                                       &nesc, ULP_RANS_WAYS)
 	                      : rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
-	                                       wend, x, 32);
+	                                       wend, x, esc ? sc->escv : NULL,
+	                                       &nesc, 32);
 	size_t nwords = (size_t)(wend - w);
 	p[0] |= lanes == 32 ? RANS_HDR_LANES32 : 0;
+	if (esc) {
+		/* the escaped symbols, in symbol order (the coder walked
+		 * backwards, the SIMD kernel a register at a time) */
+		qsort(sc->escv, nesc, sizeof(uint32_t), cmp_u32);
+		hn += ulp_varint_put(p + hn, nesc);
+		for (size_t k = 0; k < nesc; k++)
+			p[hn++] = sym[sc->escv[k]];
+	}
+	if (nesc_out)
+		*nesc_out = nesc;
 	uint8_t *dst = p + hn;
 	for (unsigned k = 0; k < lanes; k++)
 		ulp_put32(dst + 4 * k, x[k]);
 	memcpy(dst + 4 * lanes, w, nwords * 2);
 	out->len += hn + 4 * lanes + nwords * 2;
 	return ULP_OK;
+}
+
+int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
+                    const uint8_t *ctx, size_t n, unsigned nsym, unsigned nctx,
+                    const uint32_t *hist, ulp_buf *out)
+{
+	return rans_encode_impl(sc, sym, ctx, n, nsym, nctx, hist, 0, out,
+	                        NULL);
+}
+
+int ulp_rans_encode_esc(ulp_rans_scratch *sc, const uint8_t *sym,
+                        const uint8_t *ctx, size_t n, unsigned nsym,
+                        unsigned nctx, const uint32_t *hist, ulp_buf *out,
+                        size_t *nesc)
+{
+	return rans_encode_impl(sc, sym, ctx, n, nsym, nctx, hist, 1, out,
+	                        nesc);
 }
 
 int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
@@ -401,6 +507,11 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		return ULP_ERR_ARG;
 	unsigned lanes = ulp_rans_block_lanes(p, (size_t)(end - p));
 	if (!lanes)
+		return ULP_ERR_CORRUPT;
+	/* escape symbol: the tables' alphabet has one more, nsym */
+	const int esc = (*p & RANS_HDR_ESC) != 0;
+	const unsigned nt = nsym + (unsigned)esc;
+	if (nt > ULP_RANS_MAXSYM)
 		return ULP_ERR_CORRUPT;
 	int has_esc = *p++ & 1;
 	if (ulp_varint_get(&p, end, &nown) || nown > ULP_RANS_NCTX ||
@@ -431,15 +542,26 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		ulp_rans_dtab *dt = &sc->dtab[t];
 		uint16_t f[ULP_RANS_MAXSYM];
 		uint32_t cum = 0;
-		rc = rans_get_table(&p, end, nsym, f);
+		rc = rans_get_table(&p, end, nsym, esc, f);
 		if (rc)
 			return rc;
-		for (unsigned s = 0; s < nsym; s++) {
+		for (unsigned s = 0; s < nt; s++) {
 			uint32_t hi = (uint32_t)s << 24 | (f[s] - 1u);
 			for (uint32_t k = 0; k < f[s]; k++)
 				dt->e[cum + k] = hi | k << 12;
 			cum += f[s];
 		}
+	}
+	d->esc = NULL;
+	d->nesc = 0;
+	d->esc_sym = esc ? nsym : ULP_RANS_MAXSYM;
+	if (esc) {
+		uint64_t ne;
+		if (ulp_varint_get(&p, end, &ne) || ne > (uint64_t)(end - p))
+			return ULP_ERR_CORRUPT;
+		d->esc = p;
+		d->nesc = (size_t)ne;
+		p += ne;
 	}
 	if ((size_t)(end - p) < 4 * lanes)
 		return ULP_ERR_CORRUPT;
@@ -464,6 +586,21 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	d->end = end;
 	d->ntab = ntab;
 	return ULP_OK;
+}
+
+int ulp_rans_unescape(const ulp_rans_dec *d, uint8_t *sym, size_t n)
+{
+	uint8_t *p = sym, *end = sym + n;
+	size_t k = 0;
+	if (d->esc_sym >= ULP_RANS_MAXSYM)
+		return ULP_OK;
+	/* escapes are rare: memchr skips the rest at memory speed */
+	while ((p = memchr(p, (int)d->esc_sym, (size_t)(end - p)))) {
+		if (k == d->nesc || d->esc[k] >= d->esc_sym)
+			return ULP_ERR_CORRUPT;
+		*p++ = d->esc[k++];
+	}
+	return k == d->nesc ? ULP_OK : ULP_ERR_CORRUPT;
 }
 
 int ulp_rans_dec_end(const ulp_rans_dec *d, const uint8_t *in, size_t *used)
@@ -521,7 +658,8 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 				return ULP_ERR_CORRUPT;
 			sym[i] = (uint8_t)s;
 		}
-		return ulp_rans_dec_end(&d, in, used);
+		rc = ulp_rans_unescape(&d, sym, n);
+		return rc ? rc : ulp_rans_dec_end(&d, in, used);
 	}
 	const uint8_t *p = d.p;
 	uint32_t x0 = d.x[0], x1 = d.x[1], x2 = d.x[2], x3 = d.x[3];
@@ -555,5 +693,6 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 			return ULP_ERR_CORRUPT;
 		sym[i] = (uint8_t)s;
 	}
-	return ulp_rans_dec_end(&d, in, used);
+	rc = ulp_rans_unescape(&d, sym, n);
+	return rc ? rc : ulp_rans_dec_end(&d, in, used);
 }

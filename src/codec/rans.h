@@ -3,16 +3,20 @@
  *
  * Symbols are bytes from an alphabet of nsym <= 256 values; each symbol has
  * a context byte (0..255) that selects its frequency table.  Tables are
- * built per call from exact counts, normalised to 2^ULP_RANS_SCALE and sent
- * in front of the coded words.  Contexts seen fewer than
+ * built per call from counts, normalised to 2^ULP_RANS_SCALE and sent in
+ * front of the coded words.  Contexts seen fewer than
  * ULP_RANS_MIN_OWN_TABLE times share one escape table so that rare contexts
  * do not cost more in table bytes than they save.
  *
- * Encoded block: [header + tables][W x u32 final states][16-bit words];
- * symbol i is coded by state i % W, which hides the latency of each step.
- * The header's first byte says W: 4 lanes (object format 1) or 32 (format
- * 2, which the AVX2 decoder runs as four 8-lane registers; the scalar
- * decoder reads the same bitstream).
+ * Encoded block: [header + tables][escapes][W x u32 final states][16-bit
+ * words]; symbol i is coded by state i % W, which hides the latency of each
+ * step.  The header's first byte says W: 4 lanes (object format 1) or 32
+ * (format 2, which the AVX2 decoder runs as four 8-lane registers; the
+ * scalar decoder reads the same bitstream), and (format 4) whether the
+ * counts were a sample's: then every table has an escape symbol nsym
+ * (its frequency first in the table), a symbol without a frequency is
+ * coded as it, and [escapes] is a varint count and the escaped symbols'
+ * bytes in symbol order (absent otherwise).
  */
 #ifndef ULP_RANS_H
 #define ULP_RANS_H
@@ -64,6 +68,17 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
                     const uint8_t *ctx, size_t n, unsigned nsym, unsigned nctx,
                     const uint32_t *hist, ulp_buf *out);
 
+/* ulp_rans_encode for counts hist that may miss symbols (those of a
+ * sample; nsym < 256): every table gets an escape symbol (nsym, the least
+ * frequency), a symbol without a frequency in its table is coded as it
+ * and stored as a byte after the tables, in symbol order.  *nesc
+ * receives how many (a measure of how well the sample did).  The block's
+ * header says so (object format 4); ulp_rans_decode restores them. */
+int ulp_rans_encode_esc(ulp_rans_scratch *sc, const uint8_t *sym,
+                        const uint8_t *ctx, size_t n, unsigned nsym,
+                        unsigned nctx, const uint32_t *hist, ulp_buf *out,
+                        size_t *nesc);
+
 /* Decode n symbols from in[0..len) into sym, given the same contexts the
  * encoder saw.  *used receives the bytes the block occupied.  Returns
  * ULP_ERR_CORRUPT for any inconsistency (bad tables, running out of input,
@@ -86,15 +101,28 @@ typedef struct ulp_rans_dec {
 	 * and per context the offset of its table in entries */
 	const uint32_t *flat;
 	const uint32_t *off;
+	/* escaped symbols (ulp_rans_encode_esc): decoded as esc_sym (256
+	 * when the block has none), the nesc bytes at esc in order */
+	const uint8_t *esc;
+	size_t nesc;
+	unsigned esc_sym;
 } ulp_rans_dec;
 
 /* Lanes of the block starting at in (0 if len is 0 or the header byte is
  * not one a decoder knows: ulp_rans_dec_begin then fails). */
 unsigned ulp_rans_block_lanes(const uint8_t *in, size_t len);
 
+/* Whether the block starting at in has escaped symbols (format 4). */
+int ulp_rans_block_escapes(const uint8_t *in, size_t len);
+
 int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                        unsigned nsym, ulp_rans_dec *d);
 int ulp_rans_dec_end(const ulp_rans_dec *d, const uint8_t *in, size_t *used);
+
+/* Put the escaped symbols in place of the escape symbols of the n
+ * decoded symbols sym (nothing for a block without): ULP_ERR_CORRUPT
+ * unless there is one for each. */
+int ulp_rans_unescape(const ulp_rans_dec *d, uint8_t *sym, size_t n);
 
 /* One step of state x with table tab: returns the new state and stores
  * the symbol.  Reads a renormalisation word whether it is needed or not,
@@ -131,14 +159,17 @@ static inline int ulp_rans_dec_step_checked(ulp_rans_dec *d, uint32_t *x,
 	return ULP_OK;
 }
 
-/* Encoding entry of one symbol of one table. */
+/* Encoding entry of one symbol of one table (16 bytes: the SIMD
+ * encoder loads one per lane). */
 typedef struct ulp_rans_esym {
 	uint32_t x_max_m1; /* renormalise while x > x_max_m1 */
 	uint32_t rcp;      /* low 32 bits of ceil(2^(32+shift) / freq) */
 	uint16_t bias;     /* cumulative frequency */
 	uint16_t cmpl;     /* M - freq */
-	uint32_t shift;
+	uint32_t shift;    /* bits 0-7; ULP_RANS_ESYM_ESC: an escaped symbol */
 } ulp_rans_esym;
+
+#define ULP_RANS_ESYM_ESC 0x100u
 
 /* Words of scratch the encoders may write below their output. */
 #define ULP_RANS_WORDS_SLACK 8
@@ -147,10 +178,14 @@ typedef struct ulp_rans_esym {
  * [0, i) (i a multiple of 32, walking down from i - 1) with the 32 states
  * x, entry eb[context] + symbol, writing words downwards from w (which
  * may write ULP_RANS_WORDS_SLACK words below the last one it keeps);
- * returns the new w.  The bytes are the portable loop's. */
+ * returns the new w.  The indices of the symbols whose entries are
+ * marked ULP_RANS_ESYM_ESC are appended to escv (*nesc of them), in no
+ * particular order; escv NULL: a block without escapes, whose entries
+ * have no marks.  The bytes are the portable loop's. */
 uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
                               const uint8_t *sym, const uint8_t *ctx, size_t i,
-                              uint32_t *x, uint16_t *w);
+                              uint32_t *x, uint16_t *w, uint32_t *escv,
+                              size_t *nesc);
 
 /* The AVX2 kernel of 32-lane decoding (rans_avx2.c): decodes whole
  * groups of 32 symbols while 64 input bytes remain, updates d->x and d->p

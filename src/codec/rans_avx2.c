@@ -113,10 +113,12 @@ ULP_AVX2 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx,
 }
 
 /* One encoding step of eight lanes (symbols j .. j + 7), the lanes
- * emitting words in the order the decoder reads them. */
+ * emitting words in the order the decoder reads them; escaped symbols'
+ * indices go to escv. */
 static inline __attribute__((always_inline)) ULP_AVX2 __m256i
 enc8(__m256i x, const ulp_rans_esym *const *eb, const uint8_t *sym,
-     const uint8_t *ctx, uint16_t **wp)
+     const uint8_t *ctx, size_t j, uint16_t **wp, uint32_t *escv, size_t *nesc,
+     const int esc)
 {
 	__m128i v[8];
 	for (int k = 0; k < 8; k++)
@@ -140,6 +142,19 @@ enc8(__m256i x, const ulp_rans_esym *const *eb, const uint8_t *sym,
 	__m256i rcp = _mm256_unpackhi_epi64(t0, t2);
 	__m256i bc = _mm256_unpacklo_epi64(t1, t3);
 	__m256i sh = _mm256_unpackhi_epi64(t1, t3);
+	/* the escape mark (bit 8 of shift) to the sign bit: rare, and only
+	 * in blocks with escapes (esc) */
+	if (esc) {
+		unsigned em = (unsigned)_mm256_movemask_ps(
+			_mm256_castsi256_ps(_mm256_slli_epi32(sh, 23)));
+		if (__builtin_expect(em != 0, 0)) {
+			for (; em; em &= em - 1)
+				escv[(*nesc)++] =
+					(uint32_t)(j +
+				                   (unsigned)__builtin_ctz(em));
+		}
+		sh = _mm256_and_si256(sh, _mm256_set1_epi32(0xff));
+	}
 
 	/* renormalise: lanes with x > x_max emit their low 16 bits */
 	__m256i keep = _mm256_cmpeq_epi32(_mm256_max_epu32(x, xmax), xmax);
@@ -184,9 +199,10 @@ enc8(__m256i x, const ulp_rans_esym *const *eb, const uint8_t *sym,
 	                        _mm256_mullo_epi32(q, cmpl));
 }
 
-ULP_AVX2 uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
-                                       const uint8_t *sym, const uint8_t *ctx,
-                                       size_t i, uint32_t *x, uint16_t *w)
+static inline __attribute__((always_inline)) ULP_AVX2 uint16_t *
+enc32(const ulp_rans_esym *const *eb, const uint8_t *sym, const uint8_t *ctx,
+      size_t i, uint32_t *x, uint16_t *w, uint32_t *escv, size_t *nesc,
+      const int esc)
 {
 	__m256i x0 = _mm256_loadu_si256((const __m256i *)(void *)x);
 	__m256i x1 = _mm256_loadu_si256((const __m256i *)(void *)(x + 8));
@@ -195,14 +211,26 @@ ULP_AVX2 uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
 	while (i > 0) {
 		i -= 32;
 		const uint8_t *c = ctx ? ctx + i : NULL;
-		x3 = enc8(x3, eb, sym + i + 24, c ? c + 24 : NULL, &w);
-		x2 = enc8(x2, eb, sym + i + 16, c ? c + 16 : NULL, &w);
-		x1 = enc8(x1, eb, sym + i + 8, c ? c + 8 : NULL, &w);
-		x0 = enc8(x0, eb, sym + i, c, &w);
+		x3 = enc8(x3, eb, sym + i + 24, c ? c + 24 : NULL, i + 24, &w,
+		          escv, nesc, esc);
+		x2 = enc8(x2, eb, sym + i + 16, c ? c + 16 : NULL, i + 16, &w,
+		          escv, nesc, esc);
+		x1 = enc8(x1, eb, sym + i + 8, c ? c + 8 : NULL, i + 8, &w,
+		          escv, nesc, esc);
+		x0 = enc8(x0, eb, sym + i, c, i, &w, escv, nesc, esc);
 	}
 	_mm256_storeu_si256((__m256i *)(void *)x, x0);
 	_mm256_storeu_si256((__m256i *)(void *)(x + 8), x1);
 	_mm256_storeu_si256((__m256i *)(void *)(x + 16), x2);
 	_mm256_storeu_si256((__m256i *)(void *)(x + 24), x3);
 	return w;
+}
+
+ULP_AVX2 uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
+                                       const uint8_t *sym, const uint8_t *ctx,
+                                       size_t i, uint32_t *x, uint16_t *w,
+                                       uint32_t *escv, size_t *nesc)
+{
+	return escv ? enc32(eb, sym, ctx, i, x, w, escv, nesc, 1)
+	            : enc32(eb, sym, ctx, i, x, w, NULL, nesc, 0);
 }
