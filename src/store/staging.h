@@ -86,11 +86,18 @@ int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n);
  * ulp_stage_fill: the new version is coded against the base with those
  * chunks identical.  *n 0 (nothing malloc()ed) when it should be a
  * keyframe instead: the chain would grow past keyframe_every, or most of
- * it was written.  align (0: none): only the whole align-sized chunks of
- * each range.  0 or -ENOMEM. */
+ * it was written.  plan (NULL: none): only the whole chunks of plan in
+ * each range, the chunks the encoder cuts the file into.  0 or
+ * -ENOMEM. */
 int ulp_stage_unchanged(ulp_store *st, struct ulp_overlay *ov, uint64_t size,
-                        const ulp_version_info *base, uint64_t align,
+                        const ulp_version_info *base, const ulp_plan *plan,
                         uint64_t (**out)[2], size_t *n);
+/* Whether every byte of [0, size) of a copy-up on demand that is not its
+ * base's (written, or cut and grown) lies inside a tensor of map, the
+ * base's: then the header and format records are the base's, and so is
+ * the tensor map (the parsers read nothing inside tensors). */
+int ulp_stage_in_tensors(struct ulp_overlay *ov, uint64_t size,
+                         const ulp_tensor_map *map);
 /* The inodes.staged value of a staged inode (ULP_STAGED_*). */
 int ulp_stage_kind(const ulp_inode *in);
 /* Drop an inode's staging fd and file and its accounting (mu held). */
