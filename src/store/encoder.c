@@ -393,9 +393,14 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 	if (kind < 0)
 		rc = kind;
 	static const ulp_params dflt = { 0 };
-	if (rc == 0 && (generic || tensor) && !pristine)
-		rc = ulp_errno_of(ulp_plan_build(&bmap, size, &bmap, cur.size,
-		                                 &dflt, &plan));
+	if (rc == 0 && (generic || tensor) && !pristine) {
+		int r = ulp_plan_build(&bmap, size, &bmap, cur.size, &dflt,
+		                       &plan);
+		if (r == ULP_ERR_NOMEM)
+			rc = -ENOMEM;
+		else if (r) /* a map that does not fit: filled, parsed again */
+			generic = tensor = 0;
+	}
 	if (rc == 0 && ov && current)
 		rc = ulp_stage_unchanged(st, ov, size, &cur, plan, &same,
 		                         &nsame);
