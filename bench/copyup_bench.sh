@@ -21,8 +21,9 @@
 # --kind safetensors or torch: a model file of bf16 weights (normal
 # random values, one tensor of N MiB) and an fp32 bias, written as
 # safetensors or by torch.save: the patch lands inside the weights (the
-# file's tensor map unchanged), the append after the file's end (its size
-# changed: the format is parsed again).  Needs root and FUSE, and about
+# file's tensor map unchanged), the append after the file's end (the
+# safetensors header unchanged; the zip's end record no longer at the
+# end: parsed again, the file generic from then on).  Needs root and FUSE, and about
 # 3 x N MiB free under TMPDIR (default /tmp).  ULPFS=path/to/ulpfs
 # (default: _build/ulpfs, then ./ulpfs).
 # make check may run this with a POSIX sh: it needs bash.

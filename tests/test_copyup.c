@@ -306,12 +306,12 @@ static ulp_stats usage(ulp_store *st, uint64_t vid)
 	return es;
 }
 
-/* A safetensors file patched in place inside its tensors: the new
- * version is cut into the base's chunks, those left whole are coded as
- * identical without being decoded or filled, and only the chunk written
- * into is decoded (its other bytes); every version stays exact, also
- * after the store is opened again.  A patch of the header codes the file
- * as any other (its map parsed again), exactly. */
+/* A safetensors file patched in place inside its tensors, or appended
+ * to: the new version is cut into the base's chunks, those left whole
+ * are coded as identical without being decoded or filled, and only the
+ * chunk written into is decoded (its other bytes); every version stays
+ * exact, also after the store is opened again.  A patch of the header
+ * codes the file as any other (its map parsed again), exactly. */
 Test(copyup, tensor_file_patch_decodes_only_what_it_touches)
 {
 	ulp_store *st = open_default();
@@ -322,6 +322,7 @@ Test(copyup, tensor_file_patch_decodes_only_what_it_touches)
 	sync_ok(st);
 	sfile v = st_copy(&v1);
 	ulp_version_info a = current(st, ino);
+	ulp_file *f;
 
 	/* 4 KiB in the middle of the weights, inside chunk 2 */
 	uint64_t dec = patch_commit(st, ino, &v, v.len / 2 + 123, 4096, 41);
@@ -348,9 +349,34 @@ Test(copyup, tensor_file_patch_decodes_only_what_it_touches)
 	cr_assert_geq(usage(st, c.id).chunks_copy, 3);
 	expect_version(st, c.id, v.p, v.len);
 
-	/* The header: parsed again, the content exact */
+	/* An append: the header the same, the map too (a parse of the new
+	 * bytes agrees); only the last chunk, which grows, is decoded */
 	sfile v3 = st_copy(&v);
-	ulp_file *f;
+	const char line[] = "appended\n";
+	v.p = realloc(v.p, v.len + sizeof line - 1);
+	cr_assert(v.p);
+	cr_assert_eq(ulp_file_open(st, ino, O_WRONLY | O_APPEND, &f, NULL), 0);
+	uint64_t d0 = cache_decodes(st);
+	write_all(f, line, sizeof line - 1, 0);
+	memcpy(v.p + v.len, line, sizeof line - 1);
+	v.len += sizeof line - 1;
+	ulp_file_release(f);
+	sync_ok(st);
+	cr_assert_leq(cache_decodes(st) - d0, 1, "the append decoded %llu",
+	              (unsigned long long)(cache_decodes(st) - d0));
+	ulp_version_info e = current(st, ino);
+	cr_assert_eq(e.ref, c.id);
+	cr_assert_eq(e.size, v.len);
+	cr_assert_geq(usage(st, e.id).chunks_copy, 4);
+	ulp_tensor_map m;
+	cr_assert_eq(ulp_format_parse(v.p, v.len, &m), ULP_OK);
+	cr_assert_eq(m.format, ULP_FMT_SAFETENSORS);
+	cr_assert_eq(e.layout, ulp_tensor_map_layout_hash(&m));
+	ulp_tensor_map_free(&m);
+	expect_version(st, e.id, v.p, v.len);
+
+	/* The header: parsed again, the content exact */
+	sfile v4 = st_copy(&v);
 	cr_assert_eq(ulp_file_open(st, ino, O_RDWR, &f, NULL), 0);
 	char *fmt = memmem(v.p, v.data, "\"pt\"", 4);
 	cr_assert(fmt);
@@ -359,7 +385,7 @@ Test(copyup, tensor_file_patch_decodes_only_what_it_touches)
 	ulp_file_release(f);
 	sync_ok(st);
 	ulp_version_info d = current(st, ino);
-	cr_assert_neq(d.id, c.id);
+	cr_assert_neq(d.id, e.id);
 	expect_version(st, d.id, v.p, v.len);
 
 	ulp_store_close(st);
@@ -367,6 +393,7 @@ Test(copyup, tensor_file_patch_decodes_only_what_it_touches)
 	expect_version(st, a.id, v1.p, v1.len);
 	expect_version(st, b.id, v2.p, v2.len);
 	expect_version(st, c.id, v3.p, v3.len);
+	expect_version(st, e.id, v4.p, v4.len);
 	expect_content(st, ino, v.p, v.len);
 	check_integrity(st);
 	ulp_store_close(st);
@@ -374,4 +401,5 @@ Test(copyup, tensor_file_patch_decodes_only_what_it_touches)
 	free(v1.p);
 	free(v2.p);
 	free(v3.p);
+	free(v4.p);
 }

@@ -359,9 +359,30 @@ static const ulp_tensor *tensor_at(const ulp_tensor_map *map, uint64_t off)
 	return lo < map->n && map->v[lo].offset <= off ? &map->v[lo] : NULL;
 }
 
-int ulp_stage_in_tensors(ulp_overlay *ov, uint64_t size,
-                         const ulp_tensor_map *map)
+/* Whether a byte of [0, end) of a copy-up of size bytes is not its
+ * base's. */
+static int written_below(ulp_overlay *ov, uint64_t size, uint64_t end)
 {
+	for (uint64_t off = 0, len; off < size && off < end; off += len)
+		if (ulp_overlay_lookup(ov, off, size - off, &len) !=
+		    ULP_OV_BASE)
+			return 1;
+	return 0;
+}
+
+int ulp_stage_same_map(ulp_overlay *ov, uint64_t size, uint64_t base_size,
+                       const ulp_tensor_map *map)
+{
+	/* A safetensors parse reads the header before the data, and needs
+	 * the tensors inside the file: a file grown (appended to) keeps
+	 * them. */
+	if (map->format == ULP_FMT_SAFETENSORS)
+		return map->n && size >= base_size &&
+		       !written_below(ov, size, map->v[0].offset);
+	/* A zip's records are everywhere around the tensors, and its end
+	 * record ends the file. */
+	if (size != base_size)
+		return 0;
 	for (uint64_t off = 0, len; off < size; off += len) {
 		if (ulp_overlay_lookup(ov, off, size - off, &len) ==
 		    ULP_OV_BASE)

@@ -373,16 +373,15 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 		pthread_mutex_unlock(&st->mu);
 	}
 	/* Without tensors, or with the base's tensors at the same places
-	 * (only tensor bytes written, the size unchanged: the header and
-	 * format records are the base's), the new version is cut into the
-	 * base's chunks: those left whole need never be copied into staging,
-	 * the encoder codes them as identical with their hashes from the
-	 * base's index, and only the chunks written into are filled (what
-	 * of them was not written).  Otherwise every chunk is filled and the
-	 * format parsed again. */
+	 * (nothing written that the format's parser reads), the new version
+	 * is cut into the base's chunks: those left whole need never be
+	 * copied into staging, the encoder codes them as identical with
+	 * their hashes from the base's index, and only the chunks written
+	 * into are filled (what of them was not written).  Otherwise every
+	 * chunk is filled and the format parsed again. */
 	int generic = ov && current && bmap.n == 0;
-	int tensor = ov && current && bmap.n && size == cur.size &&
-	             ulp_stage_in_tensors(ov, size, &bmap);
+	int tensor = ov && current && bmap.n &&
+	             ulp_stage_same_map(ov, size, cur.size, &bmap);
 	/* Nothing written since the copy-up (a copy by reference,
 	 * copyrange.c): the content is the base's, tensors included, so
 	 * nothing is filled, every chunk is coded as identical with its hash
@@ -405,8 +404,8 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 		rc = ulp_stage_unchanged(st, ov, size, &cur, plan, &same,
 		                         &nsame);
 	pristine = pristine && nsame;
-	/* The base's map holds for the new bytes (pristine: its tensors are
-	 * the base's; tensor: none written but their bytes). */
+	/* The base's map holds for the new bytes (pristine: they are the
+	 * base's; tensor: what the parser reads is). */
 	int same_map = pristine || (tensor && nsame);
 	int skip = generic || tensor || pristine;
 	if (rc == 0 && ov)

@@ -92,12 +92,13 @@ int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n);
 int ulp_stage_unchanged(ulp_store *st, struct ulp_overlay *ov, uint64_t size,
                         const ulp_version_info *base, const ulp_plan *plan,
                         uint64_t (**out)[2], size_t *n);
-/* Whether every byte of [0, size) of a copy-up on demand that is not its
- * base's (written, or cut and grown) lies inside a tensor of map, the
- * base's: then the header and format records are the base's, and so is
- * the tensor map (the parsers read nothing inside tensors). */
-int ulp_stage_in_tensors(struct ulp_overlay *ov, uint64_t size,
-                         const ulp_tensor_map *map);
+/* Whether the parse of a copy-up on demand of size bytes gives map, its
+ * base's (of base_size bytes), because what was written (or cut and
+ * grown) is none of what the parser reads: for safetensors, nothing of
+ * the header, the file not shorter; for a torch zip, only bytes inside
+ * tensors, the size the same. */
+int ulp_stage_same_map(struct ulp_overlay *ov, uint64_t size,
+                       uint64_t base_size, const ulp_tensor_map *map);
 /* The inodes.staged value of a staged inode (ULP_STAGED_*). */
 int ulp_stage_kind(const ulp_inode *in);
 /* Drop an inode's staging fd and file and its accounting (mu held). */
