@@ -746,7 +746,7 @@ class Tester:
         hdr, pos, body = {"__metadata__": {"format": "pt"}}, 0, []
         for i in range(self.rng.randint(1, 4) if not big else 4):
             dt, w = self.rng.choice([("BF16", 2), ("F32", 4), ("BF16", 2), ("U8", 1)])
-            n = self.rng.randint(1, 450000 if big else 60000) if w > 1 else self.rng.randint(1, 999)
+            n = self.rng.randint(1, 450000 if big else 20000) if w > 1 else self.rng.randint(1, 999)
             hdr["t%d" % i] = {"dtype": dt, "shape": [n], "data_offsets": [pos, pos + n * w]}
             pos += n * w
             body.append(self.gen_data(n * w, b""))
