@@ -8,14 +8,19 @@
 #     against the previous one, the rest as identical chunks), its commit
 #     decodes no chunk left unchanged, and every version is exact
 #     afterwards;
+#   - a torch.save file and a safetensors file patched 4 KiB inside a
+#     tensor: the commit decodes at most the chunk written into (the new
+#     version takes the chunks of the one before), stores under 64 KiB,
+#     and both versions are exact, also after a remount;
 #   - fallocate: punching a hole in and zeroing a range of a committed
 #     file, KEEP_SIZE reserving without growing;
 #   - a sparse file with a 1 GiB hole: its staging file and its stored
 #     object stay at the data's size, SEEK_DATA/SEEK_HOLE through the mount
 #     answer as on the plain file while it is staged, and it reads back
 #     exactly, the hole as zeros;
-#   - kill -9 of the daemon while a committed file is open for appending:
-#     after a remount the committed version is intact.
+#   - kill -9 of the daemon while a committed file is open for appending
+#     and a tensor file for patching: after a remount the committed
+#     versions are intact.
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "$(dirname "$0")/fs_lib.sh"
@@ -181,6 +186,71 @@ for n, want in ((1, v1), (2, v2), (3, v3)):
     else:
         ok("version %d of big exact (%d bytes)" % (n, len(want)))
 
+# Tensor files patched in place inside a tensor (torch.save, safetensors):
+# the new version is cut into the chunks of the one before, the chunks
+# left whole are coded as identical without being decoded, and the
+# commit decodes only the chunk written into.
+import io, struct
+import torch
+
+
+def safetensors_bytes(tensors):
+    hdr, data = {"__metadata__": {"format": "pt"}}, b""
+    for k, t in tensors.items():
+        raw = t.view(torch.uint8).numpy().tobytes() if t.dtype == torch.bfloat16 \
+            else t.numpy().tobytes()
+        hdr[k] = {"dtype": {torch.bfloat16: "BF16", torch.float32: "F32"}[t.dtype],
+                  "shape": list(t.shape), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    h = json.dumps(hdr).encode()
+    h += b" " * (-len(h) % 8)
+    return struct.pack("<Q", len(h)) + h + data
+
+
+torch.manual_seed(3)
+weights = {"w": torch.randn(4096 * 2048).to(torch.bfloat16), "b": torch.randn(1000)}
+buf = io.BytesIO()
+torch.save(weights, buf)
+CHUNK = 2 << 20
+for name, data in (("model.pt", buf.getvalue()),
+                   ("model.safetensors", safetensors_bytes(weights))):
+    for d in (mnt, ref):
+        with open(os.path.join(d, name), "wb") as f:
+            f.write(data)
+    settle()
+    with open(os.path.join(os.path.dirname(store), name + ".v1"), "wb") as f:
+        f.write(data)
+    # in the middle of a chunk in the middle of the weights
+    off = len(data) // 2 // CHUNK * CHUNK + CHUNK // 2 + 99
+    patch = rnd.randbytes(4096)
+    d0 = decodes()
+    fds = both(name, os.O_RDWR)
+    for fd in fds:
+        os.pwrite(fd, patch, off)
+    for fd in fds:
+        os.close(fd)
+    if decodes() != d0:
+        bad("%s: open and patch decoded %d chunks" % (name, decodes() - d0))
+    # (not settle(): ulpfs gc would turn the forward delta into a
+    # standalone version, decoding it, as it does every forward chain)
+    sync()
+    n = decodes() - d0
+    chunks = (len(data) + CHUNK - 1) // CHUNK
+    if n > 1:
+        bad("%s: the commit of a 4 KiB patch decoded %d chunks of %d" % (name, n, chunks))
+    else:
+        ok("%s: the commit of a 4 KiB patch decoded %d chunk(s) of %d" % (name, n, chunks))
+    v = newest(name)
+    if v["stored"] >= (64 << 10) or not v["ref"] or v["ref"]["seq"] != 1:
+        bad("%s: the patch stores %d bytes, reference %s" % (name, v["stored"], v["ref"]))
+    else:
+        ok("%s: the patch stores %d bytes of %d" % (name, v["stored"], v["size"]))
+    same(name, "after a 4 KiB patch")
+    if version(name, 1) != data:
+        bad("%s: version 1 differs" % name)
+    else:
+        ok("%s: version 1 exact" % name)
+
 # fallocate on a committed file.
 fds = both("big", os.O_RDWR)
 for fd in fds:
@@ -265,14 +335,17 @@ step "appends, patches, fallocate, sparse files (mount and plain files side by s
 
 step "kill -9 of the daemon while a committed file is open for appending"
 sha_before=$(sha256sum <"$MNT/big")
+pt_before=$(sha256sum <"$MNT/model.pt")
 cat >"$WORK/append.py" <<'PY'
 import os, sys, time
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND)
 os.write(fd, b"never closed\n")
+fd2 = os.open(sys.argv[3], os.O_RDWR)
+os.pwrite(fd2, b"never closed\n", os.fstat(fd2).st_size // 2)
 open(sys.argv[2], "w").close()
 time.sleep(600)
 PY
-fs_bg "$PY" "$WORK/append.py" "$MNT/big" "$WORK/ready"
+fs_bg "$PY" "$WORK/append.py" "$MNT/big" "$WORK/ready" "$MNT/model.pt"
 wpid=$FS_BG_LAST
 n=0
 while [ ! -e "$WORK/ready" ]; do
@@ -292,6 +365,14 @@ fs_mount "$STORE" "$MNT"
 "$ULPFS" sync "$MNT" || bad "sync after the remount failed"
 [ "$(sha256sum <"$MNT/big")" = "$sha_before" ] && ok "the committed version is intact" ||
 	bad "big changed after kill -9 between open and close"
+[ "$(sha256sum <"$MNT/model.pt")" = "$pt_before" ] &&
+	ok "the committed version of the patched tensor file is intact" ||
+	bad "model.pt changed after kill -9 between open and close"
+for f in model.pt model.safetensors; do
+	cmp -s "$MNT/.ulpfs/versions/$f/1" "$WORK/$f.v1" &&
+		ok "$f: version 1 exact after the remount" ||
+		bad "$f: version 1 differs after the remount"
+done
 fs_compare_trees "$REF" "$MNT" "after kill -9 and a remount"
 "$ULPFS" verify "$MNT" >"$WORK/verify.log" 2>&1 && ok "ulpfs verify passes" || {
 	sed 's/^/    | /' "$WORK/verify.log" >&2

@@ -14,7 +14,9 @@ Operations: open with O_RDONLY/O_WRONLY/O_RDWR and O_CREAT, O_EXCL, O_TRUNC,
 O_APPEND; pwrite at random offsets and sizes (sparse beyond EOF too), write
 and read at the file position, lseek, pread, ftruncate and truncate (grow and
 shrink), fsync, mmap reads (mmap.ACCESS_READ, of an open descriptor or of a
-path), close, whole-file rewrites, reopening an existing (committed) file
+path), close, whole-file rewrites (some of them safetensors files,
+whose header, tensors or end the later operations hit; some committed
+at once and patched or appended to), reopening an existing (committed) file
 without O_TRUNC and patching it or appending to it, page-aligned sparse
 writes that leave holes, fallocate (punch hole, zero range, keep size:
 the modes the plain side's filesystem has), copy_file_range, lseek
@@ -48,10 +50,12 @@ import collections
 import ctypes
 import errno
 import hashlib
+import json
 import mmap
 import os
 import random
 import stat
+import struct
 import subprocess
 import sys
 import threading
@@ -185,7 +189,7 @@ class Tester:
         # copy_file_range, SEEK_DATA/SEEK_HOLE; hole punching and zeroing
         # where the plain side's filesystem has them.
         self.ops += [(4, self.op_append), (3, self.op_sparse), (3, self.op_copy),
-                     (2, self.op_seekdata)]
+                     (2, self.op_seekdata), (0.25, self.op_model)]
         self.falloc = [m for m in (FL_PUNCH_HOLE | FL_KEEP_SIZE, FL_ZERO_RANGE,
                                    FL_ZERO_RANGE | FL_KEEP_SIZE, FL_KEEP_SIZE)
                        if self.probe_fallocate(m)]
@@ -734,16 +738,64 @@ class Tester:
         if not off <= r <= size or any(skipped):
             self.diverge("lseek %s: [%d, %d) is not a hole on the plain side" % (desc, lo, hi), ra, rb)
 
+    def gen_safetensors(self, big=False):
+        """A safetensors file of a few tensors (bf16, f32, and at times an
+        odd-sized u8 one that leaves the next unaligned), with big of more
+        than one chunk (2 MiB): patches, appends and truncations of it then
+        land in its header, its tensors or past its end."""
+        hdr, pos, body = {"__metadata__": {"format": "pt"}}, 0, []
+        for i in range(self.rng.randint(1, 4) if not big else 4):
+            dt, w = self.rng.choice([("BF16", 2), ("F32", 4), ("BF16", 2), ("U8", 1)])
+            n = self.rng.randint(1, 450000 if big else 20000) if w > 1 else self.rng.randint(1, 999)
+            hdr["t%d" % i] = {"dtype": dt, "shape": [n], "data_offsets": [pos, pos + n * w]}
+            pos += n * w
+            body.append(self.gen_data(n * w, b""))
+        h = json.dumps(hdr).encode()
+        h += b" " * (-len(h) % 8)
+        return (struct.pack("<Q", len(h)) + h + b"".join(body))[:MAX_FILE]
+
+    def op_model(self):
+        """A safetensors file committed ("ulpfs sync"), then reopened without
+        O_TRUNC and patched in its header, anywhere (mostly inside its
+        tensors) or appended to: a copy-up of a file with tensors, coded
+        with its base's map and chunks or parsed again."""
+        rel = self.pick_file(0.8)
+        data = self.gen_safetensors(big=True)
+
+        def write(side):
+            with open(self.p(side, rel), "wb") as f:
+                return f.write(data)
+
+        self.run("model", "%s len=%d" % (rel, len(data)), write, paths=[rel])
+        self.op_sync()
+        size = self.plain_size(rel)
+        r = self.rng.random()
+        off = self.rng.randint(0, min(size, 300)) if r < 0.2 else size if r < 0.35 else self.rng.randint(0, size)
+        n = min(self.gen_size(), 8192)
+        patch = self.gen_data(n, self.plain_base(rel, off, n))
+
+        def fn(side):
+            fd = os.open(self.p(side, rel), os.O_RDWR)
+            try:
+                return os.pwrite(fd, patch, off)
+            finally:
+                os.close(fd)
+
+        self.run("model-patch", "%s off=%d len=%d" % (rel, off, n), fn, paths=[rel])
+
     def op_rewrite(self):
         rel = self.pick_file(0.8)
-        n = self.gen_size() * self.rng.choice([1, 1, 4])
-        data = self.gen_data(n, self.plain_base(rel, 0, n))
+        if self.rng.random() < 0.2:
+            data = self.gen_safetensors()
+        else:
+            n = self.gen_size() * self.rng.choice([1, 1, 4])
+            data = self.gen_data(n, self.plain_base(rel, 0, n))
 
         def fn(side):
             with open(self.p(side, rel), "wb") as f:
                 return f.write(data)
 
-        self.run("rewrite", "%s len=%d" % (rel, n), fn, paths=[rel])
+        self.run("rewrite", "%s len=%d" % (rel, len(data)), fn, paths=[rel])
 
     def op_readpath(self):
         rel = self.pick_file(0.9)

@@ -276,3 +276,130 @@ Test(copyup, generic_file_patch_and_append)
 	free(v);
 	ulp_store_close(st);
 }
+
+/* Patch len bytes of committed file ino at off with random bytes (in v
+ * too), commit it, and return the number of chunks the commit decoded. */
+static uint64_t patch_commit(ulp_store *st, uint64_t ino, sfile *v, size_t off,
+                             size_t len, uint64_t seed)
+{
+	uint8_t *p = malloc(len);
+	ulp_file *f;
+
+	cr_assert(p);
+	fill_random(p, len, seed);
+	cr_assert_eq(ulp_file_open(st, ino, O_RDWR, &f, NULL), 0);
+	write_all(f, p, len, (off_t)off);
+	memcpy(v->p + off, p, len);
+	uint64_t d0 = cache_decodes(st);
+	ulp_file_release(f);
+	sync_ok(st);
+	free(p);
+	return cache_decodes(st) - d0;
+}
+
+static ulp_stats usage(ulp_store *st, uint64_t vid)
+{
+	int fmt;
+	ulp_stats es;
+
+	cr_assert_eq(ulp_version_usage(st, vid, &fmt, &es), 1);
+	return es;
+}
+
+/* A safetensors file patched in place inside its tensors, or appended
+ * to: the new version is cut into the base's chunks, those left whole
+ * are coded as identical without being decoded or filled, and only the
+ * chunk written into is decoded (its other bytes); every version stays
+ * exact, also after the store is opened again.  A patch of the header
+ * codes the file as any other (its map parsed again), exactly. */
+Test(copyup, tensor_file_patch_decodes_only_what_it_touches)
+{
+	ulp_store *st = open_default();
+	/* bf16 weights of 8 MiB, fp32 bias, i64 step: five chunks */
+	sfile v1 = st_make(64 * 64 * 1024, 1000, 7);
+	uint64_t ino =
+		put_file(st, ULP_ROOT_INO, "model.safetensors", v1.p, v1.len);
+	sync_ok(st);
+	sfile v = st_copy(&v1);
+	ulp_version_info a = current(st, ino);
+	ulp_file *f;
+
+	/* 4 KiB in the middle of the weights, inside chunk 2 */
+	uint64_t dec = patch_commit(st, ino, &v, v.len / 2 + 123, 4096, 41);
+	cr_assert_eq(dec, 1, "the 4 KiB patch decoded %llu chunks, want 1",
+	             (unsigned long long)dec);
+	ulp_version_info b = current(st, ino);
+	cr_assert_eq(b.ref, a.id);
+	ulp_stats es = usage(st, b.id);
+	cr_assert_eq(es.chunks_copy, 4, "%llu chunks coded as identical",
+	             (unsigned long long)es.chunks_copy);
+	cr_assert_lt(b.stored, 64u << 10, "stored %llu",
+	             (unsigned long long)b.stored);
+	cr_assert_eq(b.layout, a.layout);
+	expect_version(st, b.id, v.p, v.len);
+
+	/* Across the end of the weights into the bias (two tensors, one
+	 * after the other, in the last two chunks) */
+	sfile v2 = st_copy(&v);
+	dec = patch_commit(st, ino, &v, v.data + 2 * v.n16 - 100, 300, 42);
+	cr_assert_leq(dec, 2, "a patch of two tensors decoded %llu chunks",
+	              (unsigned long long)dec);
+	ulp_version_info c = current(st, ino);
+	cr_assert_eq(c.ref, b.id);
+	cr_assert_geq(usage(st, c.id).chunks_copy, 3);
+	expect_version(st, c.id, v.p, v.len);
+
+	/* An append: the header the same, the map too (a parse of the new
+	 * bytes agrees); only the last chunk, which grows, is decoded */
+	sfile v3 = st_copy(&v);
+	const char line[] = "appended\n";
+	v.p = realloc(v.p, v.len + sizeof line - 1);
+	cr_assert(v.p);
+	cr_assert_eq(ulp_file_open(st, ino, O_WRONLY | O_APPEND, &f, NULL), 0);
+	uint64_t d0 = cache_decodes(st);
+	write_all(f, line, sizeof line - 1, 0);
+	memcpy(v.p + v.len, line, sizeof line - 1);
+	v.len += sizeof line - 1;
+	ulp_file_release(f);
+	sync_ok(st);
+	cr_assert_leq(cache_decodes(st) - d0, 1, "the append decoded %llu",
+	              (unsigned long long)(cache_decodes(st) - d0));
+	ulp_version_info e = current(st, ino);
+	cr_assert_eq(e.ref, c.id);
+	cr_assert_eq(e.size, v.len);
+	cr_assert_geq(usage(st, e.id).chunks_copy, 4);
+	ulp_tensor_map m;
+	cr_assert_eq(ulp_format_parse(v.p, v.len, &m), ULP_OK);
+	cr_assert_eq(m.format, ULP_FMT_SAFETENSORS);
+	cr_assert_eq(e.layout, ulp_tensor_map_layout_hash(&m));
+	ulp_tensor_map_free(&m);
+	expect_version(st, e.id, v.p, v.len);
+
+	/* The header: parsed again, the content exact */
+	sfile v4 = st_copy(&v);
+	cr_assert_eq(ulp_file_open(st, ino, O_RDWR, &f, NULL), 0);
+	char *fmt = memmem(v.p, v.data, "\"pt\"", 4);
+	cr_assert(fmt);
+	write_all(f, "\"PT\"", 4, (off_t)(fmt - (char *)v.p));
+	memcpy(fmt, "\"PT\"", 4);
+	ulp_file_release(f);
+	sync_ok(st);
+	ulp_version_info d = current(st, ino);
+	cr_assert_neq(d.id, e.id);
+	expect_version(st, d.id, v.p, v.len);
+
+	ulp_store_close(st);
+	st = open_default();
+	expect_version(st, a.id, v1.p, v1.len);
+	expect_version(st, b.id, v2.p, v2.len);
+	expect_version(st, c.id, v3.p, v3.len);
+	expect_version(st, e.id, v4.p, v4.len);
+	expect_content(st, ino, v.p, v.len);
+	check_integrity(st);
+	ulp_store_close(st);
+	free(v.p);
+	free(v1.p);
+	free(v2.p);
+	free(v3.p);
+	free(v4.p);
+}

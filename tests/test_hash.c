@@ -134,6 +134,41 @@ static int index_hash(void *opaque, uint64_t off, uint32_t len, uint64_t *h)
 	return 1;
 }
 
+/* A job coding cur (n bytes) against rs's reference of the same size
+ * (whose tree hash is ref_hash) into sink, hashes from the index. */
+static void ref_job(ulp_encode_job *job, const uint8_t *cur, size_t n,
+                    const uint8_t *ref_hash, ref_src *rs, tu_sink *sink)
+{
+	memset(job, 0, sizeof(*job));
+	job->cur = cur;
+	job->cur_size = n;
+	job->has_ref = 1;
+	job->ref_size = n;
+	job->ref_hash = ref_hash;
+	job->ref_read = ref_read;
+	job->ref_opaque = rs;
+	job->ref_chunk_hash = index_hash;
+	job->write = tu_sink_write;
+	job->write_opaque = sink;
+}
+
+/* The object in sink, coded against ref (n bytes), decodes to want. */
+static void expect_decoded(const tu_sink *sink, const uint8_t *ref,
+                           const uint8_t *want, size_t n)
+{
+	tu_mem om = tu_mem_of(sink->b.p, sink->b.len);
+	tu_mem rm = tu_mem_of(ref, n);
+	ulp_object *obj = NULL;
+	TU_OK(ulp_object_open(tu_mem_read, &om, sink->b.len, &obj), "open");
+	uint8_t *out = tu_xmalloc(n);
+	ulp_dctx *d = ulp_dctx_new();
+	TU_OK(ulp_object_read(d, obj, 0, out, n, tu_mem_read, &rm), "decode");
+	TU_MEMEQ(out, want, n, "decoded bytes");
+	ulp_dctx_free(d);
+	ulp_object_close(obj);
+	free(out);
+}
+
 /* A 4 KiB patch in the middle of a generic file of whole chunks plus a
  * tail: the chunks outside it are coded as identical and hashed from the
  * reference's index, read neither from the reference nor from cur (whose
@@ -166,21 +201,11 @@ Test(hash, unchanged_chunks_hashed_from_the_index)
 		for (unsigned threads = 1; threads <= 3; threads += 2) {
 			ulp_encode_job job;
 			tu_sink sink = { 0 };
-			memset(&job, 0, sizeof(job));
-			job.cur = cur;
-			job.cur_size = n;
-			job.has_ref = 1;
-			job.ref_size = n;
-			job.ref_hash = ref_hash;
-			job.ref_read = ref_read;
-			job.ref_opaque = &rs;
-			job.ref_chunk_hash = index_hash;
+			ref_job(&job, cur, n, ref_hash, &rs, &sink);
 			job.same = (const uint64_t(*)[2])same;
 			job.nsame = 2;
 			job.nthreads = threads;
 			job.flat_hash = flat;
-			job.write = tu_sink_write;
-			job.write_opaque = &sink;
 			rs.outside = 0;
 			rs.hits = 0;
 			ulp_stats st;
@@ -196,7 +221,6 @@ Test(hash, unchanged_chunks_hashed_from_the_index)
 			TU_ASSERT(st.chunks_copy == 6, "%" PRIu64 " copies",
 			          st.chunks_copy);
 			tu_mem om = tu_mem_of(sink.b.p, sink.b.len);
-			tu_mem rm = tu_mem_of(ref, n);
 			ulp_object *obj = NULL;
 			TU_OK(ulp_object_open(tu_mem_read, &om, sink.b.len,
 			                      &obj),
@@ -212,18 +236,52 @@ Test(hash, unchanged_chunks_hashed_from_the_index)
 			          sink.b.p[10]);
 			TU_MEMEQ(ulp_object_file_hash(obj), want_hash, 16,
 			         "file hash");
-			uint8_t *out = tu_xmalloc(n);
-			ulp_dctx *d = ulp_dctx_new();
-			TU_OK(ulp_object_read(d, obj, 0, out, n, tu_mem_read,
-			                      &rm),
-			      "decode");
-			TU_MEMEQ(out, want, n, "decoded bytes");
-			ulp_dctx_free(d);
 			ulp_object_close(obj);
-			free(out);
+			expect_decoded(&sink, ref, want, n);
 			tu_buf_free(&sink.b);
 		}
 	}
+	free(ref);
+	free(want);
+	free(cur);
+}
+
+/* Whole chunks of a reference copied at the same offsets after a hole
+ * (a copy by reference into an empty file): the hole chunks are coded as
+ * zeros, standalone, and the copied ones as identical with their hashes
+ * from the index, so that nothing of the reference is read at all. */
+Test(hash, hole_chunks_before_a_copy_read_no_reference)
+{
+	const size_t n = 5 * ULP_HASH_LEAF + 999, hole = 2 * ULP_HASH_LEAF;
+	uint8_t *ref = tu_xmalloc(n), *want = tu_xmalloc(n);
+	tu_rng r;
+	tu_rng_init(&r, 9);
+	tu_fill(&r, ref, n);
+	memset(want, 0, hole);
+	memcpy(want + hole, ref + hole, n - hole);
+	/* cur's bytes are garbage everywhere, as a sparse copy-up's are */
+	uint8_t *cur = tu_xmalloc(n);
+	memset(cur, 0x5a, n);
+	uint64_t holes[1][2] = { { 0, hole } }, same[1][2] = { { hole, n } };
+	uint8_t ref_hash[16], want_hash[16], got[16];
+	ulp_content_hash(ULP_HASH_TREE, ref, n, ref_hash);
+	ulp_content_hash(ULP_HASH_TREE, want, n, want_hash);
+	ref_src rs = { tu_mem_of(ref, n), 0, 0, 0, 0 };
+	ulp_encode_job job;
+	tu_sink sink = { 0 };
+	ref_job(&job, cur, n, ref_hash, &rs, &sink);
+	job.holes = (const uint64_t(*)[2])holes;
+	job.nholes = 1;
+	job.same = (const uint64_t(*)[2])same;
+	job.nsame = 1;
+	job.nthreads = 2;
+	ulp_stats st;
+	TU_OK(ulp_encode_file(&job, &st, got, NULL), "encode");
+	TU_ASSERT(rs.outside == 0, "%lu reads of the reference", rs.outside);
+	TU_ASSERT(st.chunks_copy == 4, "%" PRIu64 " copies", st.chunks_copy);
+	TU_MEMEQ(got, want_hash, 16, "hash");
+	expect_decoded(&sink, ref, want, n);
+	tu_buf_free(&sink.b);
 	free(ref);
 	free(want);
 	free(cur);

@@ -348,9 +348,11 @@ typedef struct ulp_encode_job {
 	void (*progress)(void *opaque, uint64_t done, uint64_t total);
 	void *progress_opaque;
 	/* Ranges of cur known to be zeros (a sparse file's holes): nholes
-	 * pairs [lo, hi), sorted and disjoint.  A chunk inside one is coded
-	 * from zeros without touching cur (whose pages there are never
-	 * read).  May be NULL. */
+	 * pairs [lo, hi), sorted and disjoint.  A chunk inside one (and not
+	 * in a same range) is coded as zeros, standalone: one generic run
+	 * without reference, whatever the plan says, so that neither cur
+	 * (whose pages there are never read) nor the reference is read for
+	 * it.  May be NULL. */
 	const uint64_t (*holes)[2];
 	size_t nholes;
 	/* Ranges of the new file known to equal the reference's bytes at

@@ -108,9 +108,8 @@ static int is_same(const ulp_encode_job *job, uint64_t off, uint32_t len)
 	return job->nsame && in_ranges(job->same, job->nsame, off, len);
 }
 
-/* The last hole chunk a worker coded: the next one of its length and
- * plan shape (one generic run without reference, as every chunk of a
- * new sparse file's holes) is the same bytes again, not coded again. */
+/* The last hole chunk a worker coded: the next one of its length is the
+ * same bytes again, not coded again. */
 typedef struct zero_memo {
 	uint32_t len; /* 0: none yet */
 	ulp_buf enc;
@@ -118,11 +117,27 @@ typedef struct zero_memo {
 	ulp_stats st;
 } zero_memo;
 
-static int plain_generic(const ulp_plan *plan, size_t i)
+/* Chunk i of plan, all hole: zeros, coded standalone as one generic run
+ * whatever the plan says of it, so that the reference (a version a
+ * copy-up shows through past the hole, say) is not read, nor decoded,
+ * for it.  The runs of a chunk are in its payload: the decoder needs no
+ * more. */
+static int encode_zeros(ulp_cctx *cc, const ulp_plan *plan, size_t i,
+                        const uint8_t *zeros, const void **enc, size_t *enc_len,
+                        ulp_stats *st)
 {
-	const ulp_chunk_plan *cp = &plan->chunks[i];
-	const ulp_run *r = plan->runs + cp->first_run;
-	return cp->nruns == 1 && r->dtype == ULP_DT_GENERIC && !r->has_ref;
+	ulp_run run = { plan->chunks[i].len, 0, ULP_DT_GENERIC, 0 };
+	ulp_chunk_plan cp = { plan->chunks[i].off, plan->chunks[i].len, 0, 1 };
+	ulp_plan one = *plan;
+
+	one.has_ref = 0;
+	one.ref_size = 0;
+	one.chunks = &cp;
+	one.nchunks = 1;
+	one.runs = &run;
+	one.nruns = 1;
+	return ulp_chunk_encode(cc, &one, 0, zeros, NULL, NULL, enc, enc_len,
+	                        st);
 }
 
 /* What one worker job uses, handed from one to the next. */
@@ -185,13 +200,14 @@ static void encode_chunk(enc_pipe *p, enc_lane *ln, size_t i)
 		if (r2)
 			rc = r2;
 	}
-	int zero = !rc && src && src == ln->sb.zero.p &&
-	           plain_generic(p->plan, i);
+	int zero = !rc && src && src == ln->sb.zero.p;
 	if (zero && zm->len == len) {
 		enc = zm->enc.p;
 		enc_len = zm->enc.len;
 		st = zm->st;
 		h = zm->hash;
+	} else if (zero) {
+		rc = encode_zeros(ln->cc, p->plan, i, src, &enc, &enc_len, &st);
 	} else if (!rc && !same) {
 		rc = ULP_ERR_REF;
 	}

@@ -265,8 +265,46 @@ int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n)
 	return 0;
 }
 
+/* The index of the chunk of plan (n chunks) holding off < the plan's
+ * size. */
+static size_t chunk_of(const ulp_plan *plan, size_t n, uint64_t off)
+{
+	size_t lo = 0, hi = n;
+
+	while (hi - lo > 1) { /* the last chunk starting at or before off */
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t at;
+		uint32_t len;
+		ulp_plan_chunk_range(plan, mid, &at, &len);
+		if (at <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* [*lo, *hi) shrunk to the whole chunks of plan inside it (*lo >= *hi:
+ * none). */
+static void whole_chunks(const ulp_plan *plan, uint64_t *lo, uint64_t *hi)
+{
+	size_t n = ulp_plan_chunk_count(plan);
+	uint64_t size = ulp_plan_size(plan), at;
+	uint32_t len;
+
+	if (*lo < size) {
+		ulp_plan_chunk_range(plan, chunk_of(plan, n, *lo), &at, &len);
+		if (at < *lo)
+			*lo = at + len;
+	}
+	if (*hi < size) {
+		ulp_plan_chunk_range(plan, chunk_of(plan, n, *hi), &at, &len);
+		*hi = at;
+	}
+}
+
 int ulp_stage_unchanged(ulp_store *st, ulp_overlay *ov, uint64_t size,
-                        const ulp_version_info *base, uint64_t align,
+                        const ulp_version_info *base, const ulp_plan *plan,
                         uint64_t (**out)[2], size_t *n)
 {
 	uint64_t(*v)[2] = NULL;
@@ -286,12 +324,10 @@ int ulp_stage_unchanged(ulp_store *st, ulp_overlay *ov, uint64_t size,
 		    ULP_OV_BASE)
 			continue;
 		uint64_t lo = off, hi = off + len;
-		if (align) { /* whole chunks only */
-			lo = (lo + align - 1) / align * align;
-			hi = hi / align * align;
-			if (lo >= hi)
-				continue;
-		}
+		if (plan)
+			whole_chunks(plan, &lo, &hi);
+		if (lo >= hi)
+			continue;
 		if (range_push(&v, n, &cap, lo, hi) < 0)
 			return -ENOMEM;
 		total += hi - lo;
@@ -305,4 +341,59 @@ int ulp_stage_unchanged(ulp_store *st, ulp_overlay *ov, uint64_t size,
 	}
 	*out = v;
 	return 0;
+}
+
+/* The tensor (of map's, sorted by offset) whose bytes hold off, or
+ * NULL. */
+static const ulp_tensor *tensor_at(const ulp_tensor_map *map, uint64_t off)
+{
+	size_t lo = 0, hi = map->n;
+
+	while (lo < hi) { /* the first tensor ending after off */
+		size_t mid = lo + (hi - lo) / 2;
+		if (map->v[mid].offset + map->v[mid].nbytes <= off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < map->n && map->v[lo].offset <= off ? &map->v[lo] : NULL;
+}
+
+/* Whether a byte of [0, end) of a copy-up of size bytes is not its
+ * base's. */
+static int written_below(ulp_overlay *ov, uint64_t size, uint64_t end)
+{
+	for (uint64_t off = 0, len; off < size && off < end; off += len)
+		if (ulp_overlay_lookup(ov, off, size - off, &len) !=
+		    ULP_OV_BASE)
+			return 1;
+	return 0;
+}
+
+int ulp_stage_same_map(ulp_overlay *ov, uint64_t size, uint64_t base_size,
+                       const ulp_tensor_map *map)
+{
+	/* A safetensors parse reads the header before the data, and needs
+	 * the tensors inside the file: a file grown (appended to) keeps
+	 * them. */
+	if (map->format == ULP_FMT_SAFETENSORS)
+		return map->n && size >= base_size &&
+		       !written_below(ov, size, map->v[0].offset);
+	/* A zip's records are everywhere around the tensors, and its end
+	 * record ends the file. */
+	if (size != base_size)
+		return 0;
+	for (uint64_t off = 0, len; off < size; off += len) {
+		if (ulp_overlay_lookup(ov, off, size - off, &len) ==
+		    ULP_OV_BASE)
+			continue;
+		/* Tensors may follow each other without a gap. */
+		for (uint64_t at = off; at < off + len;) {
+			const ulp_tensor *t = tensor_at(map, at);
+			if (!t)
+				return 0;
+			at = t->offset + t->nbytes;
+		}
+	}
+	return 1;
 }

@@ -348,6 +348,7 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 	uint64_t(*holes)[2] = NULL, (*same)[2] = NULL;
 	void *data = NULL;
 	char *path = NULL;
+	ulp_plan *plan = NULL;
 	int rc;
 
 	memset(&ref, 0, sizeof ref);
@@ -371,12 +372,16 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 		rc = ulp_version_tmap_locked(st, current, &bmap);
 		pthread_mutex_unlock(&st->mu);
 	}
-	/* Without tensors the codec cuts chunks at multiples of its default
-	 * chunk size (plan.c), so whole chunks left unchanged need never be
-	 * copied into staging: the encoder reads them from the version.
-	 * (Every other chunk is filled; the format is not parsed again, the
-	 * base had none.) */
+	/* Without tensors, or with the base's tensors at the same places
+	 * (nothing written that the format's parser reads), the new version
+	 * is cut into the base's chunks: those left whole need never be
+	 * copied into staging, the encoder codes them as identical with
+	 * their hashes from the base's index, and only the chunks written
+	 * into are filled (what of them was not written).  Otherwise every
+	 * chunk is filled and the format parsed again. */
 	int generic = ov && current && bmap.n == 0;
+	int tensor = ov && current && bmap.n &&
+	             ulp_stage_same_map(ov, size, cur.size, &bmap);
 	/* Nothing written since the copy-up (a copy by reference,
 	 * copyrange.c): the content is the base's, tensors included, so
 	 * nothing is filled, every chunk is coded as identical with its hash
@@ -386,17 +391,27 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 	int kind = pristine ? ulp_version_hash_kind(st, current) : 0;
 	if (kind < 0)
 		rc = kind;
+	static const ulp_params dflt = { 0 };
+	if (rc == 0 && (generic || tensor) && !pristine) {
+		int r = ulp_plan_build(&bmap, size, &bmap, cur.size, &dflt,
+		                       &plan);
+		if (r == ULP_ERR_NOMEM)
+			rc = -ENOMEM;
+		else if (r) /* a map that does not fit: filled, parsed again */
+			generic = tensor = 0;
+	}
 	if (rc == 0 && ov && current)
-		rc = ulp_stage_unchanged(
-			st, ov, size, &cur,
-			generic && !pristine ? ULP_CHUNK_SIZE_DEFAULT : 0,
-			&same, &nsame);
+		rc = ulp_stage_unchanged(st, ov, size, &cur, plan, &same,
+		                         &nsame);
 	pristine = pristine && nsame;
+	/* The base's map holds for the new bytes (pristine: they are the
+	 * base's; tensor: what the parser reads is). */
+	int same_map = pristine || (tensor && nsame);
+	int skip = generic || tensor || pristine;
 	if (rc == 0 && ov)
-		rc = ulp_stage_fill(
-			st, in, ov, fd, size, gen,
-			generic || pristine ? (const uint64_t(*)[2])same : NULL,
-			generic || pristine ? nsame : 0);
+		rc = ulp_stage_fill(st, in, ov, fd, size, gen,
+		                    skip ? (const uint64_t(*)[2])same : NULL,
+		                    skip ? nsame : 0);
 	if (rc != 0)
 		goto out;
 
@@ -412,8 +427,8 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 		madvise(data, size, MADV_SEQUENTIAL);
 	}
 	nv.v.size = size;
-	const ulp_tensor_map *cmap = pristine ? &bmap : &map;
-	if (!(generic && nsame) && !pristine)
+	const ulp_tensor_map *cmap = same_map ? &bmap : &map;
+	if (!(generic && nsame) && !same_map)
 		rc = ulp_errno_of(ulp_format_parse(data, size, &map));
 	if (rc == 0)
 		rc = ulp_tmap_encode(cmap, &tmap, &tmap_len);
@@ -489,5 +504,6 @@ out:
 	free(same);
 	free(tmap);
 	free(path);
+	ulp_plan_free(plan);
 	return rc;
 }

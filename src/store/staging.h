@@ -86,11 +86,19 @@ int ulp_stage_holes(int fd, uint64_t size, uint64_t (**out)[2], size_t *n);
  * ulp_stage_fill: the new version is coded against the base with those
  * chunks identical.  *n 0 (nothing malloc()ed) when it should be a
  * keyframe instead: the chain would grow past keyframe_every, or most of
- * it was written.  align (0: none): only the whole align-sized chunks of
- * each range.  0 or -ENOMEM. */
+ * it was written.  plan (NULL: none): only the whole chunks of plan in
+ * each range, the chunks the encoder cuts the file into.  0 or
+ * -ENOMEM. */
 int ulp_stage_unchanged(ulp_store *st, struct ulp_overlay *ov, uint64_t size,
-                        const ulp_version_info *base, uint64_t align,
+                        const ulp_version_info *base, const ulp_plan *plan,
                         uint64_t (**out)[2], size_t *n);
+/* Whether the parse of a copy-up on demand of size bytes gives map, its
+ * base's (of base_size bytes), because what was written (or cut and
+ * grown) is none of what the parser reads: for safetensors, nothing of
+ * the header, the file not shorter; for a torch zip, only bytes inside
+ * tensors, the size the same. */
+int ulp_stage_same_map(struct ulp_overlay *ov, uint64_t size,
+                       uint64_t base_size, const ulp_tensor_map *map);
 /* The inodes.staged value of a staged inode (ULP_STAGED_*). */
 int ulp_stage_kind(const ulp_inode *in);
 /* Drop an inode's staging fd and file and its accounting (mu held). */
