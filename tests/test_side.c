@@ -364,6 +364,8 @@ Test(side, round_trips_standalone_and_against_a_reference)
 		          plain.obj.len);
 		TU_ASSERT(needs_side_chunks(&side.obj) > 0, "no chunk reads "
 		                                            "the side");
+		TU_ASSERT(side.st.chunks_side == needs_side_chunks(&side.obj),
+		          "chunks_side %" PRIu64, side.st.chunks_side);
 		TU_ASSERT(needs_side_chunks(&plain.obj) == 0, "plain object "
 		                                              "reads a side");
 		TU_OK(decode_side(&side.obj, &b.optim, ref, &b.model,
@@ -439,6 +441,8 @@ Test(side, the_reference_wins_where_it_codes_smaller)
 	TU_ASSERT(s.st.dt[ULP_DT_F32].side_elems == 0, "side chosen over "
 	                                               "identical");
 	TU_ASSERT(needs_side_chunks(&s.obj) == 0, "a chunk reads the side");
+	TU_ASSERT(s.st.chunks_side == 0, "chunks_side %" PRIu64,
+	          s.st.chunks_side);
 	TU_OK(decode_side(&s.obj, &a.optim, &a.optim, NULL, NULL, 0), "decodes "
 	                                                              "without "
 	                                                              "the "

@@ -289,6 +289,9 @@ typedef struct ulp_stats {
 	uint64_t chunks_copy;             /* chunks identical to reference */
 	uint64_t chunks_delta;            /* chunks with delta-coded floats */
 	uint64_t chunks_standalone; /* chunks with standalone floats only */
+	uint64_t chunks_side;       /* chunks that read the side file (an
+	                               object names a side that none reads
+	                               when every run chose its reference) */
 } ulp_stats;
 
 void ulp_stats_add(ulp_stats *acc, const ulp_stats *s);

@@ -425,9 +425,15 @@ static int trial_size(ulp_cctx *c, const ulp_run *r, const uint8_t *src,
 	return rc;
 }
 
+/* Elements of a run coded each way to choose between its reference and
+ * its side: a prefix, so that the choice costs a fraction of the run's
+ * encode (a master weight tensor behaves alike throughout). */
+#define TRIAL_ELEMS (16u << 10)
+
 /* The runs of chunk cp as they will be coded, into c->s.runs: a run the
- * plan offers both a reference and a side keeps whichever codes it
- * smaller (the reference on a tie: one file fewer to read). */
+ * plan offers both a reference and a side keeps whichever codes its
+ * first TRIAL_ELEMS smaller (the reference on a tie: one file fewer to
+ * read). */
 static int decide_runs(ulp_cctx *c, const ulp_plan *plan,
                        const ulp_chunk_plan *cp, const uint8_t *src,
                        const ulp_refs *refs)
@@ -444,9 +450,13 @@ static int decide_runs(ulp_cctx *c, const ulp_plan *plan,
 		int rc;
 		if (!r->side || !r->has_ref)
 			continue;
-		rc = trial_size(c, r, src + pos, refs, 0, &base);
+		ulp_run t = *r;
+		unsigned w = ulp_dtype_size((ulp_dtype)r->dtype);
+		if (t.len > (uint64_t)TRIAL_ELEMS * w)
+			t.len = (uint64_t)TRIAL_ELEMS * w;
+		rc = trial_size(c, &t, src + pos, refs, 0, &base);
 		if (!rc)
-			rc = trial_size(c, r, src + pos, refs, 1, &side);
+			rc = trial_size(c, &t, src + pos, refs, 1, &side);
 		if (rc)
 			return rc;
 		if (side < base)
@@ -566,6 +576,9 @@ int ulp_chunk_encode_refs(ulp_cctx *c, const ulp_plan *plan, size_t i,
 		local.chunks_delta = 1;
 	else
 		local.chunks_standalone = 1;
+	for (size_t r = 0; r < cp->nruns; r++)
+		if (runs[r].side && !runs[r].has_ref)
+			local.chunks_side = 1;
 	if (stats)
 		*stats = local;
 	*out = o->p;

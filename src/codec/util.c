@@ -161,4 +161,5 @@ void ulp_stats_add(ulp_stats *acc, const ulp_stats *s)
 	acc->chunks_copy += s->chunks_copy;
 	acc->chunks_delta += s->chunks_delta;
 	acc->chunks_standalone += s->chunks_standalone;
+	acc->chunks_side += s->chunks_side;
 }

@@ -383,7 +383,7 @@ static int choose_side(ulp_store *st, const char *path, int fd,
 	            SIDE_WAIT_NS)
 		return -EAGAIN;
 	ulp_side_mem mem = { data, size };
-	return ulp_side_find(st, path, ulp_now_ns(), 0, map, ulp_side_mem_read,
+	return ulp_side_find(st, path, ulp_now_ns(), map, ulp_side_mem_read,
 	                     &mem, side);
 }
 
@@ -477,7 +477,9 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 	pthread_mutex_lock(&st->mu);
 	rc = choose_ref(st, current, path, nv.v.layout, &ref);
 	pthread_mutex_unlock(&st->mu);
-	if (rc == 0 && !st->opts.no_side && ulp_side_wants(path, cmap))
+	/* (a pristine copy reads nothing but its base) */
+	if (rc == 0 && !st->opts.no_side && !pristine &&
+	    ulp_side_wants(path, cmap))
 		rc = choose_side(st, path, fd, data, size, cmap, &side);
 	if (rc < 0)
 		goto out;
@@ -535,7 +537,9 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 		nv.pred = ref.v.id;
 		nv.v.keyframe = 1;
 	}
-	nv.v.side = side.v.id;
+	/* A side no chunk reads is no dependency (every run chose its
+	 * reference, or the copy was pristine). */
+	nv.v.side = est.chunks_side ? side.v.id : 0;
 	nv.tmap = tmap;
 	nv.tmap_len = tmap_len;
 	ulp_estats_encode(&est, nv.estats);

@@ -271,7 +271,7 @@ static int job_side(ulp_store *st, const job *j, ulp_side_pick *pick)
 		                     &dctx, pick);
 	if (!j->flip)
 		return 0;
-	return ulp_side_find(st, j->path, j->d.created_ns, 0, &j->dmap,
+	return ulp_side_find(st, j->path, j->d.created_ns, &j->dmap,
 	                     ulp_ref_read, &dctx, pick);
 }
 
@@ -289,7 +289,6 @@ static int reencode(ulp_store *st, job *j, char object[ULP_OBJ_NAME_LEN],
 	int rc = job_side(st, j, &side);
 	if (rc < 0)
 		return rc;
-	j->side = side.v.id;
 	ulp_encode_req req = {
 		.from = j->d.id,
 		.size = j->d.size,
@@ -311,6 +310,8 @@ static int reencode(ulp_store *st, job *j, char object[ULP_OBJ_NAME_LEN],
 		.side_map = &side.map,
 	};
 	rc = ulp_encode_object(st, &req, object, stored, hash);
+	/* named only if some chunk reads it */
+	j->side = rc == 0 && est.chunks_side ? side.v.id : 0;
 	ulp_side_pick_free(&side);
 
 	if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {

@@ -219,11 +219,15 @@ static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
 	if (v.ref && (ulp_object_ref_size(e->obj) != rv.size ||
 	              memcmp(ulp_object_ref_hash(e->obj), rv.hash, 16) != 0))
 		goto fail;
-	if (!ulp_object_has_side(e->obj) != !v.side ||
-	    (v.side &&
-	     (ulp_object_side_size(e->obj) != sv.size ||
-	      memcmp(ulp_object_side_hash(e->obj), sv.hash, 16) != 0)))
+	if (v.side && (!ulp_object_has_side(e->obj) ||
+	               ulp_object_side_size(e->obj) != sv.size ||
+	               memcmp(ulp_object_side_hash(e->obj), sv.hash, 16) != 0))
 		goto fail;
+	/* An object may name a side none of its chunks reads: the row then
+	 * names none. */
+	for (size_t i = 0; !v.side && i < ulp_object_chunk_count(e->obj); i++)
+		if (ulp_object_chunk_needs_side(e->obj, i))
+			goto fail;
 	*out = e;
 	return 0;
 fail:

@@ -73,18 +73,18 @@ int ulp_side_pending(ulp_store *st, const char *path)
 	return rc < 0 ? rc : rc > 0;
 }
 
-/* Live provider versions in the directory dir, other than skip, closest
- * in commit time to created first. */
+/* Live provider versions in the directory dir, closest in commit time to
+ * created first. */
 static const char Q_CANDIDATES[] =
-	"SELECT id FROM versions WHERE state = 0 AND layout <> 0 AND id <> ?5"
+	"SELECT id FROM versions WHERE state = 0 AND layout <> 0"
 	" AND substr(path, -12) = '" PROVIDER_SUFFIX "'"
 	" AND ((?1 = '' AND instr(path, '/') = 0)"
 	"  OR (?1 <> '' AND path >= ?2 AND path < ?3"
 	"   AND instr(substr(path, ?4), '/') = 0))"
-	" ORDER BY abs(created - ?6), id DESC LIMIT 4";
+	" ORDER BY abs(created - ?5), id DESC LIMIT 4";
 
 static int candidates(ulp_store *st, const char *path, int64_t created,
-                      uint64_t skip, uint64_t *ids, size_t *n)
+                      uint64_t *ids, size_t *n)
 {
 	char *dir = dir_of(path), *lo = NULL, *hi = NULL;
 	int rc = dir ? ulp_path_range(dir, &lo, &hi) : -ENOMEM;
@@ -92,9 +92,9 @@ static int candidates(ulp_store *st, const char *path, int64_t created,
 	*n = 0;
 	if (rc == 0) {
 		pthread_mutex_lock(&st->mu);
-		sqlite3_stmt *s =
-			ulp_cat_q(st->cat, Q_CANDIDATES, "sssiui", dir, lo, hi,
-		                  (int64_t)strlen(lo) + 1, skip, created);
+		sqlite3_stmt *s = ulp_cat_q(st->cat, Q_CANDIDATES, "sssii", dir,
+		                            lo, hi, (int64_t)strlen(lo) + 1,
+		                            created);
 		while ((rc = ulp_cat_step(st->cat, s)) == 1)
 			if (*n < MAX_CANDIDATES)
 				ids[(*n)++] =
@@ -139,15 +139,14 @@ static int match_one(ulp_store *st, uint64_t vid, const ulp_tensor_map *cur_map,
 }
 
 int ulp_side_find(ulp_store *st, const char *path, int64_t created_ns,
-                  uint64_t skip, const ulp_tensor_map *cur_map,
-                  ulp_ref_read_fn cur_read, void *cur_opaque,
-                  ulp_side_pick *out)
+                  const ulp_tensor_map *cur_map, ulp_ref_read_fn cur_read,
+                  void *cur_opaque, ulp_side_pick *out)
 {
 	uint64_t ids[MAX_CANDIDATES];
 	size_t n;
 
 	memset(out, 0, sizeof *out);
-	int rc = candidates(st, path, created_ns, skip, ids, &n);
+	int rc = candidates(st, path, created_ns, ids, &n);
 	for (size_t i = 0; rc == 0 && i < n && !out->v.id; i++)
 		rc = match_one(st, ids[i], cur_map, cur_read, cur_opaque, out);
 	if (rc < 0)

@@ -26,16 +26,15 @@ int ulp_side_pending(ulp_store *st, const char *path);
  * cur_read: of the live provider versions in path's directory, the
  * closest in commit time to created_ns that some tensor matches (a new
  * version: the providers just committed beside it; a flip: those of its
- * own checkpoint), except skip.  mu not held.  0 with out->v.id == 0
+ * own checkpoint).  mu not held.  0 with out->v.id == 0
  * when there is none, or -errno; free with ulp_side_pick_free. */
 typedef struct ulp_side_pick {
 	ulp_version_info v;
 	ulp_side_map map;
 } ulp_side_pick;
 int ulp_side_find(ulp_store *st, const char *path, int64_t created_ns,
-                  uint64_t skip, const ulp_tensor_map *cur_map,
-                  ulp_ref_read_fn cur_read, void *cur_opaque,
-                  ulp_side_pick *out);
+                  const ulp_tensor_map *cur_map, ulp_ref_read_fn cur_read,
+                  void *cur_opaque, ulp_side_pick *out);
 /* The matches of a known side version (one a version was coded given
  * before): 0 with out->v.id == 0 when it is not live or matches nothing,
  * or -errno.  mu not held. */
