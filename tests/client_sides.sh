@@ -23,15 +23,6 @@ TRAIN_PY=$FS_SRCDIR/examples/train.py
 REF=$WORK/ref
 TRAIN=("$PY" "$TRAIN_PY" --quick --seed 11 --threads 1)
 
-train() { # train LOG ARGS...
-	local log=$1
-	shift
-	if ! timeout -k 5 300 "${TRAIN[@]}" "$@" >"$log" 2>&1; then
-		sed 's/^/    | /' "$log" >&2
-		bad "examples/train.py $* failed"
-		return 1
-	fi
-}
 
 # sides MNT: "PATH SIDE" for every live version under MNT/run (SIDE: the
 # side's path, or -).
