@@ -14,7 +14,8 @@
  * checkpoint) is a class of its own: its residuals (fp32 master weights
  * given their bf16 copy: the low 16 bits) do not share tables with the
  * deltas against the reference.  Where the plan offers a run both, the
- * encoder codes the run alone each way and keeps the smaller.
+ * encoder codes the run's first elements alone each way and keeps the
+ * smaller (decide_runs).
  *
  * Payload: [ULP_CHUNK_RUNS][varint nruns]
  *          nruns x ([varint len][u8 dtype | side << 6 | has_ref << 7]
@@ -93,8 +94,8 @@ typedef struct chunk_scratch {
 	ulp_buf ref;    /* gathered reference bytes of one class */
 	ulp_buf stream; /* one encoded or decoded stream */
 	ulp_buf side;   /* side bytes before their transform */
-	ulp_buf trial;  /* encoder: a run coded each way */
-	ulp_run *runs;  /* decoder: parsed runs */
+	ulp_buf trial;  /* encoder: a run's prefix coded each way */
+	ulp_run *runs;  /* decoder: parsed runs; encoder: decided runs */
 	size_t runs_cap;
 	uint32_t *sid; /* stream id of each run */
 	size_t sid_cap;
