@@ -470,3 +470,34 @@ Test(sides, a_damaged_side_is_an_error_never_wrong_bytes)
 	ulp_store_close(st);
 	ckpt_free(&c);
 }
+
+Test(sides, a_provider_is_never_coded_against_its_own_user)
+{
+	/* A copy of the model under another name has its layout: the model
+	 * is its predecessor, to be flipped against it, while the copy (not
+	 * named *.safetensors) is coded given the model.  Coding the model
+	 * against the copy would make each need the other. */
+	ulp_store *st = open_default();
+	run r;
+	run_init(&r, 7);
+	run_step(&r);
+	uint64_t d = dir_of(st, "checkpoint-1");
+	sfile o = optim_file(&r);
+	uint64_t mi = put_file(st, d, "model.safetensors", o.p, o.len);
+	sync_ok(st);
+	uint64_t ci = put_file(st, d, "model.safetensors.copy", o.p, o.len);
+	settle_all(st);
+	ulp_version_info mv = current(st, mi), cv = current(st, ci);
+	cr_assert(!(mv.ref == cv.id && cv.side == mv.id), "the model is coded "
+	                                                  "against the copy "
+	                                                  "coded given it");
+	expect_content(st, mi, o.p, o.len);
+	expect_content(st, ci, o.p, o.len);
+	check_integrity(st);
+	ulp_store_close(st);
+	st = open_default();
+	expect_content(st, mi, o.p, o.len);
+	expect_content(st, ci, o.p, o.len);
+	ulp_store_close(st);
+	free(o.p);
+}

@@ -106,21 +106,36 @@ static int subtree_height(ulp_store *st, uint64_t vid, int64_t *h)
 	return rc < 0 ? rc : 0;
 }
 
-/* Whether decoding from (following references) ever reaches vid (mu
- * held): coding vid against from would then make a cycle. */
+/* Sides whose chains one walk of reaches() keeps to follow: a side has
+ * no side of its own (side.h), so a walk holds one or two. */
+#define REACH_STACK 16
+
+/* Whether decoding from (following references and sides) ever reaches
+ * vid (mu held): coding vid against from, or given it, would then make a
+ * cycle.  A model file's copy under another name, coded given the model,
+ * is the model's predecessor by layout: without this, the model's flip
+ * would code it against the copy. */
 static int reaches(ulp_store *st, uint64_t from, uint64_t vid)
 {
+	uint64_t todo[REACH_STACK];
+	size_t n = 0;
+	unsigned steps = 0;
 	ulp_version_info v;
 
-	for (unsigned i = 0; from && i < 4096; i++) {
-		if (from == vid)
-			return 1;
-		int rc = ulp_version_get_locked(st, from, &v);
-		if (rc < 0)
-			return rc;
-		from = v.ref;
+	if (from)
+		todo[n++] = from;
+	while (n) {
+		for (uint64_t x = todo[--n]; x; x = v.ref) {
+			if (x == vid || ++steps > 4096 || n == REACH_STACK)
+				return 1; /* a cycle, or absurdly deep: refuse */
+			int rc = ulp_version_get_locked(st, x, &v);
+			if (rc < 0)
+				return rc;
+			if (v.side)
+				todo[n++] = v.side;
+		}
 	}
-	return from != 0; /* a cycle already, or absurdly deep: refuse */
+	return 0;
 }
 
 /* Whether d may be coded against n without some version decoding more
@@ -271,8 +286,18 @@ static int job_side(ulp_store *st, const job *j, ulp_side_pick *pick)
 		                     &dctx, pick);
 	if (!j->flip)
 		return 0;
-	return ulp_side_find(st, j->path, j->d.created_ns, &j->dmap,
-	                     ulp_ref_read, &dctx, pick);
+	int rc = ulp_side_find(st, j->path, j->d.created_ns, &j->dmap,
+	                       ulp_ref_read, &dctx, pick);
+	/* A new side must not decode through d itself. */
+	if (rc == 0 && pick->v.id) {
+		pthread_mutex_lock(&st->mu);
+		rc = reaches(st, pick->v.id, j->d.id);
+		pthread_mutex_unlock(&st->mu);
+		if (rc != 0)
+			ulp_side_pick_free(pick);
+		rc = rc < 0 ? rc : 0;
+	}
+	return rc;
 }
 
 static int reencode(ulp_store *st, job *j, char object[ULP_OBJ_NAME_LEN],
