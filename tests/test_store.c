@@ -1688,7 +1688,8 @@ Test(store, migrates_a_v2_catalog)
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
 	             7);
-	cr_assert_eq(cat_sql("SELECT count(*) FROM pragma_table_info('versions')"
+	cr_assert_eq(cat_sql("SELECT count(*) FROM "
+	                     "pragma_table_info('versions')"
 	                     " WHERE name = 'side'"),
 	             1, "the side column is back");
 	cr_assert_eq(cat_sql("SELECT count(*) FROM sqlite_master WHERE name"

@@ -252,9 +252,9 @@ static const char SCHEMA_V6_SNAPNODES[] =
  * without it, as a reference does.  Older ulpfs refuse the catalog, so
  * none of them can delete a side still needed. */
 static const char SCHEMA_V7_SIDES[] = "ALTER TABLE versions ADD COLUMN side "
-                                      "INTEGER;"
+				      "INTEGER;"
 				      "CREATE INDEX versions_side ON "
-                                      "versions(side) WHERE side IS NOT NULL;";
+				      "versions(side) WHERE side IS NOT NULL;";
 
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
