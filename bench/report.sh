@@ -15,7 +15,10 @@
 #    the fp32 master weights of each checkpoint's optimizer.pt), for the
 #    dtype rows.  Skipped when the trajectory has no master weights.
 # 3. The codec: "ulpfs bench --threads 2 --reps R" over both, with zstd -3,
-#    zstd -19 and the byte-grouped coder on the same files in the same run.
+#    zstd -19 and the byte-grouped coder on the same files in the same run;
+#    and the trajectory again with "--no-side" (no file coded given another
+#    of its checkpoint: optimizer.pt's master weights without the bf16
+#    copy in model.safetensors), for the rows of that context.
 # 4. The filesystem: bench/fs_bench.sh --traj DIR (--quick with --quick):
 #    writes and cold reads through the mount against the backing disk and
 #    the offline codec, close -> commit latency, the trajectory copied in
@@ -169,6 +172,8 @@ STEP_OUT=$WORK/codec.txt step "codec: ulpfs bench --threads 2 --reps $reps over 
 	"$ULPFS" bench --threads 2 --reps "$reps" "${files[@]}" || exit 1
 codec_total=$(awk '$1 == "TOTAL" { t = $3 } END { print t }' "$WORK/codec.txt")
 [ -n "$codec_total" ] || die "no TOTAL line in the ulpfs bench output"
+STEP_OUT=$WORK/codec-noside.txt step "codec without sides: ulpfs bench --no-side --no-baselines --threads 1 --reps 1" \
+	"$ULPFS" bench --no-side --no-baselines --threads 1 --reps 1 "${files[@]}" || exit 1
 if [ "${#dtfiles[@]}" -gt 0 ]; then
 	STEP_OUT=$WORK/codec-dt.txt step "codec: ulpfs bench --threads 2 --reps $reps over ${#dtfiles[@]} dtype variants" \
 		"$ULPFS" bench --threads 2 --reps "$reps" "${dtfiles[@]}" || exit 1
@@ -233,12 +238,35 @@ codec_rows() { # BENCH_OUTPUT FILE...
 	row "size: small files (${small[*]}), all $sn versions" "$(mb "$su")" "zstd -19: $(mb "$s19")" "$(div "$su" "$s19" 3)" \
 		"raw $(mb "$sr"); zstd -3 $(mb "$s3"), byte-grouped $(mb "$sbg")"
 }
+# f32 FILE -> "bits/el model-bits/el elements" of all f32 elements
+f32() { awk '/^== floats/ { s = 1 } s && $1 == "f32" { print $3, $4, $2; exit }' "$1"; }
+# The rows of the context from the checkpoint's other files (sides): the
+# same files coded with "--no-side".  The elements coded given a side had,
+# without it, what the f32 total lost beyond them (the other f32 elements
+# are coded alike either way).
+side_rows() {
+	local nu sb se b m n b0 m0 n0 r u r0 u0
+	read -r _ _ nu _ < <(awk '$1 == "TOTAL"' "$WORK/codec-noside.txt")
+	read -r se sb < <(sed -n 's/^f32 coded given a side file.*: \([0-9]*\) elements, \([0-9.]*\) bits\/el$/\1 \2/p' "$WORK/codec.txt")
+	[ -n "${se:-}" ] || return 0
+	read -r b m n < <(f32 "$WORK/codec.txt")
+	read -r b0 m0 n0 < <(f32 "$WORK/codec-noside.txt")
+	read -r r u _ < <(kind "$WORK/codec.txt" optimizer.pt all)
+	read -r r0 u0 _ < <(kind "$WORK/codec-noside.txt" optimizer.pt all)
+	local before
+	before=$(awk -v b="$b" -v b0="$b0" -v n="$n" -v se="$se" -v sb="$sb" 'BEGIN { printf "%.3f", sb + (b0 - b) * n / se }')
+	row "bits/element: the $se fp32 elements coded given model.safetensors (master weights)" "$sb" "without: $before" "$(div "$sb" "$before" 3)" "tables included"
+	row "bits/element: every fp32 element ($n)" "$b (model entropy $m)" "without sides: $b0 ($m0)" "$(div "$b" "$b0" 3)" ""
+	[ -z "${u:-}" ] || row "size: optimizer.pt, all versions" "$(mb "$u")" "without sides: $(mb "$u0")" "$(div "$u" "$u0" 3)" "raw $(mb "$r")"
+	row "size: the whole trajectory, with sides" "$(mb "$tu")" "without: $(mb "$nu")" "$(div "$tu" "$nu" 3)" "zstd -19: $(mb "$t19")"
+}
 BIG=()
 codec_rows "$WORK/codec.txt" "${files[@]}"
 read -r _ traw tu _ t3 t19 tbg < <(awk '$1 == "TOTAL"' "$WORK/codec.txt")
 row "size: the whole trajectory, all ${#files[@]} files" "$(mb "$tu")" "zstd -3: $(mb "$t3")" "$(div "$tu" "$t3" 3)" "raw $(mb "$traw"); the first version of each file has no reference"
 row "size: same" "$(mb "$tu")" "zstd -19: $(mb "$t19")" "$(div "$tu" "$t19" 3)" ""
 row "size: same" "$(mb "$tu")" "byte-grouped: $(mb "$tbg")" "$(div "$tu" "$tbg" 3)" ""
+side_rows
 [ "${#dtfiles[@]}" -eq 0 ] || codec_rows "$WORK/codec-dt.txt" "${dtfiles[@]}"
 for fk in "${BIG[@]}"; do
 	read -r e1 d1 e2 d2 z3e z3d < <(speed "${fk% *}" "${fk#* }")

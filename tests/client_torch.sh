@@ -27,16 +27,6 @@ MNT=$WORK/mnt
 TRAIN=("$PY" "$TRAIN_PY" --quick --seed 7 --save_total_limit 2 --threads 1)
 KEPT="checkpoint-50 checkpoint-60 "
 
-train() { # train LOG ARGS...: run examples/train.py, output into LOG
-	local log=$1
-	shift
-	if ! timeout -k 5 300 "${TRAIN[@]}" "$@" >"$log" 2>&1; then
-		sed 's/^/    | /' "$log" >&2
-		bad "examples/train.py $* failed"
-		return 1
-	fi
-}
-
 kept_in() { ls "$1" | tr '\n' ' '; }
 
 cat >"$WORK/check_ckpt.py" <<'PY'

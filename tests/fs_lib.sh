@@ -15,6 +15,8 @@
 #                           and name our STORE in its argv)
 #   fs_wait_committed STORE [SECONDS]  wait for STORE/staging to be empty
 #   fs_sha_tree DIR         "sha256  ./path" of every file, sorted
+#   train LOG ARGS...       "${TRAIN[@]}" ARGS (a test's examples/train.py
+#                           command), output into LOG
 #   fs_compare_trees A B WHAT
 #   step / say / ok / bad / die / fs_finish
 #
@@ -128,6 +130,18 @@ wait_pid_gone() {
 		sleep 0.05
 	done
 	return 0
+}
+
+# train LOG ARGS...: run the test's examples/train.py command ("${TRAIN[@]}")
+# with ARGS, output into LOG (shown, and a failure counted, if it fails).
+train() {
+	local log=$1
+	shift
+	if ! timeout -k 5 300 "${TRAIN[@]}" "$@" >"$log" 2>&1; then
+		sed 's/^/    | /' "$log" >&2
+		bad "examples/train.py $* failed"
+		return 1
+	fi
 }
 
 # Start a background command and remember its PID ($! of the caller is

@@ -792,7 +792,7 @@ Test(store, reopen_keeps_everything)
 	                                -1, &s, NULL),
 	             SQLITE_OK);
 	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(s, 0), 6);
+	cr_assert_eq(sqlite3_column_int(s, 0), 7);
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	free(v.p);
@@ -1663,7 +1663,9 @@ Test(store, migrates_a_v2_catalog)
 
 	/* What a version-2 ulpfs left: no baselines table, no flips (version
 	 * 4), none of version 5's rdev column, xattrs and trigger (a name per
-	 * inode), nor version 6's snapshot nodes. */
+	 * inode), nor version 6's snapshot nodes, nor version 7's sides. */
+	cat_sql("DROP INDEX versions_side");
+	cat_sql("ALTER TABLE versions DROP COLUMN side");
 	cat_sql("DROP TABLE snapshot_xattrs");
 	cat_sql("DROP TABLE snapshot_nodes");
 	cat_sql("DROP TRIGGER inodes_drop_xattrs");
@@ -1685,7 +1687,11 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             6);
+	             7);
+	cr_assert_eq(cat_sql("SELECT count(*) FROM "
+	                     "pragma_table_info('versions')"
+	                     " WHERE name = 'side'"),
+	             1, "the side column is back");
 	cr_assert_eq(cat_sql("SELECT count(*) FROM sqlite_master WHERE name"
 	                     " IN ('xattrs', 'inodes_drop_xattrs',"
 	                     " 'dirents_ino', 'snapshot_nodes',"
@@ -1699,11 +1705,11 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 
 	/* A catalog from a newer ulpfs is refused, untouched. */
-	cat_sql("UPDATE meta SET value = 7 WHERE key = 'schema_version'");
+	cat_sql("UPDATE meta SET value = 8 WHERE key = 'schema_version'");
 	cr_assert_eq(ulp_store_open(store_dir(), NULL, &st), -EPROTO);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             7);
+	             8);
 	free(v.p);
 }
 

@@ -43,6 +43,8 @@ enum {
 	ULP_ERR_ARG = -5,     /* invalid argument (a caller bug) */
 	ULP_ERR_REF = -6,     /* the reference given does not fit the object */
 	ULP_ERR_PARSE = -7,   /* a file format parser rejected its input */
+	ULP_ERR_SIDE = -8,    /* the side reference given (another file of
+	                         the checkpoint) does not fit the object */
 };
 
 /* A static, human-readable description of an error code. */
@@ -181,6 +183,46 @@ size_t ulp_pool_group_pending(ulp_pool_group *g);
 typedef int (*ulp_ref_read_fn)(void *opaque, uint64_t off, void *buf,
                                size_t len);
 
+/* ------------------------------------------- contexts from another file */
+
+/* How the bytes of a side tensor become the reference of a tensor of the
+ * new file: as they are (same dtype), or bf16 widened to fp32 (bits << 16:
+ * a bf16 copy rounded from fp32 master weights leaves only their low 16
+ * bits to code). */
+enum { ULP_SIDE_SAME = 0, ULP_SIDE_WIDEN_BF16 = 1, ULP_SIDE_XFORMS = 2 };
+
+/* A tensor of the new file whose reference may be a tensor of another file
+ * of the same checkpoint (the side file): len bytes at cur_off of the new
+ * file against the side's bytes at side_off, through xform. */
+typedef struct ulp_side_match {
+	uint64_t cur_off;
+	uint64_t len;
+	uint64_t side_off;
+	uint8_t xform; /* ULP_SIDE_* */
+	uint8_t dtype; /* ulp_dtype of the new file's tensor */
+} ulp_side_match;
+
+/* Matches sorted by cur_off, non-overlapping. */
+typedef struct ulp_side_map {
+	size_t n;
+	ulp_side_match *v;
+} ulp_side_map;
+
+/* Match the float tensors of cur (the new file, read through cur_read)
+ * with those of side (read through side_read): every fp32 tensor against
+ * a bf16 or fp32 side tensor of the same element count, preferring the
+ * side tensors in order (AdamW's state and a master copy follow the
+ * parameters' order; safetensors sorts by name), each match verified on
+ * sampled elements (bf16: round-to-nearest-even of the fp32 value equals
+ * it; fp32: equal).  A tensor without a verified partner gets no match;
+ * unreadable bytes make no match either.  ULP_OK (possibly with no match)
+ * or ULP_ERR_NOMEM.  Free with ulp_side_map_free(). */
+int ulp_side_match_find(const ulp_tensor_map *cur, ulp_ref_read_fn cur_read,
+                        void *cur_opaque, const ulp_tensor_map *side,
+                        ulp_ref_read_fn side_read, void *side_opaque,
+                        ulp_side_map *out);
+void ulp_side_map_free(ulp_side_map *m);
+
 /* Encoder parameters; a zeroed struct asks for the defaults. */
 typedef struct ulp_params {
 	uint32_t chunk_size; /* target logical bytes per chunk; 0: default */
@@ -205,6 +247,14 @@ typedef struct ulp_plan ulp_plan;
 int ulp_plan_build(const ulp_tensor_map *cur, uint64_t cur_size,
                    const ulp_tensor_map *ref, uint64_t ref_size,
                    const ulp_params *params, ulp_plan **out);
+/* The same with a side file of side_size bytes: the tensors side names
+ * may be coded against it instead (each chunk takes, per tensor, whichever
+ * of its reference and the side codes smaller).  side may be NULL or
+ * empty: then this is ulp_plan_build. */
+int ulp_plan_build_side(const ulp_tensor_map *cur, uint64_t cur_size,
+                        const ulp_tensor_map *ref, uint64_t ref_size,
+                        const ulp_side_map *side, uint64_t side_size,
+                        const ulp_params *params, ulp_plan **out);
 void ulp_plan_free(ulp_plan *plan);
 size_t ulp_plan_chunk_count(const ulp_plan *plan);
 /* Logical byte range [*off, *off + *len) of chunk i. */
@@ -222,6 +272,8 @@ typedef struct ulp_dtype_stats {
 	uint64_t elems;          /* float elements coded */
 	uint64_t delta_elems;    /* of which coded as deltas (or identical) */
 	uint64_t ref_elems;      /* of which had a reference */
+	uint64_t side_elems;     /* of which coded against a side file */
+	uint64_t side_bytes;     /* their payload bytes, tables included */
 	uint64_t bytes_in;       /* logical bytes */
 	uint64_t bytes_out;      /* payload bytes, tables included */
 	double model_bits;       /* entropy of the models actually used */
@@ -237,6 +289,9 @@ typedef struct ulp_stats {
 	uint64_t chunks_copy;             /* chunks identical to reference */
 	uint64_t chunks_delta;            /* chunks with delta-coded floats */
 	uint64_t chunks_standalone; /* chunks with standalone floats only */
+	uint64_t chunks_side;       /* chunks that read the side file (an
+	                               object names a side that none reads
+	                               when every run chose its reference) */
 } ulp_stats;
 
 void ulp_stats_add(ulp_stats *acc, const ulp_stats *s);
@@ -255,6 +310,26 @@ int ulp_chunk_encode(ulp_cctx *cctx, const ulp_plan *plan, size_t i,
                      const void *src, ulp_ref_read_fn ref_read,
                      void *ref_opaque, const void **out, size_t *out_len,
                      ulp_stats *stats);
+
+/* What a chunk may read besides its own bytes: the reference version's
+ * bytes (ref_read) and those of the side file (side_read).  Decoding
+ * checks side_hash and side_size, the side version the caller offers,
+ * against the side the object names: ULP_ERR_SIDE when they differ or
+ * when a chunk coded against a side is given none. */
+typedef struct ulp_refs {
+	ulp_ref_read_fn ref_read;
+	void *ref_opaque;
+	ulp_ref_read_fn side_read;
+	void *side_opaque;
+	const uint8_t *side_hash;
+	uint64_t side_size;
+} ulp_refs;
+
+/* ulp_chunk_encode with a side file (refs->side_read; needed when the
+ * plan was built with side matches). */
+int ulp_chunk_encode_refs(ulp_cctx *cctx, const ulp_plan *plan, size_t i,
+                          const void *src, const ulp_refs *refs,
+                          const void **out, size_t *out_len, ulp_stats *stats);
 
 /* Encode chunk i of plan as identical to the reference, without reading
  * either: what the caller knows of bytes it did not change (a file
@@ -298,6 +373,14 @@ int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
 int ulp_writer_finish(ulp_writer *w, const uint8_t file_hash[16],
                       uint64_t *total);
 void ulp_writer_free(ulp_writer *w);
+/* A writer whose object also names a side file (side_hash, side_size:
+ * another file's version, content hash of either kind) that chunks may
+ * be coded against.  Such an object needs a decoder that knows side files:
+ * older ones refuse it (ULP_ERR_VERSION). */
+int ulp_writer_new_side(ulp_write_fn write, void *opaque,
+                        const uint8_t *ref_hash, uint64_t ref_size,
+                        const uint8_t *side_hash, uint64_t side_size,
+                        int hash_kind, ulp_writer **out);
 
 /* One-call streaming encoder: plan, encode with nthreads worker threads
  * (0: one per online CPU) keeping a bounded number of chunks in flight, and
@@ -377,6 +460,16 @@ typedef struct ulp_encode_job {
 	 * caller knows it already, cur being a copy of the reference: the
 	 * encoder does not hash.  May be NULL. */
 	const uint8_t *known_hash;
+	/* A side file (another file of the same checkpoint) the tensors
+	 * side_map names may be coded against: its content hash (NULL: no
+	 * side) and size, and its bytes through side_read (called like
+	 * ref_read, with side_opaque).  Each such tensor takes whichever of
+	 * the reference and the side codes smaller. */
+	const uint8_t *side_hash;
+	uint64_t side_size;
+	const ulp_side_map *side_map;
+	ulp_ref_read_fn side_read;
+	void *side_opaque;
 } ulp_encode_job;
 
 int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
@@ -423,6 +516,12 @@ uint64_t ulp_object_chunk_hash(const ulp_object *obj, size_t i);
 size_t ulp_object_chunk_at(const ulp_object *obj, uint64_t off);
 /* Whether decoding chunk i needs reference bytes. */
 int ulp_object_chunk_needs_ref(const ulp_object *obj, size_t i);
+/* Whether the object names a side file, its size and content hash, and
+ * whether chunk i reads it. */
+int ulp_object_has_side(const ulp_object *obj);
+uint64_t ulp_object_side_size(const ulp_object *obj);
+const uint8_t *ulp_object_side_hash(const ulp_object *obj);
+int ulp_object_chunk_needs_side(const ulp_object *obj, size_t i);
 
 typedef struct ulp_dctx ulp_dctx;
 ulp_dctx *ulp_dctx_new(void);
@@ -440,6 +539,12 @@ int ulp_chunk_decode(ulp_dctx *dctx, const ulp_object *obj, size_t i,
 int ulp_object_read(ulp_dctx *dctx, const ulp_object *obj, uint64_t off,
                     void *dst, size_t len, ulp_ref_read_fn ref_read,
                     void *ref_opaque);
+
+/* The same two with a side file (see ulp_refs). */
+int ulp_chunk_decode_refs(ulp_dctx *dctx, const ulp_object *obj, size_t i,
+                          const ulp_refs *refs, void *dst);
+int ulp_object_read_refs(ulp_dctx *dctx, const ulp_object *obj, uint64_t off,
+                         void *dst, size_t len, const ulp_refs *refs);
 
 /* ------------------------------------------------------------ utilities */
 

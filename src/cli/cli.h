@@ -48,6 +48,11 @@ ulp_pool *cli_pool(unsigned min_threads);
  * not NULL, holds nthreads contexts to reuse. */
 int cli_decode_all(const ulp_object *obj, const cli_map *ref, unsigned nthreads,
                    ulp_dctx *const *dctx, uint8_t *dst, int out_fd);
+/* The same for an object that may name a side file (side: its bytes, or
+ * NULL; a chunk that needs a side then fails with ULP_ERR_SIDE). */
+int cli_decode_all_side(const ulp_object *obj, const cli_map *ref,
+                        const cli_map *side, unsigned nthreads,
+                        ulp_dctx *const *dctx, uint8_t *dst, int out_fd);
 
 /* Check that ref is the reference obj was coded against (size and
  * XXH3-128); prints the reason and returns -1 when it is not. */

@@ -180,6 +180,8 @@ typedef struct dec_pool {
 	ulp_pool_group *g;
 	const ulp_object *obj;
 	const cli_map *ref;
+	ulp_refs refs;
+	uint8_t side_hash[16];
 	uint8_t *dst;
 	int out_fd;
 	pthread_mutex_t mu;
@@ -215,9 +217,7 @@ static void dec_worker(void *arg)
 		uint32_t len;
 		ulp_object_chunk_range(p->obj, i, &off, &len);
 		uint8_t *to = p->dst ? p->dst + off : p->bufs[i % p->window];
-		int rc = ulp_chunk_decode(d, p->obj, i,
-		                          p->ref ? cli_map_read : NULL,
-		                          (void *)p->ref, to);
+		int rc = ulp_chunk_decode_refs(d, p->obj, i, &p->refs, to);
 		pthread_mutex_lock(&p->mu);
 		if (rc && !p->rc)
 			p->rc = rc;
@@ -295,12 +295,43 @@ static int dec_drain(dec_pool *p)
 int cli_decode_all(const ulp_object *obj, const cli_map *ref, unsigned nthreads,
                    ulp_dctx *const *dctx, uint8_t *dst, int out_fd)
 {
+	return cli_decode_all_side(obj, ref, NULL, nthreads, dctx, dst, out_fd);
+}
+
+/* The content hash of side of the kind obj names it by (the tree hash
+ * when neither matches: decoding then refuses it). */
+static void side_hash_of(const ulp_object *obj, const cli_map *side,
+                         uint8_t h[16])
+{
+	ulp_content_hash(ULP_HASH_TREE, side->data, side->size, h);
+	if (memcmp(h, ulp_object_side_hash(obj), 16) != 0) {
+		uint8_t flat[16];
+		ulp_hash128(side->data, side->size, flat);
+		if (memcmp(flat, ulp_object_side_hash(obj), 16) == 0)
+			memcpy(h, flat, 16);
+	}
+}
+
+int cli_decode_all_side(const ulp_object *obj, const cli_map *ref,
+                        const cli_map *side, unsigned nthreads,
+                        ulp_dctx *const *dctx, uint8_t *dst, int out_fd)
+{
 	dec_pool p = { .dctx = dctx,
 		       .obj = obj,
 		       .ref = ref,
 		       .dst = dst,
 		       .out_fd = out_fd };
 	int rc = ULP_OK;
+
+	p.refs.ref_read = ref ? cli_map_read : NULL;
+	p.refs.ref_opaque = (void *)ref;
+	if (side && ulp_object_has_side(obj)) {
+		side_hash_of(obj, side, p.side_hash);
+		p.refs.side_read = cli_map_read;
+		p.refs.side_opaque = (void *)side;
+		p.refs.side_hash = p.side_hash;
+		p.refs.side_size = side->size;
+	}
 
 	if (nthreads == 0) {
 		long c = sysconf(_SC_NPROCESSORS_ONLN);

@@ -5,7 +5,12 @@
  * The files are a trajectory in order: each is coded against the most
  * recent earlier argument with the same base name (what the filesystem does
  * for a path that is overwritten or saved in a new checkpoint directory).
- * Every round trip is verified; any mismatch makes the command fail.
+ * A file may also be coded given an earlier argument of the same directory
+ * (the side file: its fp32 tensors against their bf16 or fp32 copies
+ * there, as optimizer.pt's master weights beside model.safetensors), as
+ * the filesystem does for files of one checkpoint; --no-side measures
+ * without.  Every round trip is verified; any mismatch makes the command
+ * fail.
  */
 #define _GNU_SOURCE
 #include <getopt.h>
@@ -56,7 +61,8 @@ static int sink_read_at(void *opaque, uint64_t off, void *buf, size_t len)
 typedef struct file_row {
 	const char *path;
 	char *base;
-	int ref; /* index of its reference, or -1 */
+	int ref;  /* index of its reference, or -1 */
+	int side; /* index of its side file, or -1 */
 	uint64_t raw, ulp, z3, z19, bg;
 	double enc1, dec1, encn, decn; /* MB/s */
 	double z3enc, z3dec;           /* MB/s */
@@ -66,6 +72,7 @@ typedef struct file_row {
 typedef struct bench_opts {
 	unsigned threads, reps;
 	int baselines, zstd19;
+	int side;      /* code files given a sibling (0: --no-side) */
 	int cpu_clock; /* one-thread timings in process CPU time */
 	uint32_t chunk;
 	/* per-thread contexts kept across files, as a long-running encoder
@@ -124,15 +131,16 @@ static double time_encode(ulp_encode_job *job, unsigned nthreads, unsigned reps,
 }
 
 static double time_decode(const ulp_object *obj, const cli_map *ref,
-                          unsigned nthreads, unsigned reps, uint8_t *dst,
-                          const cli_map *expect, int *mismatch,
+                          const cli_map *side, unsigned nthreads, unsigned reps,
+                          uint8_t *dst, const cli_map *expect, int *mismatch,
                           const bench_opts *o)
 {
 	double v[32];
 	for (unsigned r = 0; r < reps; r++) {
 		memset(dst, 0, expect->size);
 		double t0 = bench_now(o, nthreads);
-		int rc = cli_decode_all(obj, ref, nthreads, o->dctx, dst, -1);
+		int rc = cli_decode_all_side(obj, ref, side, nthreads, o->dctx,
+		                             dst, -1);
 		double t = bench_now(o, nthreads) - t0;
 		if (rc || (expect->size &&
 		           memcmp(dst, expect->data, expect->size) != 0)) {
@@ -220,13 +228,37 @@ static uint64_t bytegroup_size(const cli_map *m, const ulp_tensor_map *map)
 	return total;
 }
 
+/* The side file of file i: the latest earlier argument of the same
+ * directory that some tensor of file i matches (its matches in *sm). */
+static int find_side(const file_row *rows, size_t i, cli_map *maps,
+                     const ulp_tensor_map *tmaps, ulp_side_map *sm)
+{
+	char *a = strdup(rows[i].path), *b;
+	const char *dir_i = a ? dirname(a) : "";
+	int found = -1;
+	for (size_t j = i; j-- > 0 && found < 0;) {
+		b = strdup(rows[j].path);
+		if (b && strcmp(dirname(b), dir_i) == 0 &&
+		    ulp_side_match_find(&tmaps[i], cli_map_read, &maps[i],
+		                        &tmaps[j], cli_map_read, &maps[j],
+		                        sm) == ULP_OK &&
+		    sm->n)
+			found = (int)j;
+		free(b);
+	}
+	free(a);
+	return found;
+}
+
 static int bench_file(file_row *rows, size_t i, cli_map *maps,
                       ulp_tensor_map *tmaps, const bench_opts *o)
 {
 	file_row *row = &rows[i];
 	const cli_map *m = &maps[i];
 	const cli_map *ref = row->ref >= 0 ? &maps[row->ref] : NULL;
-	uint8_t ref_hash[16];
+	const cli_map *side = NULL;
+	ulp_side_map sm = { 0, NULL };
+	uint8_t ref_hash[16], side_hash[16];
 	mem_sink sink = { 0 };
 	ulp_encode_job job = { 0 };
 	ulp_object *obj = NULL;
@@ -247,6 +279,17 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 	job.ref_read = cli_map_read;
 	job.ref_opaque = (void *)ref;
 	job.params.chunk_size = o->chunk;
+	row->side = o->side ? find_side(rows, i, maps, tmaps, &sm) : -1;
+	if (row->side >= 0) {
+		side = &maps[row->side];
+		ulp_content_hash(ULP_HASH_TREE, side->data, side->size,
+		                 side_hash);
+		job.side_hash = side_hash;
+		job.side_size = side->size;
+		job.side_map = &sm;
+		job.side_read = cli_map_read;
+		job.side_opaque = (void *)side;
+	}
 
 	/* statistics pass (slower models), then the timed passes */
 	job.params.model_stats = 1;
@@ -270,10 +313,11 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 	            ULP_OK ||
 	    memcmp(h, ulp_object_file_hash(obj), 16) != 0)
 		mismatch = 1;
-	row->dec1 = time_decode(obj, ref, 1, o->reps, dst, m, &mismatch, o);
+	row->dec1 =
+		time_decode(obj, ref, side, 1, o->reps, dst, m, &mismatch, o);
 	if (o->threads > 1 && !mismatch)
-		row->decn = time_decode(obj, ref, o->threads, o->reps, dst, m,
-		                        &mismatch, o);
+		row->decn = time_decode(obj, ref, side, o->threads, o->reps,
+		                        dst, m, &mismatch, o);
 	if (mismatch) {
 		cli_err("%s: ROUND TRIP MISMATCH", row->path);
 		rc = ULP_ERR_CORRUPT;
@@ -285,6 +329,7 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 		row->bg = bytegroup_size(m, &tmaps[i]);
 	}
 out:
+	ulp_side_map_free(&sm);
 	ulp_object_close(obj);
 	free(sink.p);
 	free(dst);
@@ -392,6 +437,14 @@ static void print_dtypes(const file_row *rows, size_t n)
 		}
 		putchar('\n');
 	}
+	for (int d = 1; d < ULP_DT_COUNT; d++)
+		if (t.dt[d].side_elems)
+			printf("%s coded given a side file (another file of "
+			       "the checkpoint): %llu elements, %.3f bits/el\n",
+			       ulp_dtype_name(d),
+			       (unsigned long long)t.dt[d].side_elems,
+			       t.dt[d].side_bytes * 8.0 /
+			               (double)t.dt[d].side_elems);
 	printf("generic bytes: %llu -> %llu; chunks: %llu identical, %llu "
 	       "delta, %llu standalone\n",
 	       (unsigned long long)t.dt[0].bytes_in,
@@ -407,8 +460,9 @@ static void print_dtypes(const file_row *rows, size_t n)
 static void print_file_codecs(const file_row *rows, size_t n)
 {
 	printf("\n== per file: float codec | generic bytes (zstd) ==\n");
-	printf("%-44s %-6s %10s %10s %8s | %10s %10s\n", "file", "dtype",
-	       "elements", "as delta", "bits/el", "generic", "coded");
+	printf("%-44s %-6s %10s %10s %10s %8s | %10s %10s\n", "file", "dtype",
+	       "elements", "as delta", "vs side", "bits/el", "generic",
+	       "coded");
 	for (size_t i = 0; i < n; i++) {
 		const ulp_stats *st = &rows[i].st;
 		size_t len = strlen(rows[i].path);
@@ -418,14 +472,16 @@ static void print_file_codecs(const file_row *rows, size_t n)
 			const ulp_dtype_stats *s = &st->dt[d];
 			if (!s->elems)
 				continue;
-			printf("%-44s %-6s %10llu %10llu %8.3f |\n", name,
-			       ulp_dtype_name(d), (unsigned long long)s->elems,
+			printf("%-44s %-6s %10llu %10llu %10llu %8.3f |\n",
+			       name, ulp_dtype_name(d),
+			       (unsigned long long)s->elems,
 			       (unsigned long long)s->delta_elems,
+			       (unsigned long long)s->side_elems,
 			       s->bytes_out * 8.0 / (double)s->elems);
 			any = 1;
 		}
-		printf("%-44s %-6s %10s %10s %8s | %10llu %10llu\n", name,
-		       any ? "" : "none", "", "", "",
+		printf("%-44s %-6s %10s %10s %10s %8s | %10llu %10llu\n", name,
+		       any ? "" : "none", "", "", "", "",
 		       (unsigned long long)st->dt[0].bytes_in,
 		       (unsigned long long)st->dt[0].bytes_out);
 	}
@@ -478,13 +534,16 @@ static void bench_usage(FILE *f)
 	fputs("usage: ulpfs bench [--threads N] [--reps R] [--chunk-size "
 	      "SIZE]\n"
 	      "                   [--no-baselines] [--no-zstd19] [--cpu-time] "
-	      "FILE...\n"
+	      "[--no-side]\n"
+	      "                   FILE...\n"
 	      "Code FILE... as a trajectory (each against the latest earlier "
 	      "file\nwith the same base name), verify every round trip and "
 	      "compare with\nzstd -3, zstd -19 and a byte-grouped entropy "
 	      "coder.\n"
 	      "  --cpu-time  one-thread speeds from process CPU time (for a "
-	      "shared machine)\n",
+	      "shared machine)\n"
+	      "  --no-side   code no file given another file of its "
+	      "directory\n",
 	      f);
 }
 
@@ -495,13 +554,16 @@ static const struct option bench_longopts[] = {
 	{ "no-baselines", no_argument, NULL, 'B' },
 	{ "no-zstd19", no_argument, NULL, 'Z' },
 	{ "cpu-time", no_argument, NULL, 'C' },
+	{ "no-side", no_argument, NULL, 'S' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
 
 int cmd_bench(int argc, char **argv)
 {
-	bench_opts o = { .threads = 2, .reps = 3, .baselines = 1, .zstd19 = 1 };
+	bench_opts o = {
+		.threads = 2, .reps = 3, .baselines = 1, .zstd19 = 1, .side = 1
+	};
 	int c;
 
 	while ((c = getopt_long(argc, argv, "t:r:c:h", bench_longopts, NULL)) !=
@@ -533,6 +595,9 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case 'C':
 			o.cpu_clock = 1;
+			break;
+		case 'S':
+			o.side = 0;
 			break;
 		case 'h':
 			bench_usage(stdout);

@@ -70,6 +70,9 @@ static void mount_usage(FILE *f)
 	      "CPU)\n"
 	      "     keyframe=K          a keyframe every K versions (default "
 	      "16)\n"
+	      "     side=0|1            code fp32 master weights given the "
+	      "bf16 weights\n"
+	      "                         saved beside them (default 1)\n"
 	      "     settle=MS           wait after the last close before "
 	      "encoding\n"
 	      "                         (default 500 ms)\n"
@@ -163,6 +166,10 @@ static int parse_option_list(mount_args *ma, char *list)
 			if (cli_parse_uint(v, 1u << 20, &u) < 0 || u == 0)
 				goto bad_value;
 			ma->sopts.keyframe_every = u;
+		} else if (KEY("side") && v) {
+			if (cli_parse_uint(v, 1, &u) < 0)
+				goto bad_value;
+			ma->sopts.no_side = !u;
 		} else if (KEY("settle") && v) {
 			if (cli_parse_uint(v, 3600u * 1000, &u) < 0)
 				goto bad_value;

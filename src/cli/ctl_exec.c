@@ -154,25 +154,33 @@ void cli_vvec_free(cli_vvec *a)
 	free(a->v);
 }
 
+/* {"path", "seq"} of a version another one names (null: none). */
+static json_t *named_json(uint64_t id, const char *path, uint64_t seq)
+{
+	return id ? json_pack("{s:s,s:I}", "path", path, "seq", (json_int_t)seq)
+	          : json_null();
+}
+
 static json_t *version_json(const ulp_version_info *v, const char *path,
-                            const char *refpath, uint64_t refseq)
+                            const char *refpath, uint64_t refseq,
+                            const char *sidepath, uint64_t sideseq)
 {
 	char h[33], t[32];
 	hex(v->hash, h);
 	cli_time(v->created_ns, t);
-	json_t *ref = v->ref ? json_pack("{s:s,s:I}", "path", refpath, "seq",
-	                                 (json_int_t)refseq)
-	                     : json_null();
-	return json_pack("{s:I,s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:o,s:i,s:b,"
-	                 "s:s,s:s}",
+	json_t *ref = named_json(v->ref, refpath, refseq);
+	json_t *side = named_json(v->side, sidepath, sideseq);
+	return json_pack("{s:I,s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:o,s:o,s:i,"
+	                 "s:b,s:s,s:s}",
 	                 "seq", (json_int_t)v->seq, "path", path, "id",
 	                 (json_int_t)v->id, "time", t, "created_ns",
 	                 (json_int_t)v->created_ns, "mtime_ns",
 	                 (json_int_t)v->mtime_ns, "size", (json_int_t)v->size,
 	                 "stored", (json_int_t)v->stored, "ratio",
 	                 v->stored ? (double)v->size / (double)v->stored : 0.0,
-	                 "ref", ref, "depth", (int)v->depth, "keyframe",
-	                 v->keyframe, "hash", h, "state", state_name(v->state));
+	                 "ref", ref, "side", side, "depth", (int)v->depth,
+	                 "keyframe", v->keyframe, "hash", h, "state",
+	                 state_name(v->state));
 }
 
 /* REF comes last: a reference on another path ("dir/file@N") is as wide
@@ -193,8 +201,8 @@ static int print_versions(cli_env *env, ulp_version_info *v, char **path,
 		         "HASH", show_path ? pw : 0, show_path ? "PATH" : "",
 		         show_path ? "  REF" : "REF");
 	for (size_t i = 0; i < n; i++) {
-		ulp_version_info r;
-		char *rpath = NULL, refs[64] = "-";
+		ulp_version_info r, sv;
+		char *rpath = NULL, *spath = NULL, refs[64] = "-";
 		if (v[i].ref &&
 		    ulp_version_get_path(env->st, v[i].ref, &r, &rpath) == 0) {
 			if (strcmp(rpath, path[i]) == 0)
@@ -203,13 +211,19 @@ static int print_versions(cli_env *env, ulp_version_info *v, char **path,
 				snprintf(refs, sizeof(refs), "%s@%" PRIu64,
 				         rpath, r.seq);
 		}
+		if (v[i].side &&
+		    ulp_version_get_path(env->st, v[i].side, &sv, &spath) < 0)
+			spath = NULL;
 		if (json) {
 			json_array_append_new(arr,
 			                      version_json(&v[i], path[i],
 			                                   rpath ? rpath : "",
-			                                   rpath ? r.seq : 0));
+			                                   rpath ? r.seq : 0,
+			                                   spath ? spath : "",
+			                                   spath ? sv.seq : 0));
 		} else {
-			char t[32], sz[32], so[32], h[33], ratio[16];
+			char t[32], sz[32], so[32], h[33], ratio[16],
+				sseq[24] = "";
 			cli_time(v[i].created_ns, t);
 			cli_human(v[i].size, sz);
 			cli_human(v[i].stored, so);
@@ -222,17 +236,24 @@ static int print_versions(cli_env *env, ulp_version_info *v, char **path,
 				                 ? (double)v[i].size /
 				                           (double)v[i].stored
 				                 : 0.0);
+			if (spath)
+				snprintf(sseq, sizeof(sseq), "@%" PRIu64,
+				         sv.seq);
 			cli_outf(env,
-			         "%5" PRIu64 "  %-19s  %10s  %10s  %7s %5u %2s  "
-			         "%s  %-*s%s%s%s%s%s\n",
+			         "%5" PRIu64 "  %-19s  %10s  %10s  %7s %5u %2s "
+			         " "
+			         "%s  %-*s%s%s%s%s%s%s%s%s\n",
 			         v[i].seq, t, sz, so, ratio, v[i].depth,
-			         v[i].keyframe ? "K" : "", h, show_path ? pw : 0,
-			         show_path ? path[i] : "", show_path ? "  " : "",
-			         refs, v[i].state ? "  (" : "",
+			         v[i].keyframe ? "K" : "", h,
+			         show_path ? pw : 0, show_path ? path[i] : "",
+			         show_path ? "  " : "", refs,
+			         spath ? "  side " : "", spath ? spath : "",
+			         sseq, v[i].state ? "  (" : "",
 			         v[i].state ? state_name(v[i].state) : "",
 			         v[i].state ? ")" : "");
 		}
 		free(rpath);
+		free(spath);
 	}
 	if (json) {
 		char *s = json_dumps(arr, JSON_INDENT(2));
@@ -302,7 +323,8 @@ int cli_op_log(cli_env *env, json_t *req)
 		return fail(env, path, rc);
 	}
 	rc = print_versions(env, a.v, a.path, a.n, json,
-	                    under || json_is_true(json_object_get(req, "chain")));
+	                    under || json_is_true(json_object_get(req, "chai"
+	                                                               "n")));
 	cli_vvec_free(&a);
 	return rc;
 }

@@ -10,8 +10,17 @@
  * so that many small tensors share one set of tables.  The assignment is
  * a function of the runs list, which the decoder reads first.
  *
+ * A float run coded against the side file (another file of the same
+ * checkpoint) is a class of its own: its residuals (fp32 master weights
+ * given their bf16 copy: the low 16 bits) do not share tables with the
+ * deltas against the reference.  Where the plan offers a run both, the
+ * encoder codes the run's first elements alone each way and keeps the
+ * smaller (decide_runs).
+ *
  * Payload: [ULP_CHUNK_RUNS][varint nruns]
- *          nruns x ([varint len][u8 dtype | has_ref << 7][varint ref_off])
+ *          nruns x ([varint len][u8 dtype | side << 6 | has_ref << 7]
+ *                   [varint ref_off if has_ref]
+ *                   [varint side_off, u8 xform if side])
  *          per present stream, in id order: [varint stream_len][stream]
  */
 #include <stdlib.h>
@@ -22,7 +31,7 @@
 #include "codec_internal.h"
 #include "floatcode.h"
 
-#define NCLASS (1 + 2 * (ULP_DT_COUNT - 1))
+#define NCLASS (1 + 3 * (ULP_DT_COUNT - 1))
 /* Float runs of at least this many elements get a stream of their own. */
 #define OWN_STREAM_ELEMS (64u << 10)
 #define ULP_ZSTD_WINDOWLOG_MAX 27
@@ -31,7 +40,7 @@ static unsigned run_class(const ulp_run *r)
 {
 	if (r->dtype == ULP_DT_GENERIC)
 		return 0;
-	return 1 + 2 * (r->dtype - 1u) + (r->has_ref ? 0u : 1u);
+	return 1 + 3 * (r->dtype - 1u) + (r->has_ref ? 0u : r->side ? 2u : 1u);
 }
 
 /* Reference bytes a run contributes: float runs their whole length,
@@ -84,7 +93,9 @@ typedef struct chunk_scratch {
 	ulp_buf cur;    /* gathered logical bytes of one class */
 	ulp_buf ref;    /* gathered reference bytes of one class */
 	ulp_buf stream; /* one encoded or decoded stream */
-	ulp_run *runs;  /* decoder: parsed runs */
+	ulp_buf side;   /* side bytes before their transform */
+	ulp_buf trial;  /* encoder: a run's prefix coded each way */
+	ulp_run *runs;  /* decoder: parsed runs; encoder: decided runs */
 	size_t runs_cap;
 	uint32_t *sid; /* stream id of each run */
 	size_t sid_cap;
@@ -115,18 +126,37 @@ static void scratch_fini(chunk_scratch *s)
 	ulp_buf_free(&s->cur);
 	ulp_buf_free(&s->ref);
 	ulp_buf_free(&s->stream);
+	ulp_buf_free(&s->side);
+	ulp_buf_free(&s->trial);
 	free(s->runs);
 	free(s->sid);
 }
 
+/* Room for n elements of size each in *p (contents not kept). */
+static int array_reserve(void **p, size_t *cap, size_t n, size_t size)
+{
+	if (*cap >= n && *p)
+		return ULP_OK;
+	free(*p);
+	*p = malloc(size * (n ? n : 1));
+	*cap = *p ? n : 0;
+	return *p ? ULP_OK : ULP_ERR_NOMEM;
+}
+
+static int runs_reserve(chunk_scratch *s, size_t n)
+{
+	void *p = s->runs;
+	int rc = array_reserve(&p, &s->runs_cap, n, sizeof(ulp_run));
+	s->runs = p;
+	return rc;
+}
+
 static int sid_reserve(chunk_scratch *s, size_t n)
 {
-	if (s->sid_cap >= n && s->sid)
-		return ULP_OK;
-	free(s->sid);
-	s->sid = malloc(sizeof(uint32_t) * (n ? n : 1));
-	s->sid_cap = s->sid ? n : 0;
-	return s->sid ? ULP_OK : ULP_ERR_NOMEM;
+	void *p = s->sid;
+	int rc = array_reserve(&p, &s->sid_cap, n, sizeof(uint32_t));
+	s->sid = p;
+	return rc;
 }
 
 ulp_cctx *ulp_cctx_new(void)
@@ -173,11 +203,41 @@ void ulp_dctx_free(ulp_dctx *d)
 	free(d);
 }
 
+/* Append the side's reference for run r to s->ref: its bytes through
+ * the run's transform. */
+static int gather_side(chunk_scratch *s, const ulp_run *r, const ulp_refs *refs)
+{
+	uint64_t sl = ulp_side_len(r->len, r->xform);
+	int rc;
+	if (!refs || !refs->side_read)
+		return ULP_ERR_SIDE;
+	if (ulp_buf_reserve(&s->ref, s->ref.len + r->len))
+		return ULP_ERR_NOMEM;
+	uint8_t *to = s->ref.p + s->ref.len;
+	if (r->xform == ULP_SIDE_SAME) {
+		rc = refs->side_read(refs->side_opaque, r->side_off, to, sl);
+	} else {
+		if (ulp_buf_reserve(&s->side, sl))
+			return ULP_ERR_NOMEM;
+		rc = refs->side_read(refs->side_opaque, r->side_off, s->side.p,
+		                     sl);
+		for (uint64_t k = 0; !rc && k < sl / 2; k++) {
+			uint32_t w = (uint32_t)ulp_le16(s->side.p + 2 * k)
+			             << 16;
+			ulp_put32(to + 4 * k, w);
+		}
+	}
+	if (rc)
+		return rc < 0 ? rc : ULP_ERR_IO;
+	s->ref.len += r->len;
+	return ULP_OK;
+}
+
 /* Gather the logical bytes (from src, relative to the chunk start) and the
- * reference bytes of every run of stream id. */
+ * reference bytes (base or side) of every run of stream id. */
 static int gather(chunk_scratch *s, const ulp_run *runs, size_t nruns,
                   uint32_t id, const uint8_t *src, uint64_t ref_size,
-                  ulp_ref_read_fn ref_read, void *ref_opaque)
+                  const ulp_refs *refs)
 {
 	uint64_t pos = 0;
 	int rc;
@@ -186,6 +246,9 @@ static int gather(chunk_scratch *s, const ulp_run *runs, size_t nruns,
 		const ulp_run *r = &runs[i];
 		if (s->sid[i] == id) {
 			uint64_t rl = run_ref_len(r, ref_size);
+			if (r->side && !r->has_ref &&
+			    (rc = gather_side(s, r, refs)))
+				return rc;
 			if (src) {
 				if (ulp_buf_reserve(&s->cur,
 				                    s->cur.len + r->len))
@@ -195,12 +258,13 @@ static int gather(chunk_scratch *s, const ulp_run *runs, size_t nruns,
 				s->cur.len += r->len;
 			}
 			if (rl) {
-				if (!ref_read)
+				if (!refs || !refs->ref_read)
 					return ULP_ERR_REF;
 				if (ulp_buf_reserve(&s->ref, s->ref.len + rl))
 					return ULP_ERR_NOMEM;
-				rc = ref_read(ref_opaque, r->ref_off,
-				              s->ref.p + s->ref.len, rl);
+				rc = refs->ref_read(refs->ref_opaque,
+				                    r->ref_off,
+				                    s->ref.p + s->ref.len, rl);
 				if (rc)
 					return rc < 0 ? rc : ULP_ERR_IO;
 				s->ref.len += rl;
@@ -311,18 +375,113 @@ static void put_runs(ulp_buf *out, const ulp_run *runs, size_t nruns)
 	p[n++] = ULP_CHUNK_RUNS;
 	n += ulp_varint_put(p + n, nruns);
 	for (size_t i = 0; i < nruns; i++) {
-		n += ulp_varint_put(p + n, runs[i].len);
-		p[n++] = (uint8_t)(runs[i].dtype | (runs[i].has_ref << 7));
-		if (runs[i].has_ref)
-			n += ulp_varint_put(p + n, runs[i].ref_off);
+		const ulp_run *r = &runs[i];
+		n += ulp_varint_put(p + n, r->len);
+		/* a plan's side candidate beside a reference is not kept
+		 * unless the encoder dropped the reference for it */
+		int side = r->side && !r->has_ref;
+		p[n++] = (uint8_t)(r->dtype | (r->has_ref << 7) |
+		                   (side ? ULP_RUN_SIDE : 0));
+		if (r->has_ref)
+			n += ulp_varint_put(p + n, r->ref_off);
+		if (side) {
+			n += ulp_varint_put(p + n, r->side_off);
+			p[n++] = r->xform;
+		}
 	}
 	out->len += n;
+}
+
+/* The size of run r (at src) coded alone against its reference, or with
+ * use_side against its side: 0 or a negative ULP_ERR_*. */
+static int trial_size(ulp_cctx *c, const ulp_run *r, const uint8_t *src,
+                      const ulp_refs *refs, int use_side, size_t *size)
+{
+	chunk_scratch *s = &c->s;
+	ulp_float_fmt f = ulp_dtype_fmt((ulp_dtype)r->dtype);
+	size_t n = r->len / (f.width / 8);
+	int rc;
+
+	s->ref.len = 0;
+	if (use_side) {
+		rc = gather_side(s, r, refs);
+	} else if (!refs || !refs->ref_read) {
+		rc = ULP_ERR_REF;
+	} else if (ulp_buf_reserve(&s->ref, r->len)) {
+		rc = ULP_ERR_NOMEM;
+	} else {
+		rc = refs->ref_read(refs->ref_opaque, r->ref_off, s->ref.p,
+		                    r->len);
+		if (rc > 0)
+			rc = ULP_ERR_IO;
+		s->ref.len = r->len;
+	}
+	if (rc)
+		return rc;
+	s->trial.len = 0;
+	if (ulp_buf_reserve(&s->trial, ulp_float_bound(n, f.width)))
+		return ULP_ERR_NOMEM;
+	rc = ulp_float_encode(s->fs, f, src, s->ref.p, n, 0, &s->trial, NULL);
+	*size = s->trial.len;
+	return rc;
+}
+
+/* Elements of a run coded each way to choose between its reference and
+ * its side: a prefix, so that the choice costs a fraction of the run's
+ * encode (a master weight tensor behaves alike throughout). */
+#define TRIAL_ELEMS (16u << 10)
+
+/* The runs of chunk cp as they will be coded, into c->s.runs: a run the
+ * plan offers both a reference and a side keeps whichever codes its
+ * first TRIAL_ELEMS smaller (the reference on a tie: one file fewer to
+ * read). */
+static int decide_runs(ulp_cctx *c, const ulp_plan *plan,
+                       const ulp_chunk_plan *cp, const uint8_t *src,
+                       const ulp_refs *refs)
+{
+	const ulp_run *pr = plan->runs + cp->first_run;
+	uint64_t pos = 0;
+	if (runs_reserve(&c->s, cp->nruns))
+		return ULP_ERR_NOMEM;
+	ulp_run *runs = c->s.runs;
+	memcpy(runs, pr, sizeof(ulp_run) * cp->nruns);
+	for (size_t k = 0; k < cp->nruns; pos += runs[k++].len) {
+		ulp_run *r = &runs[k];
+		size_t base = 0, side = 0;
+		int rc;
+		if (!r->side || !r->has_ref)
+			continue;
+		ulp_run t = *r;
+		unsigned w = ulp_dtype_size((ulp_dtype)r->dtype);
+		if (t.len > (uint64_t)TRIAL_ELEMS * w)
+			t.len = (uint64_t)TRIAL_ELEMS * w;
+		rc = trial_size(c, &t, src + pos, refs, 0, &base);
+		if (!rc)
+			rc = trial_size(c, &t, src + pos, refs, 1, &side);
+		if (rc)
+			return rc;
+		if (side < base)
+			r->has_ref = 0;
+		else
+			r->side = 0;
+	}
+	return ULP_OK;
 }
 
 int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
                      const void *src, ulp_ref_read_fn ref_read,
                      void *ref_opaque, const void **out, size_t *out_len,
                      ulp_stats *stats)
+{
+	const ulp_refs refs = { .ref_read = ref_read,
+		                .ref_opaque = ref_opaque };
+	return ulp_chunk_encode_refs(c, plan, i, src, &refs, out, out_len,
+	                             stats);
+}
+
+int ulp_chunk_encode_refs(ulp_cctx *c, const ulp_plan *plan, size_t i,
+                          const void *src, const ulp_refs *refs,
+                          const void **out, size_t *out_len, ulp_stats *stats)
 {
 	const ulp_chunk_plan *cp;
 	const ulp_run *runs;
@@ -334,11 +493,17 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 		return ULP_ERR_ARG;
 	cp = &plan->chunks[i];
 	runs = plan->runs + cp->first_run;
+	if (plan->has_side) {
+		rc = decide_runs(c, plan, cp, src, refs);
+		if (rc)
+			return rc;
+		runs = c->s.runs;
+	}
 	memset(&local, 0, sizeof(local));
 	o->len = 0;
 	if (ulp_buf_reserve(o, 2 + ULP_VARINT_MAX +
 	                               (size_t)cp->nruns *
-	                                       (1 + 2 * ULP_VARINT_MAX)))
+	                                       (2 + 3 * ULP_VARINT_MAX)))
 		return ULP_ERR_NOMEM;
 	put_runs(o, runs, cp->nruns);
 
@@ -360,7 +525,7 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 			nin += c->s.sid[r] == id;
 		}
 		rc = gather(&c->s, runs, cp->nruns, id, nin > 1 ? src : NULL,
-		            plan->ref_size, ref_read, ref_opaque);
+		            plan->ref_size, refs);
 		if (rc)
 			return rc;
 		const uint8_t *cur = nin > 1 ? c->s.cur.p
@@ -390,6 +555,13 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 			                      c->s.ref.len ? c->s.ref.p : NULL,
 			                      n, plan->params.model_stats, o,
 			                      &local.dt[dt]);
+			uint8_t coding = rc ? 0 : o->p[start + gap];
+			if (runs[first].side && !runs[first].has_ref &&
+			    (coding == ULP_SC_DELTA ||
+			     coding == ULP_SC_IDENTICAL)) {
+				local.dt[dt].side_elems += n;
+				local.dt[dt].side_bytes += o->len - start - gap;
+			}
 		}
 		if (rc)
 			return rc;
@@ -405,6 +577,9 @@ int ulp_chunk_encode(ulp_cctx *c, const ulp_plan *plan, size_t i,
 		local.chunks_delta = 1;
 	else
 		local.chunks_standalone = 1;
+	for (size_t r = 0; r < cp->nruns; r++)
+		if (runs[r].side && !runs[r].has_ref)
+			local.chunks_side = 1;
 	if (stats)
 		*stats = local;
 	*out = o->p;
@@ -435,7 +610,7 @@ int ulp_chunk_encode_copy(ulp_cctx *c, const ulp_plan *plan, size_t i,
 	o->len = 0;
 	if (ulp_buf_reserve(o, 2 + ULP_VARINT_MAX +
 	                               (size_t)cp->nruns *
-	                                       (1 + 2 * ULP_VARINT_MAX) +
+	                                       (2 + 3 * ULP_VARINT_MAX) +
 	                               2 * (size_t)nstreams))
 		return ULP_ERR_NOMEM;
 	put_runs(o, runs, cp->nruns);
@@ -479,24 +654,22 @@ static int parse_runs(chunk_scratch *s, const uint8_t **pp, const uint8_t *end,
 	 * allocation below by what the object really holds. */
 	if (ulp_varint_get(&p, end, &nruns) || nruns > (uint64_t)(end - p) / 2)
 		return ULP_ERR_CORRUPT;
-	if (s->runs_cap < nruns) {
-		free(s->runs);
-		s->runs = malloc(sizeof(ulp_run) * (nruns ? nruns : 1));
-		s->runs_cap = s->runs ? nruns : 0;
-		if (!s->runs)
-			return ULP_ERR_NOMEM;
-	}
+	if (runs_reserve(s, nruns))
+		return ULP_ERR_NOMEM;
 	for (size_t i = 0; i < nruns; i++) {
 		ulp_run *r = &s->runs[i];
 		uint64_t v;
 		if (ulp_varint_get(&p, end, &r->len) || p >= end)
 			return ULP_ERR_CORRUPT;
 		v = *p++;
-		r->dtype = v & 0x7f;
+		r->dtype = v & 0x3f;
 		r->has_ref = (uint8_t)(v >> 7);
-		r->ref_off = 0;
+		r->side = (v & ULP_RUN_SIDE) != 0;
+		r->ref_off = r->side_off = 0;
+		r->xform = 0;
 		if (r->dtype >= ULP_DT_COUNT || r->len == 0 ||
-		    r->len > len - total)
+		    r->len > len - total || (r->side && r->has_ref) ||
+		    (r->side && !r->dtype))
 			return ULP_ERR_CORRUPT;
 		total += r->len;
 		if (r->dtype && r->len % ulp_dtype_size(r->dtype))
@@ -508,6 +681,19 @@ static int parse_runs(chunk_scratch *s, const uint8_t **pp, const uint8_t *end,
 			    (r->dtype && r->len > obj->ref_size - r->ref_off))
 				return ULP_ERR_CORRUPT;
 		}
+		if (r->side) {
+			if (!obj->has_side ||
+			    ulp_varint_get(&p, end, &r->side_off) || p >= end)
+				return ULP_ERR_CORRUPT;
+			r->xform = *p++;
+			if (r->xform >= ULP_SIDE_XFORMS ||
+			    (r->xform == ULP_SIDE_WIDEN_BF16 &&
+			     r->dtype != ULP_DT_F32) ||
+			    r->side_off > obj->side_size ||
+			    ulp_side_len(r->len, r->xform) >
+			            obj->side_size - r->side_off)
+				return ULP_ERR_CORRUPT;
+		}
 	}
 	if (total != len)
 		return ULP_ERR_CORRUPT;
@@ -516,20 +702,28 @@ static int parse_runs(chunk_scratch *s, const uint8_t **pp, const uint8_t *end,
 	return ULP_OK;
 }
 
-int ulp_chunk_needs_ref(const uint8_t *enc, size_t len, int *needs)
+int ulp_chunk_needs_ref(const uint8_t *enc, size_t len, int *needs,
+                        int *needs_side)
 {
 	const uint8_t *p = enc, *end = enc + len;
 	uint64_t nruns, v;
 	if (p >= end || *p++ != ULP_CHUNK_RUNS ||
 	    ulp_varint_get(&p, end, &nruns))
 		return ULP_ERR_CORRUPT;
-	*needs = 0;
+	*needs = *needs_side = 0;
 	for (uint64_t i = 0; i < nruns; i++) {
 		if (ulp_varint_get(&p, end, &v) || p >= end)
 			return ULP_ERR_CORRUPT;
-		if (*p++ >> 7) {
+		uint8_t b = *p++;
+		if (b >> 7) {
 			*needs = 1;
-			return ULP_OK;
+			if (ulp_varint_get(&p, end, &v))
+				return ULP_ERR_CORRUPT;
+		}
+		if (b & ULP_RUN_SIDE) {
+			*needs_side = 1;
+			if (ulp_varint_get(&p, end, &v) || p++ >= end)
+				return ULP_ERR_CORRUPT;
 		}
 	}
 	return ULP_OK;
@@ -537,8 +731,7 @@ int ulp_chunk_needs_ref(const uint8_t *enc, size_t len, int *needs)
 
 /* Decode a validated payload of chunk i into dst. */
 static int decode_payload(ulp_dctx *d, const ulp_object *obj, size_t i,
-                          ulp_ref_read_fn ref_read, void *ref_opaque,
-                          uint8_t *dst)
+                          const ulp_refs *refs, uint8_t *dst)
 {
 	const ulp_obj_chunk *ch = &obj->chunks[i];
 	const uint8_t *p = d->in.p, *end = d->in.p + ch->stored_len;
@@ -570,8 +763,7 @@ static int decode_payload(ulp_dctx *d, const ulp_object *obj, size_t i,
 		if (ulp_varint_get(&p, end, &slen) ||
 		    slen > (uint64_t)(end - p))
 			return ULP_ERR_CORRUPT;
-		rc = gather(s, s->runs, nruns, id, NULL, obj->ref_size,
-		            ref_read, ref_opaque);
+		rc = gather(s, s->runs, nruns, id, NULL, obj->ref_size, refs);
 		if (rc)
 			return rc;
 		/* A stream made of one run decodes in place. */
@@ -599,11 +791,27 @@ static int decode_payload(ulp_dctx *d, const ulp_object *obj, size_t i,
 int ulp_chunk_decode(ulp_dctx *d, const ulp_object *obj, size_t i,
                      ulp_ref_read_fn ref_read, void *ref_opaque, void *dst)
 {
+	const ulp_refs refs = { .ref_read = ref_read,
+		                .ref_opaque = ref_opaque };
+	return ulp_chunk_decode_refs(d, obj, i, &refs, dst);
+}
+
+int ulp_chunk_decode_refs(ulp_dctx *d, const ulp_object *obj, size_t i,
+                          const ulp_refs *refs, void *dst)
+{
 	const ulp_obj_chunk *ch;
 	int rc;
-	if (!d || !obj || i >= obj->nchunks || !dst)
+	if (!d || !obj || i >= obj->nchunks || !dst || !refs)
 		return ULP_ERR_ARG;
 	ch = &obj->chunks[i];
+	/* A side version other than the one the object was coded against
+	 * would decode to wrong bytes that only the checksum would catch:
+	 * refuse it by name first. */
+	if ((ch->flags & ULP_IDX_FLAG_NEEDS_SIDE) &&
+	    (!refs->side_read || !refs->side_hash ||
+	     refs->side_size != obj->side_size ||
+	     memcmp(refs->side_hash, obj->side_hash, 16) != 0))
+		return ULP_ERR_SIDE;
 	if (ulp_buf_reserve(&d->in, ch->stored_len))
 		return ULP_ERR_NOMEM;
 	rc = obj->read_at(obj->opaque, ch->stored_off, d->in.p, ch->stored_len);
@@ -611,7 +819,7 @@ int ulp_chunk_decode(ulp_dctx *d, const ulp_object *obj, size_t i,
 		return rc < 0 ? rc : ULP_ERR_IO;
 	if (XXH3_64bits(d->in.p, ch->stored_len) != ch->pay_hash)
 		return ULP_ERR_CORRUPT;
-	rc = decode_payload(d, obj, i, ref_read, ref_opaque, dst);
+	rc = decode_payload(d, obj, i, refs, dst);
 	if (rc)
 		return rc;
 	return XXH3_64bits(dst, ch->len) == ch->dec_hash ? ULP_OK

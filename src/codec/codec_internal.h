@@ -125,13 +125,26 @@ int ulp_buf_close_gap(ulp_buf *out, size_t start, size_t gap);
 
 /* One run of bytes inside a chunk: a contiguous logical range coded one
  * way.  Float runs are whole elements; ref_off is where the matching bytes
- * start in the reference (generic runs: clipped to the reference size). */
+ * start in the reference (generic runs: clipped to the reference size).
+ * A float run may instead be coded against the side file (side set,
+ * has_ref clear): its reference is then the side's bytes at side_off
+ * through xform (ULP_SIDE_*).  In a plan, side marks a candidate beside
+ * has_ref; the chunk encoder keeps one of the two. */
 typedef struct ulp_run {
 	uint64_t len;
 	uint64_t ref_off;
+	uint64_t side_off;
 	uint8_t dtype; /* ulp_dtype */
 	uint8_t has_ref;
+	uint8_t side;
+	uint8_t xform;
 } ulp_run;
+
+/* Side bytes behind len bytes of a run through xform. */
+static inline uint64_t ulp_side_len(uint64_t len, unsigned xform)
+{
+	return xform == ULP_SIDE_WIDEN_BF16 ? len / 2 : len;
+}
 
 typedef struct ulp_chunk_plan {
 	uint64_t off;
@@ -143,7 +156,9 @@ typedef struct ulp_chunk_plan {
 struct ulp_plan {
 	uint64_t size;
 	uint64_t ref_size;
+	uint64_t side_size;
 	int has_ref;
+	int has_side; /* some run has a side candidate */
 	ulp_params params;
 	ulp_chunk_plan *chunks;
 	size_t nchunks;
@@ -179,8 +194,17 @@ void ulp_params_resolve(const ulp_params *in, ulp_params *out);
 #define ULP_OBJ_TRAILER_SIZE 64
 #define ULP_OBJ_FLAG_HAS_REF 1u
 #define ULP_OBJ_FLAG_FLAT_HASH 2u /* format 4 on */
+/* A side section follows the header: u64 side_size, side_hash[16],
+ * u64 zero, u64 XXH3-64 of its bytes 0..31 (format 4 on). */
+#define ULP_OBJ_FLAG_HAS_SIDE 4u
+#define ULP_OBJ_SIDE_SIZE 40
 
 #define ULP_IDX_FLAG_NEEDS_REF 1u
+#define ULP_IDX_FLAG_NEEDS_SIDE 2u
+
+/* In a chunk's runs list, the dtype byte's bit for a run coded against
+ * the side file (followed by varint side_off and u8 xform). */
+#define ULP_RUN_SIDE 0x40u
 
 /* One chunk as the object index describes it. */
 typedef struct ulp_obj_chunk {
@@ -203,15 +227,20 @@ struct ulp_object {
 	int has_ref;
 	int flat_hash; /* ULP_OBJ_FLAG_FLAT_HASH */
 	uint8_t ref_hash[16];
+	int has_side;
+	uint64_t side_size;
+	uint8_t side_hash[16];
+	uint64_t payload_off; /* where the first chunk's payload starts */
 	uint8_t file_hash[16];
 	size_t nchunks;
 	ulp_obj_chunk *chunks;
 	uint32_t max_len; /* largest chunk's logical length */
 };
 
-/* Whether an encoded chunk reads reference bytes (ULP_ERR_CORRUPT if its
- * runs list cannot be parsed). */
-int ulp_chunk_needs_ref(const uint8_t *enc, size_t len, int *needs);
+/* Whether an encoded chunk reads reference bytes and side bytes
+ * (ULP_ERR_CORRUPT if its runs list cannot be parsed). */
+int ulp_chunk_needs_ref(const uint8_t *enc, size_t len, int *needs,
+                        int *needs_side);
 
 /* Chunk payload kinds (first byte of every encoded chunk). */
 enum {

@@ -2,8 +2,11 @@
  * container.c - the object file: header, chunk payloads, index, trailer.
  *
  *   header  (48)  magic "ULPFSOB1", u16 format, u16 flags (has a
- *                 reference; from format 4 the flat hash kind), u32 zero,
+ *                 reference; from format 4 also the flat hash kind and
+ *                 has a side), u32 zero,
  *                 u64 ref_size, ref_hash[16], u64 XXH3-64 of bytes 0..39
+ *   side    (40)  only with ULP_OBJ_FLAG_HAS_SIDE: u64 side_size,
+ *                 side_hash[16], u64 zero, u64 XXH3-64 of bytes 0..31
  *   payloads      the encoded chunks, back to back
  *   index         per chunk (32): u32 len, u32 stored_len, u32 flags,
  *                 u32 zero, u64 XXH3-64 of the logical bytes,
@@ -34,6 +37,7 @@ struct ulp_writer {
 	int failed;
 	int finished;
 	int has_ref;
+	int has_side;
 };
 
 static int w_out(ulp_writer *w, const void *p, size_t n)
@@ -58,7 +62,17 @@ int ulp_writer_new_kind(ulp_write_fn write, void *opaque,
                         const uint8_t *ref_hash, uint64_t ref_size,
                         int hash_kind, ulp_writer **out)
 {
-	uint8_t h[ULP_OBJ_HEADER_SIZE] = { 0 };
+	return ulp_writer_new_side(write, opaque, ref_hash, ref_size, NULL, 0,
+	                           hash_kind, out);
+}
+
+int ulp_writer_new_side(ulp_write_fn write, void *opaque,
+                        const uint8_t *ref_hash, uint64_t ref_size,
+                        const uint8_t *side_hash, uint64_t side_size,
+                        int hash_kind, ulp_writer **out)
+{
+	uint8_t h[ULP_OBJ_HEADER_SIZE + ULP_OBJ_SIDE_SIZE] = { 0 };
+	size_t hlen = ULP_OBJ_HEADER_SIZE;
 	ulp_writer *w;
 	int rc;
 	if (!write || !out ||
@@ -70,18 +84,27 @@ int ulp_writer_new_kind(ulp_write_fn write, void *opaque,
 	w->write = write;
 	w->opaque = opaque;
 	w->has_ref = ref_hash != NULL;
+	w->has_side = side_hash != NULL;
 	memcpy(h, ULP_OBJ_MAGIC, 8);
 	ulp_put16(h + 8, ULP_OBJ_FORMAT);
 	ulp_put16(h + 10,
 	          (ref_hash ? ULP_OBJ_FLAG_HAS_REF : 0) |
 	                  (hash_kind == ULP_HASH_FLAT ? ULP_OBJ_FLAG_FLAT_HASH
-	                                              : 0));
+	                                              : 0) |
+	                  (side_hash ? ULP_OBJ_FLAG_HAS_SIDE : 0));
 	if (ref_hash) {
 		ulp_put64(h + 16, ref_size);
 		memcpy(h + 24, ref_hash, 16);
 	}
 	ulp_put64(h + 40, XXH3_64bits(h, 40));
-	rc = w_out(w, h, sizeof(h));
+	if (side_hash) {
+		uint8_t *sd = h + ULP_OBJ_HEADER_SIZE;
+		ulp_put64(sd, side_size);
+		memcpy(sd + 8, side_hash, 16);
+		ulp_put64(sd + 32, XXH3_64bits(sd, 32));
+		hlen += ULP_OBJ_SIDE_SIZE;
+	}
+	rc = w_out(w, h, hlen);
 	if (rc) {
 		free(w);
 		return rc;
@@ -94,18 +117,19 @@ int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
                          const void *enc, size_t enc_len, uint64_t decoded_xxh3)
 {
 	uint8_t e[ULP_OBJ_INDEX_ENTRY] = { 0 };
-	int needs, rc;
+	int needs, needs_side, rc;
 	if (w->failed)
 		return ULP_ERR_IO;
 	if (w->finished || off != w->logical || len == 0 ||
 	    enc_len > UINT32_MAX)
 		return ULP_ERR_ARG;
-	rc = ulp_chunk_needs_ref(enc, enc_len, &needs);
-	if (rc || (needs && !w->has_ref))
+	rc = ulp_chunk_needs_ref(enc, enc_len, &needs, &needs_side);
+	if (rc || (needs && !w->has_ref) || (needs_side && !w->has_side))
 		return ULP_ERR_ARG;
 	ulp_put32(e, len);
 	ulp_put32(e + 4, (uint32_t)enc_len);
-	ulp_put32(e + 8, needs ? ULP_IDX_FLAG_NEEDS_REF : 0);
+	ulp_put32(e + 8, (needs ? ULP_IDX_FLAG_NEEDS_REF : 0) |
+	                         (needs_side ? ULP_IDX_FLAG_NEEDS_SIDE : 0));
 	ulp_put64(e + 16, decoded_xxh3);
 	ulp_put64(e + 24, XXH3_64bits(enc, enc_len));
 	if (ulp_buf_reserve(&w->index, w->index.len + sizeof(e)))
@@ -184,20 +208,39 @@ static int parse_header(ulp_object *o)
 		return ULP_ERR_VERSION;
 	o->format = ulp_le16(h + 8);
 	uint16_t flags = ulp_le16(h + 10);
-	uint16_t known = ULP_OBJ_FLAG_HAS_REF |
-	                 (o->format >= 4 ? ULP_OBJ_FLAG_FLAT_HASH : 0);
+	uint16_t known =
+		ULP_OBJ_FLAG_HAS_REF |
+		(o->format >= 4 ? ULP_OBJ_FLAG_FLAT_HASH | ULP_OBJ_FLAG_HAS_SIDE
+	                        : 0);
 	if ((flags & ~known) || ulp_le32(h + 12))
 		return ULP_ERR_VERSION;
 	o->has_ref = flags & ULP_OBJ_FLAG_HAS_REF;
 	o->flat_hash = (flags & ULP_OBJ_FLAG_FLAT_HASH) != 0;
 	o->ref_size = ulp_le64(h + 16);
 	memcpy(o->ref_hash, h + 24, 16);
+	o->payload_off = ULP_OBJ_HEADER_SIZE;
+	if (!(flags & ULP_OBJ_FLAG_HAS_SIDE))
+		return ULP_OK;
+	uint8_t sd[ULP_OBJ_SIDE_SIZE];
+	if (o->obj_size <
+	    ULP_OBJ_HEADER_SIZE + ULP_OBJ_SIDE_SIZE + ULP_OBJ_TRAILER_SIZE)
+		return ULP_ERR_CORRUPT;
+	rc = read_exact(o, ULP_OBJ_HEADER_SIZE, sd, sizeof(sd));
+	if (rc)
+		return rc;
+	if (XXH3_64bits(sd, 32) != ulp_le64(sd + 32) || ulp_le64(sd + 24))
+		return ULP_ERR_CORRUPT;
+	o->has_side = 1;
+	o->side_size = ulp_le64(sd);
+	memcpy(o->side_hash, sd + 8, 16);
+	o->payload_off += ULP_OBJ_SIDE_SIZE;
 	return ULP_OK;
 }
 
 static int parse_index(ulp_object *o, const uint8_t *idx, uint64_t index_off)
 {
-	uint64_t stored = ULP_OBJ_HEADER_SIZE, logical = 0;
+	uint64_t stored = o->payload_off, logical = 0;
+	const uint32_t known = ULP_IDX_FLAG_NEEDS_REF | ULP_IDX_FLAG_NEEDS_SIDE;
 	for (size_t i = 0; i < o->nchunks; i++) {
 		const uint8_t *e = idx + i * ULP_OBJ_INDEX_ENTRY;
 		ulp_obj_chunk *c = &o->chunks[i];
@@ -209,9 +252,10 @@ static int parse_index(ulp_object *o, const uint8_t *idx, uint64_t index_off)
 		c->off = logical;
 		c->stored_off = stored;
 		if (c->len == 0 || c->len > ULP_CHUNK_SIZE_MAX ||
-		    (c->flags & ~ULP_IDX_FLAG_NEEDS_REF) || ulp_le32(e + 12))
+		    (c->flags & ~known) || ulp_le32(e + 12))
 			return ULP_ERR_CORRUPT;
-		if ((c->flags & ULP_IDX_FLAG_NEEDS_REF) && !o->has_ref)
+		if (((c->flags & ULP_IDX_FLAG_NEEDS_REF) && !o->has_ref) ||
+		    ((c->flags & ULP_IDX_FLAG_NEEDS_SIDE) && !o->has_side))
 			return ULP_ERR_CORRUPT;
 		logical += c->len;
 		stored += c->stored_len;
@@ -255,7 +299,7 @@ int ulp_object_open(ulp_read_at_fn read_at, void *opaque, uint64_t obj_size,
 	o->size = ulp_le64(t);
 	uint64_t n = ulp_le64(t + 8), index_off = ulp_le64(t + 16);
 	memcpy(o->file_hash, t + 24, 16);
-	uint64_t index_room = obj_size - sizeof(t) - ULP_OBJ_HEADER_SIZE;
+	uint64_t index_room = obj_size - sizeof(t) - o->payload_off;
 	if (n > index_room / ULP_OBJ_INDEX_ENTRY ||
 	    index_off != obj_size - sizeof(t) - n * ULP_OBJ_INDEX_ENTRY)
 		goto fail;
@@ -367,8 +411,37 @@ int ulp_object_chunk_needs_ref(const ulp_object *o, size_t i)
 	return (o->chunks[i].flags & ULP_IDX_FLAG_NEEDS_REF) != 0;
 }
 
+int ulp_object_has_side(const ulp_object *o)
+{
+	return o->has_side;
+}
+
+uint64_t ulp_object_side_size(const ulp_object *o)
+{
+	return o->side_size;
+}
+
+const uint8_t *ulp_object_side_hash(const ulp_object *o)
+{
+	return o->side_hash;
+}
+
+int ulp_object_chunk_needs_side(const ulp_object *o, size_t i)
+{
+	assert(i < o->nchunks);
+	return (o->chunks[i].flags & ULP_IDX_FLAG_NEEDS_SIDE) != 0;
+}
+
 int ulp_object_read(ulp_dctx *d, const ulp_object *o, uint64_t off, void *dst,
                     size_t len, ulp_ref_read_fn ref_read, void *ref_opaque)
+{
+	const ulp_refs refs = { .ref_read = ref_read,
+		                .ref_opaque = ref_opaque };
+	return ulp_object_read_refs(d, o, off, dst, len, &refs);
+}
+
+int ulp_object_read_refs(ulp_dctx *d, const ulp_object *o, uint64_t off,
+                         void *dst, size_t len, const ulp_refs *refs)
 {
 	uint8_t *out = dst;
 	uint8_t *tmp = NULL;
@@ -381,13 +454,11 @@ int ulp_object_read(ulp_dctx *d, const ulp_object *o, uint64_t off, void *dst,
 		uint64_t in = off - c->off;
 		size_t take = c->len - in < len ? (size_t)(c->len - in) : len;
 		if (in == 0 && take == c->len) {
-			rc = ulp_chunk_decode(d, o, i, ref_read, ref_opaque,
-			                      out);
+			rc = ulp_chunk_decode_refs(d, o, i, refs, out);
 		} else {
 			if (!tmp && !(tmp = malloc(o->max_len)))
 				return ULP_ERR_NOMEM;
-			rc = ulp_chunk_decode(d, o, i, ref_read, ref_opaque,
-			                      tmp);
+			rc = ulp_chunk_decode_refs(d, o, i, refs, tmp);
 			if (!rc)
 				memcpy(out, tmp + in, take);
 		}

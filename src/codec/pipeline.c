@@ -126,12 +126,14 @@ static int encode_zeros(ulp_cctx *cc, const ulp_plan *plan, size_t i,
                         const uint8_t *zeros, const void **enc, size_t *enc_len,
                         ulp_stats *st)
 {
-	ulp_run run = { plan->chunks[i].len, 0, ULP_DT_GENERIC, 0 };
+	ulp_run run = { .len = plan->chunks[i].len, .dtype = ULP_DT_GENERIC };
 	ulp_chunk_plan cp = { plan->chunks[i].off, plan->chunks[i].len, 0, 1 };
 	ulp_plan one = *plan;
 
 	one.has_ref = 0;
 	one.ref_size = 0;
+	one.has_side = 0;
+	one.side_size = 0;
 	one.chunks = &cp;
 	one.nchunks = 1;
 	one.runs = &run;
@@ -211,9 +213,14 @@ static void encode_chunk(enc_pipe *p, enc_lane *ln, size_t i)
 	} else if (!rc && !same) {
 		rc = ULP_ERR_REF;
 	}
-	if (rc == ULP_ERR_REF)
-		rc = ulp_chunk_encode(ln->cc, p->plan, i, src, job->ref_read,
-		                      job->ref_opaque, &enc, &enc_len, &st);
+	if (rc == ULP_ERR_REF) {
+		const ulp_refs refs = { .ref_read = job->ref_read,
+			                .ref_opaque = job->ref_opaque,
+			                .side_read = job->side_read,
+			                .side_opaque = job->side_opaque };
+		rc = ulp_chunk_encode_refs(ln->cc, p->plan, i, src, &refs, &enc,
+		                           &enc_len, &st);
+	}
 	if (!rc)
 		rc = ulp_buf_reserve(&slot->buf, enc_len);
 	if (!rc) {
@@ -449,21 +456,26 @@ int ulp_encode_file(const ulp_encode_job *job, ulp_stats *stats,
 	    (job->cur && job->cur_read) || !job->write ||
 	    (job->has_ref && (!job->ref_read || !job->ref_hash)) ||
 	    (job->nsame && !job->has_ref) ||
+	    (job->side_hash && !job->side_read) ||
 	    (job->cctx && (!job->nthreads || job->nthreads > 256)))
 		return ULP_ERR_ARG;
 	static const ulp_tensor_map none = { ULP_FMT_UNKNOWN, 0, NULL };
 	const ulp_tensor_map *rm = job->ref_map ? job->ref_map : &none;
-	rc = ulp_plan_build(job->cur_map, job->cur_size,
-	                    job->has_ref ? rm : NULL, job->ref_size,
-	                    &job->params, &plan);
+	rc = ulp_plan_build_side(job->cur_map, job->cur_size,
+	                         job->has_ref ? rm : NULL, job->ref_size,
+	                         job->side_hash ? job->side_map : NULL,
+	                         job->side_size, &job->params, &plan);
 	if (rc)
 		return rc;
 	if (stats)
 		memset(stats, 0, sizeof(*stats));
 	int kind = job->flat_hash ? ULP_HASH_FLAT : ULP_HASH_TREE;
-	rc = ulp_writer_new_kind(job->write, job->write_opaque,
+	/* An object names a side only when some chunk may read it. */
+	rc = ulp_writer_new_side(job->write, job->write_opaque,
 	                         job->has_ref ? job->ref_hash : NULL,
-	                         job->ref_size, kind, &w);
+	                         job->ref_size,
+	                         plan->has_side ? job->side_hash : NULL,
+	                         job->side_size, kind, &w);
 	if (rc)
 		goto out;
 	hs = ulp_hasher_new(kind);

@@ -7,6 +7,10 @@
  * lines up.  Bytes outside tensors (headers, pickles, zip records) are
  * coded against the reference's bytes at the same offset, which is where
  * they sit in consecutive checkpoints.
+ *
+ * A float tensor may also have a side candidate: a tensor of another file
+ * of the checkpoint (ulp_side_match_find) that the chunk encoder codes it
+ * against when that is smaller than against the reference.
  */
 #include <stdlib.h>
 
@@ -99,7 +103,7 @@ static int push(run_vec *rv, ulp_run r)
 static ulp_run generic_seg(uint64_t len, uint64_t ref_off, int has_ref,
                            uint64_t ref_size)
 {
-	ulp_run r = { len, 0, ULP_DT_GENERIC, 0 };
+	ulp_run r = { .len = len, .dtype = ULP_DT_GENERIC };
 	if (has_ref && ref_off < ref_size) {
 		r.has_ref = 1;
 		r.ref_off = ref_off;
@@ -107,12 +111,35 @@ static ulp_run generic_seg(uint64_t len, uint64_t ref_off, int has_ref,
 	return r;
 }
 
+/* The side match of the whole elements [off, off + len) of a tensor of
+ * dtype dt, if side has a usable one (a match that does not fit is
+ * ignored: it only costs the context).  *next walks side in order. */
+static const ulp_side_match *side_for(const ulp_side_map *side, size_t *next,
+                                      uint64_t off, uint64_t len, ulp_dtype dt,
+                                      uint64_t side_size)
+{
+	while (side && *next < side->n && side->v[*next].cur_off < off)
+		(*next)++;
+	if (!side || *next >= side->n)
+		return NULL;
+	const ulp_side_match *m = &side->v[*next];
+	if (m->cur_off != off || m->len != len || m->dtype != dt || !len ||
+	    m->xform >= ULP_SIDE_XFORMS ||
+	    (m->xform == ULP_SIDE_WIDEN_BF16 && dt != ULP_DT_F32) ||
+	    m->side_off > side_size ||
+	    ulp_side_len(len, m->xform) > side_size - m->side_off)
+		return NULL;
+	return m;
+}
+
 /* Whole-file segments: one per tensor and per gap between tensors. */
 static int segments(const ulp_tensor_map *cur, uint64_t size,
                     const ulp_tensor_map *ref, const ref_key *keys, int has_ref,
-                    uint64_t ref_size, run_vec *seg)
+                    uint64_t ref_size, const ulp_side_map *side,
+                    uint64_t side_size, run_vec *seg, int *has_side)
 {
 	uint64_t pos = 0;
+	size_t next_side = 0;
 	int rc;
 	for (size_t i = 0; cur && i < cur->n; i++) {
 		const ulp_tensor *t = &cur->v[i];
@@ -133,8 +160,19 @@ static int segments(const ulp_tensor_map *cur, uint64_t size,
 		uint64_t whole = t->dtype ? t->nbytes / w * w : 0;
 		uint64_t ref_at = m ? m->offset : t->offset;
 		if (whole) {
-			ulp_run r = { whole, m ? m->offset : 0,
-				      (uint8_t)t->dtype, m != NULL };
+			ulp_run r = { .len = whole,
+				      .ref_off = m ? m->offset : 0,
+				      .dtype = (uint8_t)t->dtype,
+				      .has_ref = m != NULL };
+			const ulp_side_match *sm =
+				side_for(side, &next_side, t->offset, whole,
+			                 t->dtype, side_size);
+			if (sm) {
+				r.side = 1;
+				r.side_off = sm->side_off;
+				r.xform = sm->xform;
+				*has_side = 1;
+			}
 			if ((rc = push(seg, r)))
 				return rc;
 		}
@@ -177,6 +215,8 @@ static int cut(ulp_plan *pl, const run_vec *seg)
 				ulp_run r = s;
 				r.len = take;
 				r.ref_off = s.ref_off + done;
+				r.side_off = s.side_off +
+				             ulp_side_len(done, s.xform);
 				if (!s.dtype && s.has_ref)
 					r = generic_seg(take, s.ref_off + done,
 					                1, pl->ref_size);
@@ -225,6 +265,15 @@ int ulp_plan_build(const ulp_tensor_map *cur, uint64_t cur_size,
                    const ulp_tensor_map *ref, uint64_t ref_size,
                    const ulp_params *params, ulp_plan **out)
 {
+	return ulp_plan_build_side(cur, cur_size, ref, ref_size, NULL, 0,
+	                           params, out);
+}
+
+int ulp_plan_build_side(const ulp_tensor_map *cur, uint64_t cur_size,
+                        const ulp_tensor_map *ref, uint64_t ref_size,
+                        const ulp_side_map *side, uint64_t side_size,
+                        const ulp_params *params, ulp_plan **out)
+{
 	ulp_plan *pl;
 	ref_key *keys = NULL;
 	run_vec seg = { 0 };
@@ -250,8 +299,9 @@ int ulp_plan_build(const ulp_tensor_map *cur, uint64_t cur_size,
 			keys[i] = (ref_key){ tensor_key(&ref->v[i]), i };
 		qsort(keys, ref->n, sizeof(*keys), key_cmp);
 	}
-	rc = segments(cur, cur_size, ref, keys, pl->has_ref, pl->ref_size,
-	              &seg);
+	pl->side_size = side ? side_size : 0;
+	rc = segments(cur, cur_size, ref, keys, pl->has_ref, pl->ref_size, side,
+	              pl->side_size, &seg, &pl->has_side);
 	if (rc)
 		goto fail;
 	rc = cut(pl, &seg);

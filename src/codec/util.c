@@ -25,6 +25,9 @@ const char *ulp_strerror(int err)
 		return "reference does not match the object";
 	case ULP_ERR_PARSE:
 		return "malformed file format";
+	case ULP_ERR_SIDE:
+		return "side reference (another file's version) missing or "
+		       "not the one the object was coded against";
 	}
 	return "unknown error";
 }
@@ -146,6 +149,8 @@ void ulp_stats_add(ulp_stats *acc, const ulp_stats *s)
 		a->elems += b->elems;
 		a->delta_elems += b->delta_elems;
 		a->ref_elems += b->ref_elems;
+		a->side_elems += b->side_elems;
+		a->side_bytes += b->side_bytes;
 		a->bytes_in += b->bytes_in;
 		a->bytes_out += b->bytes_out;
 		a->model_bits += b->model_bits;
@@ -156,4 +161,5 @@ void ulp_stats_add(ulp_stats *acc, const ulp_stats *s)
 	acc->chunks_copy += s->chunks_copy;
 	acc->chunks_delta += s->chunks_delta;
 	acc->chunks_standalone += s->chunks_standalone;
+	acc->chunks_side += s->chunks_side;
 }

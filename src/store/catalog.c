@@ -244,11 +244,24 @@ static const char SCHEMA_V6_SNAPNODES[] =
 	" value BLOB NOT NULL,"
 	" PRIMARY KEY(snapshot, ino, name)) WITHOUT ROWID;";
 
+/* Version 7: contexts from another file of the checkpoint (issue 12).
+ * versions.side names the version of another file (the sibling
+ * model.safetensors of an optimizer.pt) that the version's object is
+ * coded given, besides its reference; NULL: none.  A version named as a
+ * side stays (a ghost, once deleted) until its dependants are coded
+ * without it, as a reference does.  Older ulpfs refuse the catalog, so
+ * none of them can delete a side still needed. */
+static const char SCHEMA_V7_SIDES[] = "ALTER TABLE versions ADD COLUMN side "
+				      "INTEGER;"
+				      "CREATE INDEX versions_side ON "
+				      "versions(side) WHERE side IS NOT NULL;";
+
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
 	{ SCHEMA_V1, v1_root },      { SCHEMA_V2, NULL },
 	{ SCHEMA_V3, NULL },         { SCHEMA_V4, NULL },
 	{ SCHEMA_V5_LOCALFS, NULL }, { SCHEMA_V6_SNAPNODES, NULL },
+	{ SCHEMA_V7_SIDES, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)

@@ -3,6 +3,11 @@
  * choice, encoding into an object, and the commit that swaps staging for
  * the version in one transaction.
  *
+ * A file that may be coded given a sibling (side.h) waits, for a while,
+ * for a sibling provider still staged to commit first, so that the
+ * newest optimizer.pt is coded given the model.safetensors saved with it;
+ * one that could not wait is given its side when it is flipped (gc.c).
+ *
  * The staging file is mmapped while it is encoded.  Nothing changes it
  * meanwhile: whoever wants to (a writer opening it, a truncate) first
  * bumps the inode's gen, which makes the object sink fail at its next
@@ -15,10 +20,12 @@
 #include "store/versions.h"
 #include "store/reserve.h"
 #include "store/tmap.h"
+#include "store/side.h"
 
 #include "store/overlay.h"
 
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 /* ------------------------------------------------------------ objects */
 
@@ -78,6 +85,7 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	 * each read its own chain. */
 	ulp_ref_ctx rctx = { st, req->ref, 0, NULL };
 	ulp_ref_ctx fctx = { st, req->from, 0, NULL };
+	ulp_ref_ctx sctx = { st, req->side, 0, NULL };
 	ulp_encode_job job;
 	char tmp[32];
 	sink k = { -1, req->cancel, req->gen, req->stop, 0 };
@@ -115,6 +123,13 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 	job.ref_chunk_hash = ulp_ref_chunk_hash;
 	job.flat_hash = req->flat_hash;
 	job.known_hash = req->known_hash;
+	if (req->side) {
+		job.side_hash = req->side_hash;
+		job.side_size = req->side_size;
+		job.side_map = req->side_map;
+		job.side_read = ulp_ref_read;
+		job.side_opaque = &sctx;
+	}
 	if (req->stats)
 		memset(req->stats, 0, sizeof *req->stats);
 	rc = ulp_encode_file(&job, req->stats, hash, stored);
@@ -236,9 +251,9 @@ static const char Q_NEXT_SEQ[] = "SELECT coalesce(max(seq), 0) + 1 FROM "
 static const char Q_INSERT[] = "INSERT INTO versions(ino, path, seq, size, "
 			       "mtime, hash, object, ref,"
 			       " depth, keyframe, stored, state, layout, tmap, "
-			       "created, estats)"
+			       "created, estats, side)"
 			       " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, "
-			       "?, ?, ?)";
+			       "?, ?, ?, ?)";
 
 static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
                       ulp_obj_list *dead)
@@ -264,13 +279,13 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 		v->seq = (uint64_t)x;
 		v->mtime_ns = mt;
 		v->created_ns = ulp_now_ns();
-		rc = ulp_cat_exec(st->cat, Q_INSERT, "usuuibsruduibib", in->ino,
-		                  path, v->seq, v->size, mt, v->hash,
+		rc = ulp_cat_exec(st->cat, Q_INSERT, "usuuibsruduibibr",
+		                  in->ino, path, v->seq, v->size, mt, v->hash,
 		                  (size_t)16, v->object, v->ref,
 		                  (uint64_t)v->depth, v->keyframe, v->stored,
 		                  (int64_t)v->layout, nv->tmap, nv->tmap_len,
 		                  v->created_ns, nv->estats,
-		                  (size_t)ULP_ESTATS_LEN);
+		                  (size_t)ULP_ESTATS_LEN, v->side);
 	}
 	free(path);
 	if (rc < 0)
@@ -291,7 +306,8 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 }
 
 /* Commit nv for in if nothing changed in the meantime: 0, 1 (stale) or
- * -errno.  The object of a version not committed is removed. */
+ * -errno (-EAGAIN: its side went meanwhile).  The object of a version not
+ * committed is removed. */
 static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 {
 	ulp_obj_list dead = { 0 };
@@ -299,8 +315,16 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 
 	pthread_rwlock_wrlock(&in->data);
 	pthread_mutex_lock(&st->mu);
+	int64_t side_state = ULP_VERSION_LIVE;
 	if (atomic_load(&in->gen) != gen || in->unlinked || !in->staged) {
 		rc = 1;
+	} else if (nv->v.side && (rc = ulp_cat_int(st->cat, &side_state,
+	                                           "SELECT state FROM versions "
+	                                           "WHERE id = ?",
+	                                           "u", nv->v.side)) <= 0) {
+		rc = rc < 0 ? rc : -EAGAIN;
+	} else if (side_state != ULP_VERSION_LIVE) {
+		rc = -EAGAIN; /* released meanwhile: code it again */
 	} else {
 		rc = ulp_cat_begin(st->cat);
 		if (rc == 0)
@@ -334,6 +358,34 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 }
 
 /* ------------------------------------------------------------ encode */
+
+/* How long a user waits for a sibling provider to commit, counted from
+ * its own last write: a provider left open for writing must not hold it
+ * back for ever (its flip adds the side later). */
+#define SIDE_WAIT_NS (60 * 1000000000ll)
+
+/* The side of a new version of path (staged in fd, mapped at data): 0
+ * (side->v.id 0: none), -EAGAIN while a provider beside it is still
+ * staged (retried soon: queue.c), or -errno. */
+static int choose_side(ulp_store *st, const char *path, int fd,
+                       const uint8_t *data, uint64_t size,
+                       const ulp_tensor_map *map, ulp_side_pick *side)
+{
+	struct stat sb;
+	pthread_mutex_lock(&st->mu);
+	int rc = ulp_side_pending(st, path);
+	pthread_mutex_unlock(&st->mu);
+	if (rc < 0)
+		return rc;
+	if (rc > 0 && fstat(fd, &sb) == 0 &&
+	    ulp_now_ns() - ((int64_t)sb.st_mtim.tv_sec * 1000000000 +
+	                    sb.st_mtim.tv_nsec) <
+	            SIDE_WAIT_NS)
+		return -EAGAIN;
+	ulp_side_mem mem = { data, size };
+	return ulp_side_find(st, path, ulp_now_ns(), map, ulp_side_mem_read,
+	                     &mem, side);
+}
 
 int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 {
@@ -372,6 +424,7 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 		rc = ulp_version_tmap_locked(st, current, &bmap);
 		pthread_mutex_unlock(&st->mu);
 	}
+	ulp_side_pick side = { 0 };
 	/* Without tensors, or with the base's tensors at the same places
 	 * (nothing written that the format's parser reads), the new version
 	 * is cut into the base's chunks: those left whole need never be
@@ -439,6 +492,10 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 	pthread_mutex_lock(&st->mu);
 	rc = choose_ref(st, current, path, nv.v.layout, &ref);
 	pthread_mutex_unlock(&st->mu);
+	/* (a pristine copy reads nothing but its base) */
+	if (rc == 0 && !st->opts.no_side && !pristine &&
+	    ulp_side_wants(path, cmap))
+		rc = choose_side(st, path, fd, data, size, cmap, &side);
 	if (rc < 0)
 		goto out;
 
@@ -464,6 +521,10 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 		.nsame = nsame,
 		.flat_hash = pristine && kind == ULP_HASH_FLAT,
 		.known_hash = pristine ? cur.hash : NULL,
+		.side = side.v.id,
+		.side_size = side.v.size,
+		.side_hash = side.v.hash,
+		.side_map = &side.map,
 	};
 	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, nv.v.hash);
 	if (rc == -ECANCELED) {
@@ -491,11 +552,15 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 		nv.pred = ref.v.id;
 		nv.v.keyframe = 1;
 	}
+	/* A side no chunk reads is no dependency (every run chose its
+	 * reference, or the copy was pristine). */
+	nv.v.side = est.chunks_side ? side.v.id : 0;
 	nv.tmap = tmap;
 	nv.tmap_len = tmap_len;
 	ulp_estats_encode(&est, nv.estats);
 	rc = commit(st, in, gen, &nv);
 out:
+	ulp_side_pick_free(&side);
 	if (data)
 		munmap(data, size);
 	ulp_tensor_map_free(&map);

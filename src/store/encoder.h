@@ -38,6 +38,12 @@ typedef struct ulp_encode_req {
 	int flat_hash;
 	/* the content hash when known (cur is a copy of ref; may be NULL) */
 	const uint8_t *known_hash;
+	/* the side version the tensors side_map names may be coded given
+	 * (0: none; side.h), its size and content hash */
+	uint64_t side;
+	uint64_t side_size;
+	const uint8_t *side_hash;
+	const ulp_side_map *side_map;
 } ulp_encode_req;
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       char name[ULP_OBJ_NAME_LEN], uint64_t *stored,

@@ -18,6 +18,13 @@
  * own reference when that one is live (and the chain stays short
  * enough), else standalone.
  *
+ * Sides.  A version may also be coded given a side (side.h: the model
+ * file of its checkpoint).  A flip or a rebase keeps the side it has
+ * while that one is live, and a flip gives one to a version committed
+ * before its provider was; a version whose side is a ghost is coded
+ * again without it (against the same reference), and then the ghost can
+ * go.
+ *
  * Both are one routine: decode the version through the chunk cache
  * straight into the encoder (chunk by chunk, no temporary copy), encode it
  * against its new reference, check the hash, write and fsync the object;
@@ -43,6 +50,7 @@
 #include "store/reader.h"
 #include "store/versions.h"
 #include "store/tmap.h"
+#include "store/side.h"
 
 #include <signal.h>
 #include <time.h>
@@ -68,8 +76,19 @@ typedef struct job {
 	uint64_t expect_ref; /* its reference when the job was found */
 	ulp_version_info n;  /* its new reference (n.id 0: standalone) */
 	ulp_tensor_map dmap, nmap;
-	int flip; /* a flip (else the rebase of a ghost's dependant) */
+	int flip;      /* a flip (else the rebase of a ghost's dependant) */
+	int drop_side; /* d's side is a ghost: coded again without it */
+	char *path;    /* d's path (for a side to find) */
+	uint64_t side; /* the side it was coded given (0: none) */
 } job;
+
+static void job_free(job *j)
+{
+	ulp_tensor_map_free(&j->dmap);
+	ulp_tensor_map_free(&j->nmap);
+	free(j->path);
+	j->path = NULL;
+}
 
 /* The longest chain of live or ghost versions coded (directly or not)
  * against vid, in links; 0 when none is (mu held). */
@@ -87,21 +106,36 @@ static int subtree_height(ulp_store *st, uint64_t vid, int64_t *h)
 	return rc < 0 ? rc : 0;
 }
 
-/* Whether decoding from (following references) ever reaches vid (mu
- * held): coding vid against from would then make a cycle. */
+/* Sides whose chains one walk of reaches() keeps to follow: a side has
+ * no side of its own (side.h), so a walk holds one or two. */
+#define REACH_STACK 16
+
+/* Whether decoding from (following references and sides) ever reaches
+ * vid (mu held): coding vid against from, or given it, would then make a
+ * cycle.  A model file's copy under another name, coded given the model,
+ * is the model's predecessor by layout: without this, the model's flip
+ * would code it against the copy. */
 static int reaches(ulp_store *st, uint64_t from, uint64_t vid)
 {
+	uint64_t todo[REACH_STACK];
+	size_t n = 0;
+	unsigned steps = 0;
 	ulp_version_info v;
 
-	for (unsigned i = 0; from && i < 4096; i++) {
-		if (from == vid)
-			return 1;
-		int rc = ulp_version_get_locked(st, from, &v);
-		if (rc < 0)
-			return rc;
-		from = v.ref;
+	if (from)
+		todo[n++] = from;
+	while (n) {
+		for (uint64_t x = todo[--n]; x; x = v.ref) {
+			if (x == vid || ++steps > 4096 || n == REACH_STACK)
+				return 1; /* a cycle, or absurdly deep: refuse */
+			int rc = ulp_version_get_locked(st, x, &v);
+			if (rc < 0)
+				return rc;
+			if (v.side)
+				todo[n++] = v.side;
+		}
 	}
-	return from != 0; /* a cycle already, or absurdly deep: refuse */
+	return 0;
 }
 
 /* Whether d may be coded against n without some version decoding more
@@ -124,7 +158,9 @@ static int fits(ulp_store *st, const ulp_version_info *d,
 	return rc < 0 ? rc : !rc;
 }
 
-/* Fill in d's map and, when it stays, n and its map (mu held). */
+static const char Q_VPATH[] = "SELECT path FROM versions WHERE id = ?";
+
+/* Fill in d's map and path and, when it stays, n and its map (mu held). */
 static int job_load(ulp_store *st, job *j, uint64_t did, uint64_t nid)
 {
 	ULP_MU_HELD(st);
@@ -132,6 +168,18 @@ static int job_load(ulp_store *st, job *j, uint64_t did, uint64_t nid)
 
 	if (rc == 0)
 		rc = ulp_version_tmap_locked(st, did, &j->dmap);
+	if (rc == 0) {
+		sqlite3_stmt *s = ulp_cat_q(st->cat, Q_VPATH, "u", did);
+		rc = ulp_cat_step(st->cat, s);
+		if (rc == 1) {
+			const char *p = (const char *)sqlite3_column_text(s, 0);
+			j->path = strdup(p ? p : "");
+			ulp_cat_done(s);
+			rc = j->path ? 0 : -ENOMEM;
+		} else if (rc == 0) {
+			rc = -ENOENT;
+		}
+	}
 	if (rc == 0 && nid)
 		rc = ulp_version_get_locked(st, nid, &j->n);
 	if (rc == -ENOENT && nid) {
@@ -152,6 +200,9 @@ static int job_load(ulp_store *st, job *j, uint64_t did, uint64_t nid)
 static const char Q_PAIR[] = "SELECT d.id, g.ref FROM versions AS g"
 			     " JOIN versions AS d ON d.ref = g.id"
 			     " WHERE g.state = 1 AND d.state = 0 LIMIT 1";
+static const char Q_SIDE_PAIR[] = "SELECT d.id, d.ref FROM versions AS g"
+				  " JOIN versions AS d ON d.side = g.id"
+				  " WHERE g.state = 1 AND d.state = 0 LIMIT 1";
 static const char Q_FLIP_NEXT[] = "SELECT id, flip FROM versions"
 				  " WHERE flip IS NOT NULL AND state = 0"
 				  " ORDER BY id LIMIT 1";
@@ -175,6 +226,20 @@ static int next_job(ulp_store *st, job *j)
 		rc = job_load(st, j, did, nid);
 		return rc < 0 ? rc : 1;
 	}
+	/* Then dependants of ghosts that are their sides: same reference,
+	 * no side. */
+	if (rc == 0) {
+		s = ulp_cat_q(st->cat, Q_SIDE_PAIR, "");
+		rc = ulp_cat_step(st->cat, s);
+	}
+	if (rc == 1) {
+		uint64_t did = (uint64_t)sqlite3_column_int64(s, 0);
+		uint64_t nid = (uint64_t)sqlite3_column_int64(s, 1);
+		ulp_cat_done(s);
+		j->drop_side = 1;
+		rc = job_load(st, j, did, nid);
+		return rc < 0 ? rc : 1;
+	}
 	if (rc < 0 || (rc = ulp_cat_exec(st->cat, Q_FLIP_STALE, "")) < 0)
 		return rc;
 	for (;;) {
@@ -185,8 +250,7 @@ static int next_job(ulp_store *st, job *j)
 		uint64_t did = (uint64_t)sqlite3_column_int64(s, 0);
 		uint64_t nid = (uint64_t)sqlite3_column_int64(s, 1);
 		ulp_cat_done(s);
-		ulp_tensor_map_free(&j->dmap);
-		ulp_tensor_map_free(&j->nmap);
+		job_free(j);
 		memset(j, 0, sizeof *j);
 		j->flip = 1;
 		rc = job_load(st, j, did, nid);
@@ -206,16 +270,50 @@ static int next_job(ulp_store *st, job *j)
  * hash is checked against the version's.  The encoder's workers pull j->d
  * decoded through the cache, a chunk each: no copy in staging, memory
  * bounded by the chunks in flight. */
-static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
+/* The side j->d is to be coded given, into *pick (none: pick->v.id 0):
+ * the one it has unless that is to go, else for a flip one beside it. */
+static int job_side(ulp_store *st, const job *j, ulp_side_pick *pick)
+{
+	ulp_ref_ctx dctx = { st, j->d.id, 0, NULL };
+	memset(pick, 0, sizeof *pick);
+	if (j->drop_side || !ulp_side_wants(j->path, &j->dmap))
+		return 0;
+	/* side=0 adds none, and keeps the ones coded before */
+	if (st->opts.no_side && !j->d.side)
+		return 0;
+	if (j->d.side)
+		return ulp_side_load(st, j->d.side, &j->dmap, ulp_ref_read,
+		                     &dctx, pick);
+	if (!j->flip)
+		return 0;
+	int rc = ulp_side_find(st, j->path, j->d.created_ns, &j->dmap,
+	                       ulp_ref_read, &dctx, pick);
+	/* A new side must not decode through d itself. */
+	if (rc == 0 && pick->v.id) {
+		pthread_mutex_lock(&st->mu);
+		rc = reaches(st, pick->v.id, j->d.id);
+		pthread_mutex_unlock(&st->mu);
+		if (rc != 0)
+			ulp_side_pick_free(pick);
+		rc = rc < 0 ? rc : 0;
+	}
+	return rc;
+}
+
+static int reencode(ulp_store *st, job *j, char object[ULP_OBJ_NAME_LEN],
                     uint64_t *stored, uint8_t estats[ULP_ESTATS_LEN])
 {
 	uint8_t hash[16];
 	ulp_stats est;
+	ulp_side_pick side;
 	/* The version keeps its hash (objects coded against it name it by
 	 * it), of whichever kind it was committed with. */
 	int kind = ulp_version_hash_kind(st, j->d.id);
 	if (kind < 0)
 		return kind;
+	int rc = job_side(st, j, &side);
+	if (rc < 0)
+		return rc;
 	ulp_encode_req req = {
 		.from = j->d.id,
 		.size = j->d.size,
@@ -231,8 +329,15 @@ static int reencode(ulp_store *st, const job *j, char object[ULP_OBJ_NAME_LEN],
 		.stop = &st->gc->stop,
 		.stats = &est,
 		.flat_hash = kind == ULP_HASH_FLAT,
+		.side = side.v.id,
+		.side_size = side.v.size,
+		.side_hash = side.v.hash,
+		.side_map = &side.map,
 	};
-	int rc = ulp_encode_object(st, &req, object, stored, hash);
+	rc = ulp_encode_object(st, &req, object, stored, hash);
+	/* named only if some chunk reads it */
+	j->side = rc == 0 && est.chunks_side ? side.v.id : 0;
+	ulp_side_pick_free(&side);
 
 	if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {
 		ulp_obj_unlink(st, object);
@@ -247,7 +352,8 @@ static const char Q_CHECK[] = "SELECT state, ref FROM versions WHERE id = ?";
 static const char Q_SWITCH[] = "UPDATE versions SET object = ?, ref = ?,"
 			       " depth = ?, keyframe = ?, stored = ?,"
 			       " estats = ?,"
-			       " flip = CASE WHEN ? THEN NULL ELSE flip END"
+			       " flip = CASE WHEN ? THEN NULL ELSE flip END,"
+			       " side = ?"
 			       " WHERE id = ?";
 static const char Q_DEPTHS[] = "WITH RECURSIVE sub(id, depth) AS ("
 			       " SELECT id, depth FROM versions WHERE id = ?1"
@@ -278,18 +384,22 @@ static int switch_txn(ulp_store *st, const job *j, const char *object,
 	ulp_cat_done(s);
 	if (state != ULP_VERSION_LIVE || ref != j->expect_ref)
 		return -EAGAIN; /* changed meanwhile: look again */
-	if (j->n.id) {
+	/* The new reference and side must still be there to be named. */
+	for (int k = 0; k < 2; k++) {
+		uint64_t id = k ? j->side : j->n.id;
 		int64_t nstate = -1;
-		rc = ulp_cat_int(st->cat, &nstate, Q_CHECK, "u", j->n.id);
+		if (!id)
+			continue;
+		rc = ulp_cat_int(st->cat, &nstate, Q_CHECK, "u", id);
 		if (rc < 0)
 			return rc;
 		if (nstate != ULP_VERSION_LIVE)
 			return -EAGAIN;
 	}
-	rc = ulp_cat_exec(st->cat, Q_SWITCH, "srudubdu", object, j->n.id,
+	rc = ulp_cat_exec(st->cat, Q_SWITCH, "srudubdru", object, j->n.id,
 	                  (uint64_t)(j->n.id ? j->n.depth + 1 : 0),
 	                  j->n.id == 0, stored, estats, (size_t)ULP_ESTATS_LEN,
-	                  j->flip, j->d.id);
+	                  j->flip, j->side, j->d.id);
 	if (rc == 0)
 		rc = ulp_cat_exec(st->cat, Q_DEPTHS, "u", j->d.id);
 	if (rc == 0 && j->flip && j->expect_ref)
@@ -379,8 +489,7 @@ static int gc_pass(ulp_store *st, int convert)
 		int found = rc > 0;
 		if (found)
 			rc = run_job(st, &j);
-		ulp_tensor_map_free(&j.dmap);
-		ulp_tensor_map_free(&j.nmap);
+		job_free(&j);
 		if (rc == -EAGAIN && ++again < 1000) {
 			rc = 0; /* raced with a change: look again */
 			continue;

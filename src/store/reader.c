@@ -6,7 +6,9 @@
  * Opened objects are kept in a small LRU, each with its fd and the
  * version it is coded against, checked when opened: the object's logical
  * size and hash against the version row, its reference size and hash
- * against the reference's row.
+ * against the reference's row, and likewise its side (another file's
+ * version that some chunks are coded given, read through this same path
+ * as a reference is) against the side's row.
  *
  * A chunk is decoded by one thread at a time: others that need it wait
  * for that decode (ulp_cache_take).  Before decoding a chunk, the
@@ -39,7 +41,10 @@ typedef struct oentry {
 	const ulp_remote *remote;
 	char remote_name[ULP_OBJ_NAME_LEN];
 	ulp_object *obj;
-	uint64_t ref;   /* reference version, 0: none */
+	uint64_t ref;  /* reference version, 0: none */
+	uint64_t side; /* side version, 0: none */
+	uint64_t side_size;
+	uint8_t side_hash[16];
 	unsigned depth; /* references between it and a keyframe */
 	unsigned refs;
 	int linked;
@@ -163,7 +168,7 @@ static int obj_read_at(void *opaque, uint64_t off, void *buf, size_t len)
 /* Open the object of vid and check it against the catalog. */
 static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
 {
-	ulp_version_info v, rv = { 0 };
+	ulp_version_info v, rv = { 0 }, sv = { 0 };
 	struct stat sb;
 	oentry *e;
 	int rc;
@@ -174,6 +179,8 @@ static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
 		rc = -ENOENT;
 	if (rc == 0 && v.ref)
 		rc = ulp_version_get_locked(st, v.ref, &rv);
+	if (rc == 0 && v.side)
+		rc = ulp_version_get_locked(st, v.side, &sv);
 	pthread_mutex_unlock(&st->mu);
 	if (rc < 0)
 		return rc;
@@ -182,6 +189,9 @@ static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
 		return -ENOMEM;
 	e->vid = vid;
 	e->ref = v.ref;
+	e->side = v.side;
+	e->side_size = sv.size;
+	memcpy(e->side_hash, sv.hash, 16);
 	e->depth = v.depth;
 	e->fd = openat(st->obj_fd, v.object, O_RDONLY | O_CLOEXEC);
 	uint64_t osize = 0;
@@ -209,6 +219,15 @@ static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
 	if (v.ref && (ulp_object_ref_size(e->obj) != rv.size ||
 	              memcmp(ulp_object_ref_hash(e->obj), rv.hash, 16) != 0))
 		goto fail;
+	if (v.side && (!ulp_object_has_side(e->obj) ||
+	               ulp_object_side_size(e->obj) != sv.size ||
+	               memcmp(ulp_object_side_hash(e->obj), sv.hash, 16) != 0))
+		goto fail;
+	/* An object may name a side none of its chunks reads: the row then
+	 * names none. */
+	for (size_t i = 0; !v.side && i < ulp_object_chunk_count(e->obj); i++)
+		if (ulp_object_chunk_needs_side(e->obj, i))
+			goto fail;
 	*out = e;
 	return 0;
 fail:
@@ -482,15 +501,25 @@ static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
 		rc = -ECANCELED;
 	if (rc == 0) {
 		ulp_ref_ctx rctx = { st, e->ref, depth + 1, task };
+		/* A side's chunks are read as a reference's are, through the
+		 * cache (it is another file's version: no cycle). */
+		ulp_ref_ctx sctx = { st, e->side, depth + 1, task };
+		ulp_refs refs = {
+			.ref_read = e->ref ? ulp_ref_read : NULL,
+			.ref_opaque = &rctx,
+			.side_read = e->side ? ulp_ref_read : NULL,
+			.side_opaque = &sctx,
+			.side_hash = e->side ? e->side_hash : NULL,
+			.side_size = e->side_size,
+		};
 		ulp_dctx *d = dctx_get(st->reader);
 
 		b = ulp_cache_alloc(st->cache, e->vid, coff, clen);
 		if (!b || !d)
 			rc = -ENOMEM;
 		else
-			rc = ulp_errno_of(ulp_chunk_decode(
-				d, e->obj, i, e->ref ? ulp_ref_read : NULL,
-				&rctx, ulp_cbuf_data(b)));
+			rc = ulp_errno_of(ulp_chunk_decode_refs(
+				d, e->obj, i, &refs, ulp_cbuf_data(b)));
 		if (d)
 			dctx_put(st->reader, d);
 		/* A reference read given up on: the waiters retry. */

@@ -57,6 +57,10 @@ typedef struct ulp_store_opts {
 	                             backing free space) */
 	/* objects also kept elsewhere (store/remote.h); NULL: local only */
 	const struct ulp_remote *remote;
+	/* code no file given another file of its checkpoint (side.h; 0:
+	 * optimizer.pt's fp32 master weights are coded given the bf16
+	 * weights of the model.safetensors beside it) */
+	int no_side;
 } ulp_store_opts;
 
 /* Fill defaults for zero fields. */
@@ -334,6 +338,9 @@ typedef struct ulp_version_info {
 	int64_t created_ns;
 	uint8_t hash[16]; /* content hash, either kind (ulp.h; canonical) */
 	uint64_t ref;     /* version it is coded against; 0: keyframe */
+	uint64_t side;    /* version of another file it is coded given
+	                     besides (a checkpoint's model.safetensors for
+	                     its optimizer.pt); 0: none */
 	uint32_t depth;   /* references between it and a keyframe */
 	int keyframe;
 	uint64_t stored; /* bytes of its object */

@@ -19,7 +19,7 @@
  *   staging    overlay.h, staging.h (staging.c, overlay.c, copyup.c,
  *              backing.c)
  *   encoder    encoder.h (encoder.c), queue.h (queue.c), writers.h
- *              (writers.c)
+ *              (writers.c), side.h (side.c)
  *   gc         gc.h (gc.c)
  *   inodes     inode.h (inode.c)
  *   namespace  ns_internal.h (namespace.c, link.c, rename.c, setattr.c,

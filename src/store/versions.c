@@ -1,8 +1,9 @@
 /*
  * versions.c - paths of inodes, and the rules that end versions: history
  * of a path is kept while the path exists; a version nothing may read any
- * more is released: deleted at once when no other version references it,
- * else turned into a ghost that gc.c rebases away.
+ * more is released: deleted at once when no other version references it
+ * (as its reference or as its side), else turned into a ghost that gc.c
+ * rebases away.
  */
 #include "store/versions.h"
 
@@ -91,7 +92,8 @@ int ulp_ns_path_exists(ulp_store *st, const char *path)
 static const char Q_SETTLE[] = "SELECT id, object FROM versions AS g WHERE "
 			       "state = 1"
 			       " AND NOT EXISTS(SELECT 1 FROM versions AS d"
-			       "  WHERE d.ref = g.id AND d.state <> 2)"
+			       "  WHERE (d.ref = g.id OR d.side = g.id)"
+			       "  AND d.state <> 2)"
 			       " LIMIT 64";
 static const char Q_STATE[] = "UPDATE versions SET state = ? WHERE id = ?";
 /* A deleted version's figures would only be garbage: stats skips it. */
