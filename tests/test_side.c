@@ -538,7 +538,7 @@ Test(side, decoders_refuse_flags_they_do_not_know)
 {
 	/* What a decoder from before side files does with such an object:
 	 * its header check admits only HAS_REF; this one admits HAS_SIDE and
-	 * nothing more. */
+	 * FLAT_HASH, and no other bit. */
 	tu_rng r;
 	ckpt a;
 	side_obj s;
@@ -546,7 +546,7 @@ Test(side, decoders_refuse_flags_they_do_not_know)
 	ckpt_make(&a, NULL, &r);
 	encode_side(&a.optim, NULL, &a.model, NULL, ULP_CHUNK_SIZE_MIN, &s);
 	TU_ASSERT(ulp_le16(s.obj.p + 10) == ULP_OBJ_FLAG_HAS_SIDE, "flags");
-	ulp_put16(s.obj.p + 10, ULP_OBJ_FLAG_HAS_SIDE | 4);
+	ulp_put16(s.obj.p + 10, ULP_OBJ_FLAG_HAS_SIDE | 8);
 	ulp_put64(s.obj.p + 40, XXH3_64bits(s.obj.p, 40));
 	TU_RC(decode_side(&s.obj, &a.optim, NULL, &a.model, a.model.hash,
 	                  a.model.size),
