@@ -9,7 +9,8 @@
 #   s3_mount_fails WHAT PATTERN URL CACHE MNT [OPTS]   the mount must fail
 #                            with a message matching PATTERN (grep -E -i)
 #   s3_keys PREFIX           the bucket's keys under PREFIX, one a line
-#   s3_live_objects CATALOG  the objects a catalog's versions name, sorted
+#   s3_live_objects CATALOG  the objects a catalog's versions name in the
+#                            bucket (their representations), sorted
 #   s3_bucket_objects PREFIX the objects under PREFIX/objects/, sorted
 #   s3_expect_objects WHEN PREFIX CATALOG   ok when the bucket's objects
 #                            under PREFIX are exactly the catalog's, waiting
@@ -120,7 +121,13 @@ s3_live_objects() {
 	/usr/bin/python3 -c '
 import sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
-for (o,) in c.execute("SELECT DISTINCT object FROM versions WHERE state <> 2 AND object IS NOT NULL AND object <> \"\""):
+# A version with a bucket representation (src/objstore/reps.h) is that
+# object in the bucket, the others their own objects.
+reps = c.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", ("bucket_reps",)).fetchone()[0]
+q = ("SELECT DISTINCT coalesce(r.object, v.object) FROM versions AS v"
+     " LEFT JOIN bucket_reps AS r ON r.version = v.id AND r.state = 1"
+     if reps else "SELECT DISTINCT v.object FROM versions AS v")
+for (o,) in c.execute(q + " WHERE v.state <> 2 AND v.object IS NOT NULL AND v.object <> \"\""):
     print(o)
 ' "$1" | sort
 }

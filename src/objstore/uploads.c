@@ -195,7 +195,11 @@ static void *uploader_main(void *arg)
 		char name[sizeof b->pend[0].name];
 		memcpy(name, b->pend[i].name, sizeof name);
 		pthread_mutex_unlock(&b->mu);
-		int rc = ulp_bucket_upload(b, b->obj_dir_fd, name);
+		/* A reverse delta whose version is in the bucket otherwise
+		 * (reps.c) is not uploaded at all. */
+		int rc = ulp_reps_superseded(b, name)
+		                 ? 0
+		                 : ulp_bucket_upload(b, b->obj_dir_fd, name);
 		pthread_mutex_lock(&b->mu);
 		i = find(b, name);
 		if (i < 0)
