@@ -176,5 +176,13 @@ s3_expect_objects() {
 	else
 		want=$(s3_live_objects "$cat")
 		bad "$when: bucket objects differ from the catalog's (want $(wc -l <<<"$want")): $(diff <(echo "$want") <(s3_bucket_objects "$prefix") | head -5 | tr '\n' ' ')"
+		# what the catalog says of each object that differs
+		diff <(echo "$want") <(s3_bucket_objects "$prefix") | sed -n 's/^[<>] //p' | head -5 |
+			while read -r o; do
+				say "  $o: $(/usr/bin/python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print("versions", c.execute("SELECT id, path, seq, state, ref FROM versions WHERE object = ?", (sys.argv[2],)).fetchall(),
+      "reps", c.execute("SELECT * FROM bucket_reps WHERE object = ?", (sys.argv[2],)).fetchall())' "$cat" "$o" 2>&1)"
+			done
 	fi
 }

@@ -115,6 +115,9 @@ void ulp_up_stop(ulp_bucket *b);
 /* A live object the bucket lacks (a crash before its upload): due now.
  * 1 queued, 2 queued already (this mount's), -errno. */
 int ulp_up_recover(ulp_bucket *b, const char *name);
+/* Hold a pending name back from the uploaders (hold 1) or let it go again
+ * (0): 1 done, 0 not pending or in flight already. */
+int ulp_up_hold(ulp_bucket *b, const char *name, int hold);
 /* Whether name waits for its upload (never evicted meanwhile). */
 int ulp_bucket_pending(ulp_bucket *b, const char *name);
 /* Whether some pending upload is not due yet. */

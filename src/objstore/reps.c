@@ -351,17 +351,9 @@ static int set_rep(ulp_bucket *b, long long version, int uploaded)
 	return rc;
 }
 
-/* Code c as a forward delta against its base and upload it in place of
- * its standalone object (held back from the deferred uploads meanwhile).
- * 1 done, 0 not worth it or not possible (the standalone object goes up
- * as it is), -errno. */
-static int forward_one(ulp_bucket *b, ulp_store *st, const cand *c)
+/* forward_one's work, c's standalone object held. */
+static int forward_held(ulp_bucket *b, ulp_store *st, const cand *c)
 {
-	pthread_mutex_lock(&b->mu);
-	int held = ulp_up_forget(b, c->object);
-	pthread_mutex_unlock(&b->mu);
-	if (!held)
-		return 0; /* in the bucket already, or on its way */
 	char name[33];
 	unsigned long long stored = 0;
 	uint64_t st64 = 0;
@@ -388,9 +380,22 @@ static int forward_one(ulp_bucket *b, ulp_store *st, const cand *c)
 		unlinkat(b->obj_dir_fd, name, 0);
 		done = rc == 0;
 	}
-	if (!done)
-		ulp_up_recover(b, c->object);
 	return rc < 0 ? rc : done;
+}
+
+/* Code c as a forward delta against its base and upload it in place of
+ * its standalone object.  That one stays pending, held back from the
+ * uploaders meanwhile (so never evicted: the only copy); once the
+ * representation is uploaded, they find it superseded and drop it.  1
+ * done, 0 not worth it or not possible (the standalone object goes up as
+ * it is), -errno. */
+static int forward_one(ulp_bucket *b, ulp_store *st, const cand *c)
+{
+	if (!ulp_up_hold(b, c->object, 1))
+		return 0; /* in the bucket already, or on its way */
+	int rc = forward_held(b, st, c);
+	ulp_up_hold(b, c->object, 0);
+	return rc;
 }
 
 int ulp_reps_prepare(ulp_bucket *b, ulp_store *st)
