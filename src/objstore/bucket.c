@@ -400,6 +400,7 @@ int ulp_bucket_publish(ulp_bucket *b)
 {
 	if (b->o.read_only)
 		return 0;
+	ulp_reps_drop(b); /* its drops go with this publish */
 	deadlist d = take_dead(b);
 	int rc = ulp_publish_now(b, 0);
 	if (!rc)
@@ -590,6 +591,7 @@ static void *bg_main(void *arg)
 		if (now >= next_pub &&
 		    (!b->defer || now - last_pub >= b->o.upload_delay_s ||
 		     !ulp_up_young(b))) {
+			ulp_reps_drop(b);
 			deadlist d = take_dead(b);
 			if (ulp_publish_now(b, d.n == 0) == 0)
 				flush_dead(b, d);

@@ -212,8 +212,10 @@ typedef struct gone_row {
 	int local_named; /* the rep's object is some version's local one */
 } gone_row;
 
-static int drop_stale(ulp_bucket *b)
+int ulp_reps_drop(ulp_bucket *b)
 {
+	if (!b->reps_db)
+		return 0;
 	gone_row *v = NULL;
 	size_t n = 0, cap = 0;
 	int rc = 0;
@@ -402,7 +404,7 @@ int ulp_reps_prepare(ulp_bucket *b, ulp_store *st)
 {
 	if (!b->reps_db)
 		return 0;
-	int rc = drop_stale(b);
+	int rc = ulp_reps_drop(b);
 	if (rc || !st || !b->defer)
 		return rc; /* without deferral every object went up at once */
 	cand *v;

@@ -31,10 +31,14 @@ int ulp_reps_superseded(ulp_bucket *b, const char *name);
  * whatever happens to the local file. */
 int ulp_reps_names(ulp_bucket *b, const char *name);
 
+/* Drop what no longer holds (representations of versions gone, crash
+ * leftovers, and what is coded against those; their objects deleted
+ * after the next publish) and re-queue the local objects of the versions
+ * that lost theirs.  Before a publish takes its deletes, so that these go
+ * with it.  0 or -errno. */
+int ulp_reps_drop(ulp_bucket *b);
 /* A publish, gate closed, before the flush (st NULL: the store is closed,
- * no encoding): drop what no longer holds (representations of versions
- * gone, crash leftovers, and what is coded against those), re-queue the
- * local objects of the versions that lost theirs, then code each new
+ * no encoding): ulp_reps_drop again, then code each new
  * standalone version with a represented predecessor as a forward delta
  * and upload it.  0 or the first error (logged; the version falls back to
  * its local object). */
