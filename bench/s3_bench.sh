@@ -9,13 +9,15 @@
 #      version commits, so also the standalone objects that flips of older
 #      versions replace) as the baseline; and with a sync after every
 #      checkpoint (what examples/train.py --commit_cmd "ulpfs sync" does:
-#      each sync uploads the newest version, standalone, and the next one
-#      its reverse delta);
+#      each sync uploads the newest version as a forward delta against
+#      the one before, src/objstore/reps.c);
 #   2. upload throughput: the local store's encoded objects uploaded by
 #      ulpfs's client (bench/s3put -j 4) and by "aws s3 cp --recursive";
 #   3. cold read: the newest checkpoint read from a fresh read-only mount
 #      (ranged GETs: bytes fetched, and from how many of the objects), and
-#      the objects it touched downloaded by "aws s3 cp".
+#      the objects it touched downloaded by "aws s3 cp"; of the deferred
+#      store (reverse chains) and of the sync-every-checkpoint one
+#      (forward chains in the bucket).
 # Throughputs are medians of REPS runs (default 3), each ratio from the
 # same run.  Usage: bench/s3_bench.sh [BUILD_DIR]   (default _build)
 #
@@ -145,35 +147,44 @@ mo=$(printf '%s\n' "${ours[@]}" | median)
 mt=$(printf '%s\n' "${theirs[@]}" | median)
 printf 'upload median: ulpfs client %.1f MiB/s, aws s3 cp %.1f MiB/s, ratio %.2f\n' "$mo" "$mt" "$(echo "$mo / $mt" | bc -l)"
 
-echo "== cold read of the newest checkpoint ($newest) from a fresh read-only mount"
-logical=$(du -sb "$W/plain/$newest" | cut -f1)
-nobj=$($S3_AWS s3 ls --recursive "s3://$S3_BUCKET/bench/objects/" | wc -l)
-ours=() theirs=()
-for r in $(seq 1 "$REPS"); do
-	rm -rf "$W/cold"
-	mount_it "s3://$S3_BUCKET/bench" "$W/mnt-c" "cache_dir=$W/cold,ro"
-	t0=$(now)
-	cat "$W/mnt-c/$newest"/* >/dev/null || exit 1
-	t1=$(now)
-	umount_it "$W/mnt-c"
-	got=$(grep "read .* ranges" "$W/cold/daemon.log" | tail -n 1 | sed -E 's/.*read [0-9]+ ranges \(([0-9]+) bytes\).*/\1/')
-	# The objects the read touched (the object cache keeps each fetched
-	# range as NAME.OFFSET.LENGTH): aws s3 cp downloads the same ones.
-	mapfile -t used < <(ls "$W/cold/fetched" | sed 's/\..*//' | sort -u)
-	inc=()
-	for o in "${used[@]}"; do inc+=(--include "$o"); done
-	rm -rf "$W/dl"
-	t2=$(now)
-	$S3_AWS s3 cp --quiet --recursive --exclude '*' "${inc[@]}" \
-		"s3://$S3_BUCKET/bench/objects/" "$W/dl/" || exit 1
-	t3=$(now)
-	all=$(du -sb "$W/dl" | cut -f1)
-	a=$(echo "$logical / ($t1 - $t0) / 1048576" | bc -l)
-	b=$(echo "$all / ($t3 - $t2) / 1048576" | bc -l)
-	printf '  run %d: ulpfs %.2f s for %d logical bytes (%d bytes fetched from %d of %d objects, %.1f MiB/s logical); aws s3 cp of those %d objects %.2f s for %d bytes (%.1f MiB/s)\n' \
-		"$r" "$(echo "$t1 - $t0" | bc -l)" "$logical" "$got" "${#used[@]}" "$nobj" "$a" "${#used[@]}" "$(echo "$t3 - $t2" | bc -l)" "$all" "$b"
-	ours+=("$(echo "$t1 - $t0" | bc -l)") theirs+=("$(echo "$t3 - $t2" | bc -l)")
-done
-mo=$(printf '%s\n' "${ours[@]}" | median)
-mt=$(printf '%s\n' "${theirs[@]}" | median)
-printf 'cold read median: ulpfs %.2f s, aws s3 cp of the same objects %.2f s (ulpfs time / aws time %.2f)\n' "$mo" "$mt" "$(echo "$mo / $mt" | bc -l)"
+# cold_read PREFIX WHAT: the newest checkpoint read from a fresh read-only
+# mount of PREFIX against aws s3 cp of the objects that read touched
+cold_read() {
+	local pfx=$1 logical nobj ours=() theirs=() r t0 t1 t2 t3 got all a b mo mt o
+	echo "== cold read of the newest checkpoint ($newest) from a fresh read-only mount: $2"
+	logical=$(du -sb "$W/plain/$newest" | cut -f1)
+	nobj=$($S3_AWS s3 ls --recursive "s3://$S3_BUCKET/$pfx/objects/" | wc -l)
+	for r in $(seq 1 "$REPS"); do
+		rm -rf "$W/cold"
+		mount_it "s3://$S3_BUCKET/$pfx" "$W/mnt-c" "cache_dir=$W/cold,ro"
+		t0=$(now)
+		cat "$W/mnt-c/$newest"/* >/dev/null || exit 1
+		t1=$(now)
+		umount_it "$W/mnt-c"
+		got=$(grep "read .* ranges" "$W/cold/daemon.log" | tail -n 1 | sed -E 's/.*read [0-9]+ ranges \(([0-9]+) bytes\).*/\1/')
+		# The objects the read touched (the object cache keeps each
+		# fetched range as NAME.OFFSET.LENGTH): aws s3 cp downloads
+		# the same ones.
+		mapfile -t used < <(ls "$W/cold/fetched" | sed 's/\..*//' | sort -u)
+		inc=()
+		for o in "${used[@]}"; do inc+=(--include "$o"); done
+		rm -rf "$W/dl"
+		t2=$(now)
+		$S3_AWS s3 cp --quiet --recursive --exclude '*' "${inc[@]}" \
+			"s3://$S3_BUCKET/$pfx/objects/" "$W/dl/" || exit 1
+		t3=$(now)
+		all=$(du -sb "$W/dl" | cut -f1)
+		a=$(echo "$logical / ($t1 - $t0) / 1048576" | bc -l)
+		b=$(echo "$all / ($t3 - $t2) / 1048576" | bc -l)
+		printf '  run %d: ulpfs %.2f s for %d logical bytes (%d bytes fetched from %d of %d objects, %.1f MiB/s logical); aws s3 cp of those %d objects %.2f s for %d bytes (%.1f MiB/s)\n' \
+			"$r" "$(echo "$t1 - $t0" | bc -l)" "$logical" "$got" "${#used[@]}" "$nobj" "$a" "${#used[@]}" "$(echo "$t3 - $t2" | bc -l)" "$all" "$b"
+		ours+=("$(echo "$t1 - $t0" | bc -l)") theirs+=("$(echo "$t3 - $t2" | bc -l)")
+	done
+	mo=$(printf '%s\n' "${ours[@]}" | median)
+	mt=$(printf '%s\n' "${theirs[@]}" | median)
+	printf 'cold read median (%s): ulpfs %.2f s, aws s3 cp of the same objects %.2f s (ulpfs time / aws time %.2f)\n' "$2" "$mo" "$mt" "$(echo "$mo / $mt" | bc -l)"
+}
+cold_read bench "deferred uploads, one sync"
+# With a sync after every checkpoint the bucket holds forward deltas
+# (src/objstore/reps.c): the newest decodes a chain of bucket objects.
+cold_read bench-each "a sync after every checkpoint"

@@ -44,7 +44,24 @@ cp "$WORK/v/f.2" "$MNT/f" && cp -r "$WORK/d" "$MNT/d" || bad "write f v2, d/"
 "$ULPFS" snapshot create s1 "$MNT" >/dev/null || bad "snapshot create s1"
 fs_umount "$MNT"
 [ -f "$C1/bucket-url" ] && ok "the cache names its bucket: $(cat "$C1/bucket-url")" || bad "no $C1/bucket-url"
-rm -f "$C1/objects"/*
+# Evicted as the object cache would: what the bucket holds goes; a reverse
+# delta whose version the bucket holds otherwise (src/objstore/reps.c) is
+# the only copy of itself and stays (the cache uploads it before evicting).
+inbucket=$(s3_bucket_objects cmds)
+kept=0
+for o in "$C1/objects"/*; do
+	[ -e "$o" ] || continue
+	if grep -qx "$(basename "$o")" <<<"$inbucket"; then rm -f "$o"; else kept=$((kept + 1)); fi
+done
+superseded=$(/usr/bin/python3 -c 'import os, sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+n = 0
+for (o,) in c.execute("SELECT v.object FROM versions AS v JOIN bucket_reps AS r ON r.version = v.id"
+                      " AND r.state = 1 AND r.object <> v.object WHERE v.state <> 2"):
+    n += os.path.exists(os.path.join(sys.argv[2], o))
+print(n)' "$C1/catalog.db" "$C1/objects")
+[ "$kept" = "$superseded" ] && ok "evicted what the bucket holds; kept $kept superseded reverse delta(s)" ||
+	bad "kept $kept local objects the bucket lacks, $superseded of them superseded"
 rm -rf "$C1/fetched"
 
 step "read-only commands through the bucket"

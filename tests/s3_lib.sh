@@ -9,7 +9,9 @@
 #   s3_mount_fails WHAT PATTERN URL CACHE MNT [OPTS]   the mount must fail
 #                            with a message matching PATTERN (grep -E -i)
 #   s3_keys PREFIX           the bucket's keys under PREFIX, one a line
-#   s3_live_objects CATALOG  the objects a catalog's versions name, sorted
+#   s3_live_objects CATALOG  the objects a catalog's versions name in the
+#                            bucket (their representations, and their own
+#                            objects the cache evicted), sorted
 #   s3_bucket_objects PREFIX the objects under PREFIX/objects/, sorted
 #   s3_expect_objects WHEN PREFIX CATALOG   ok when the bucket's objects
 #                            under PREFIX are exactly the catalog's, waiting
@@ -118,9 +120,23 @@ s3_umount_unuploaded() {
 
 s3_live_objects() {
 	/usr/bin/python3 -c '
-import sqlite3, sys
+import os, sqlite3, sys
 c = sqlite3.connect(sys.argv[1])
-for (o,) in c.execute("SELECT DISTINCT object FROM versions WHERE state <> 2 AND object IS NOT NULL AND object <> \"\""):
+# A version with a bucket representation (src/objstore/reps.h) is that
+# object in the bucket, the others their own objects; a local object the
+# cache no longer holds (evicted: the bucket has the only copy) is there
+# too.
+reps = c.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", ("bucket_reps",)).fetchone()[0]
+q = ("SELECT coalesce(r.object, v.object), v.object FROM versions AS v"
+     " LEFT JOIN bucket_reps AS r ON r.version = v.id AND r.state = 1"
+     if reps else "SELECT v.object, v.object FROM versions AS v")
+held = os.path.join(os.path.dirname(os.path.abspath(sys.argv[1])), "objects")
+want = set()
+for (o, mine) in c.execute(q + " WHERE v.state <> 2 AND v.object IS NOT NULL AND v.object <> \"\""):
+    want.add(o)
+    if not os.path.exists(os.path.join(held, mine)):
+        want.add(mine)
+for o in sorted(want):
     print(o)
 ' "$1" | sort
 }
@@ -160,5 +176,13 @@ s3_expect_objects() {
 	else
 		want=$(s3_live_objects "$cat")
 		bad "$when: bucket objects differ from the catalog's (want $(wc -l <<<"$want")): $(diff <(echo "$want") <(s3_bucket_objects "$prefix") | head -5 | tr '\n' ' ')"
+		# what the catalog says of each object that differs
+		diff <(echo "$want") <(s3_bucket_objects "$prefix") | sed -n 's/^[<>] //p' | head -5 |
+			while read -r o; do
+				say "  $o: $(/usr/bin/python3 -c 'import sqlite3, sys
+c = sqlite3.connect(sys.argv[1])
+print("versions", c.execute("SELECT id, path, seq, state, ref FROM versions WHERE object = ?", (sys.argv[2],)).fetchall(),
+      "reps", c.execute("SELECT * FROM bucket_reps WHERE object = ?", (sys.argv[2],)).fetchall())' "$cat" "$o" 2>&1)"
+			done
 	fi
 }

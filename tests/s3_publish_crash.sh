@@ -4,7 +4,9 @@
 # A publish with deferred uploads closes the gate, uploads everything
 # pending, snapshots the catalog, uploads the snapshot, PUTs the pointer,
 # records the pointer's name in the cache, then deletes what the catalog
-# dropped (src/objstore/publish.c).  Each round writes one more step of two
+# dropped (src/objstore/publish.c); before the flush, each new version is
+# coded as a forward delta against the step before for the bucket, whose
+# upload is the point "forward" (src/objstore/reps.c).  Each round writes one more step of two
 # fp32 checkpoints (their older versions become reverse deltas), then
 # `ulpfs sync` with the daemon set to kill itself at a seeded point of that
 # publish (ULPFS_TEST_CRASH_PUBLISH, the seed is printed; ULPFS_TEST_SEED
@@ -55,6 +57,8 @@ OPTS=upload_delay=3600,publish_interval=86400
 write_step() {
 	local f
 	for f in $FILES; do cp "$DATA/v$1/$f" "$MNT/$f" || bad "cp v$1/$f into the mount"; done
+	rm -f "$MNT/scratch-$(($1 - 1))"
+	head -c 100000 /dev/urandom >"$MNT/scratch-$1" || bad "write scratch-$1"
 	fs_wait_committed "$CACHE"
 }
 
@@ -82,10 +86,12 @@ write_step 1
 "$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1 || bad "sync of step 1: $(cat "$WORK/sync.log")"
 fs_umount "$MNT"
 
-# The deletes come after a publish that dropped objects: from step 2 on,
-# each sync flips the step before into a reverse delta and drops its
-# standalone object, so every point is reached in every round.
-POINTS=(flush flush flush snapshot pointer record deletes)
+# The deletes come after a publish that dropped objects: a version that
+# is a bucket keyframe keeps its object when it flips (src/objstore/reps.c),
+# so each step also deletes the scratch file of the step before (a bucket
+# keyframe: dropped by the publish, deleted after it), and every point is
+# reached in every round.
+POINTS=(flush flush flush snapshot pointer record deletes forward forward)
 for i in $(seq 2 $((ROUNDS + 1))); do
 	point=${POINTS[RANDOM % ${#POINTS[@]}]}
 	[ "$point" = flush ] && point=flush:$((1 + RANDOM % 4))

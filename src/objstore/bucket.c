@@ -175,7 +175,7 @@ static void clear_failures(ulp_bucket *b)
 	pthread_mutex_unlock(&b->mu);
 }
 
-int ulp_bucket_upload(ulp_bucket *b, int dir_fd, const char *name)
+int ulp_bucket_upload_raw(ulp_bucket *b, int dir_fd, const char *name)
 {
 	int fd = openat(dir_fd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -209,9 +209,23 @@ int ulp_bucket_upload(ulp_bucket *b, int dir_fd, const char *name)
 		note_failure(b, key ? key : name, why, rc);
 	}
 	free(key);
+	return upload_errno(rc);
+}
+
+int ulp_bucket_upload(ulp_bucket *b, int dir_fd, const char *name)
+{
+	int rc = ulp_bucket_upload_raw(b, dir_fd, name);
 	if (!rc)
 		ulp_ocache_trim(b, name);
-	return upload_errno(rc);
+	return rc;
+}
+
+void ulp_bucket_drop_later(ulp_bucket *b, const char *name)
+{
+	pthread_mutex_lock(&b->mu);
+	/* Out of memory: the next mount's sweep removes it. */
+	names_add(&b->dead, &b->ndead, &b->capdead, name);
+	pthread_mutex_unlock(&b->mu);
 }
 
 static int hook_put(void *ctx, int dir_fd, const char *name)
@@ -219,6 +233,8 @@ static int hook_put(void *ctx, int dir_fd, const char *name)
 	ulp_bucket *b = ctx;
 	if (b->o.read_only)
 		return -EROFS;
+	if (ulp_reps_own_put())
+		return 0; /* a forward delta: reps.c uploads it itself */
 	pthread_mutex_lock(&b->mu);
 	int rc = !b->sweep_done
 	                 ? names_add(&b->fresh, &b->nfresh, &b->capfresh, name)
@@ -236,6 +252,9 @@ static void hook_removed(void *ctx, const char *name)
 {
 	ulp_bucket *b = ctx;
 	if (b->o.read_only)
+		return;
+	/* A version's bucket representation: it stays there (reps.c). */
+	if (ulp_reps_names(b, name))
 		return;
 	pthread_mutex_lock(&b->mu);
 	/* Never uploaded: nothing to delete.  Out of memory: the next
@@ -381,6 +400,7 @@ int ulp_bucket_publish(ulp_bucket *b)
 {
 	if (b->o.read_only)
 		return 0;
+	ulp_reps_drop(b); /* its drops go with this publish */
 	deadlist d = take_dead(b);
 	int rc = ulp_publish_now(b, 0);
 	if (!rc)
@@ -412,6 +432,8 @@ static int sweep_cb(void *ctx, const char *key, uint64_t size)
 	int live = ulp_store_object_live(s->b->st, name);
 	if (live < 0)
 		return live;
+	if (!live)
+		live = ulp_reps_names(s->b, name);
 	if (live)
 		return 0;
 	ulp_bucket *b = s->b;
@@ -479,7 +501,8 @@ static void upload_missing(ulp_bucket *b, int listed, char **have, size_t nhave)
 		    strspn(name, "0123456789abcdef") != 32 ||
 		    (nhave &&
 		     bsearch(&name, have, nhave, sizeof *have, by_name)) ||
-		    ulp_store_object_live(b->st, name) != 1)
+		    ulp_store_object_live(b->st, name) != 1 ||
+		    ulp_reps_superseded(b, name))
 			continue;
 		n += ulp_up_recover(b, name) == 1;
 	}
@@ -568,6 +591,7 @@ static void *bg_main(void *arg)
 		if (now >= next_pub &&
 		    (!b->defer || now - last_pub >= b->o.upload_delay_s ||
 		     !ulp_up_young(b))) {
+			ulp_reps_drop(b);
 			deadlist d = take_dead(b);
 			if (ulp_publish_now(b, d.n == 0) == 0)
 				flush_dead(b, d);
@@ -592,6 +616,9 @@ int ulp_bucket_attach(ulp_bucket *b, ulp_store *st)
 	write_url(b); /* after the store's open: a new store starts empty */
 	if (b->o.read_only)
 		return 0;
+	/* Without the table (logged), versions go up as their local
+	 * objects, as before representations. */
+	ulp_reps_open(b);
 	ulp_publish_sweep(b);
 	int rc = sweep_orphans(b);
 	if (rc)
@@ -625,12 +652,14 @@ static void bucket_free(ulp_bucket *b)
 	for (size_t i = 0; i < b->ndead; i++)
 		free(b->dead[i]);
 	free(b->dead);
+	ulp_reps_close(b);
 	ulp_s3_close(b->s3);
 	if (b->obj_dir_fd >= 0)
 		close(b->obj_dir_fd);
 	pthread_mutex_destroy(&b->mu);
 	pthread_mutex_destroy(&b->pub_mu);
 	pthread_mutex_destroy(&b->trim_mu);
+	pthread_mutex_destroy(&b->reps_mu);
 	pthread_cond_destroy(&b->cv);
 	pthread_cond_destroy(&b->flush_cv);
 	free(b->url);
@@ -711,6 +740,7 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_mutex_init(&b->pub_mu, NULL);
 	pthread_mutex_init(&b->trim_mu, NULL);
+	pthread_mutex_init(&b->reps_mu, NULL);
 	/* unknown until the first trim counts it */
 	atomic_store(&b->cached_bytes, ~0ull >> 1);
 	pthread_cond_init(&b->cv, NULL);

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 
 #include "objstore/bucket.h"
+#include "objstore/reps.h"
 #include "objstore/s3_client.h"
 #include "objstore/upload_errors.h"
 
@@ -79,6 +80,11 @@ struct ulp_bucket {
 	unsigned crash_n;
 	atomic_uint crash_uploads; /* uploads while the gate was closed */
 
+	/* reps.c: the bucket's own connection to catalog.db (a writer's,
+	 * from its attach), under reps_mu */
+	struct sqlite3 *reps_db;
+	pthread_mutex_t reps_mu;
+
 	char owner[512]; /* this mount's lease owner id */
 	int leased;
 	int lease_advisory; /* the server refused If-None-Match */
@@ -91,6 +97,11 @@ void ulp_bucket_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Upload CACHE/objects/name (dir_fd is that directory): counted, a
  * failure logged and noted for stats and umount.  0 or -errno. */
 int ulp_bucket_upload(ulp_bucket *b, int dir_fd, const char *name);
+/* The same without the object cache's trim (the trim's own uploads). */
+int ulp_bucket_upload_raw(ulp_bucket *b, int dir_fd, const char *name);
+/* Delete object name from the bucket after the next publish (one that no
+ * longer names it). */
+void ulp_bucket_drop_later(ulp_bucket *b, const char *name);
 
 /* uploads.c (uploads.c says why and what stays true).  With mu held:
  * ulp_up_defer queues name (1), or says to upload it now (0: a publish is
@@ -104,6 +115,9 @@ void ulp_up_stop(ulp_bucket *b);
 /* A live object the bucket lacks (a crash before its upload): due now.
  * 1 queued, 2 queued already (this mount's), -errno. */
 int ulp_up_recover(ulp_bucket *b, const char *name);
+/* Hold a pending name back from the uploaders (hold 1) or let it go again
+ * (0): 1 done, 0 not pending or in flight already. */
+int ulp_up_hold(ulp_bucket *b, const char *name, int hold);
 /* Whether name waits for its upload (never evicted meanwhile). */
 int ulp_bucket_pending(ulp_bucket *b, const char *name);
 /* Whether some pending upload is not due yet. */
@@ -140,7 +154,9 @@ void ulp_publish_sweep(ulp_bucket *b);
  * uploads fewer), snapshot once the snapshot is taken (before its
  * upload), pointer once the snapshot is uploaded (before the pointer
  * PUT), record once the pointer is PUT (before the cache records it),
- * deletes once published (before the objects it dropped are deleted).
+ * deletes once published (before the objects it dropped are deleted),
+ * forward once a forward delta is uploaded (before its representation is
+ * marked uploaded: reps.c).
  * ulp_publish_crash_init reads it at open; ulp_publish_crash raises at
  * the point; ulp_publish_crash_upload counts an upload. */
 enum {
@@ -149,7 +165,8 @@ enum {
 	ULP_CRASH_SNAPSHOT,
 	ULP_CRASH_POINTER,
 	ULP_CRASH_RECORD,
-	ULP_CRASH_DELETES
+	ULP_CRASH_DELETES,
+	ULP_CRASH_FORWARD
 };
 void ulp_publish_crash_init(ulp_bucket *b);
 void ulp_publish_crash(const ulp_bucket *b, int point);

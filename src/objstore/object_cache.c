@@ -149,6 +149,7 @@ typedef struct cfile {
 	char *path;
 	time_t mtime;
 	uint64_t size;
+	int upload; /* superseded: uploaded before it goes (reps.c) */
 } cfile;
 
 static int by_age(const void *a, const void *b)
@@ -195,6 +196,9 @@ static void list_dir(ulp_bucket *b, const char *dir, int objects, ulp_store *st,
 			free(p);
 			continue;
 		}
+		/* A reverse delta never uploaded, its version being in the
+		 * bucket otherwise: the only copy until uploaded. */
+		int up = objects && ulp_reps_superseded(b, e->d_name);
 		if (*n == *cap) {
 			size_t nc = *cap ? 2 * *cap : 64;
 			cfile *nv = realloc(*v, nc * sizeof *nv);
@@ -205,7 +209,7 @@ static void list_dir(ulp_bucket *b, const char *dir, int objects, ulp_store *st,
 			*v = nv;
 			*cap = nc;
 		}
-		(*v)[*n] = (cfile){ p, sb.st_mtime, (uint64_t)sb.st_size };
+		(*v)[*n] = (cfile){ p, sb.st_mtime, (uint64_t)sb.st_size, up };
 		(*n)++;
 	}
 	if (d)
@@ -236,7 +240,11 @@ void ulp_ocache_trim(ulp_bucket *b, const char *keep)
 	list_dir(b, fd, 0, NULL, keep, &v, &n, &cap, &total);
 	qsort(v, n, sizeof *v, by_age);
 	for (size_t i = 0; i < n; i++) {
-		if (total > b->o.object_cache && unlink(v[i].path) == 0)
+		const char *base = strrchr(v[i].path, '/') + 1;
+		if (total > b->o.object_cache &&
+		    (!v[i].upload ||
+		     ulp_bucket_upload_raw(b, b->obj_dir_fd, base) == 0) &&
+		    unlink(v[i].path) == 0)
 			total -= v[i].size;
 		free(v[i].path);
 	}

@@ -1,9 +1,11 @@
 /*
  * publish.c - the catalog between the cache directory and the bucket.
  *
- * Publish: the deferred uploads flushed (uploads.c), VACUUM INTO a
- * temporary file (a consistent snapshot, taken from a read-only
- * connection while the store keeps writing), upload it under a
+ * Publish: new versions coded as forward deltas for the bucket where
+ * they can be (reps.c), the deferred uploads flushed (uploads.c), VACUUM
+ * INTO a temporary file (a consistent snapshot, taken from a read-only
+ * connection while the store keeps writing), rewritten to name each
+ * version's bucket representation (reps.c), upload it under a
  * new name catalog/<UTC stamp>-<nonce>.db, then overwrite the small pointer
  * object CATALOG with that name.  A reader sees either the old pointer or
  * the new one, and both name complete snapshots; the one before the
@@ -328,13 +330,24 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 		 * the deferred ones are uploaded, and puts until the
 		 * snapshot is taken upload before they commit (uploads.c). */
 		ulp_up_gate(b, 1);
+		pthread_mutex_lock(&b->mu);
+		ulp_store *store = b->st;
+		pthread_mutex_unlock(&b->mu);
+		/* New versions as forward deltas where they can be (reps.c),
+		 * the rest as their own objects; then the snapshot names
+		 * what the bucket holds. */
+		ulp_reps_prepare(b, store);
 		rc = ulp_up_flush(b);
 		if (!rc)
 			ulp_publish_crash(b, ULP_CRASH_FLUSH);
+		if (!rc)
+			rc = ulp_reps_keyframes(b);
 		unlink(tmp);
 		if (!rc)
 			rc = vacuum_into(db, tmp);
 		ulp_up_gate(b, 0);
+		if (!rc)
+			rc = ulp_reps_rewrite(tmp);
 		if (!rc)
 			ulp_publish_crash(b, ULP_CRASH_SNAPSHOT);
 	}

@@ -16,12 +16,13 @@
 void ulp_publish_crash_init(ulp_bucket *b)
 {
 	static const char *const names[] = { "",        "flush",  "snapshot",
-		                             "pointer", "record", "deletes" };
+		                             "pointer", "record", "deletes",
+		                             "forward" };
 	const char *env = getenv("ULPFS_TEST_CRASH_PUBLISH");
 	if (!env || !*env || b->o.read_only)
 		return;
 	size_t n = strcspn(env, ":");
-	for (int i = ULP_CRASH_FLUSH; i <= ULP_CRASH_DELETES; i++)
+	for (int i = ULP_CRASH_FLUSH; i <= ULP_CRASH_FORWARD; i++)
 		if (strlen(names[i]) == n && !strncmp(env, names[i], n))
 			b->crash_at = i;
 	b->crash_n = env[n] == ':' ? (unsigned)strtoul(env + n + 1, NULL, 10)

@@ -36,6 +36,7 @@ struct ulp_pending {
 	char name[40];
 	long long due; /* monotonic seconds: upload from then on */
 	int inflight;  /* an uploader is sending it */
+	int held;      /* a forward delta is being made of it (reps.c) */
 };
 
 /* After a failed upload: try that one again this much later. */
@@ -80,6 +81,7 @@ static int add(ulp_bucket *b, const char *name, long long due)
 	snprintf(p->name, sizeof p->name, "%s", name);
 	p->due = due;
 	p->inflight = 0;
+	p->held = 0;
 	pthread_cond_broadcast(&b->up_cv);
 	return 1;
 }
@@ -100,6 +102,19 @@ int ulp_up_forget(ulp_bucket *b, const char *name)
 	drop(b, (size_t)i);
 	pthread_cond_broadcast(&b->flush_cv);
 	return 1;
+}
+
+int ulp_up_hold(ulp_bucket *b, const char *name, int hold)
+{
+	pthread_mutex_lock(&b->mu);
+	ssize_t i = find(b, name);
+	int ok = i >= 0 && !b->pend[i].inflight;
+	if (ok)
+		b->pend[i].held = hold;
+	if (ok && !hold)
+		pthread_cond_broadcast(&b->up_cv);
+	pthread_mutex_unlock(&b->mu);
+	return ok;
 }
 
 int ulp_bucket_pending(ulp_bucket *b, const char *name)
@@ -166,7 +181,7 @@ static ssize_t next_due(ulp_bucket *b, long long *wait)
 	*wait = 3600;
 	for (size_t i = 0; i < b->npend; i++) {
 		struct ulp_pending *p = &b->pend[i];
-		if (p->inflight)
+		if (p->inflight || p->held)
 			continue;
 		if (p->due <= now) {
 			p->inflight = 1;
@@ -195,7 +210,11 @@ static void *uploader_main(void *arg)
 		char name[sizeof b->pend[0].name];
 		memcpy(name, b->pend[i].name, sizeof name);
 		pthread_mutex_unlock(&b->mu);
-		int rc = ulp_bucket_upload(b, b->obj_dir_fd, name);
+		/* A reverse delta whose version is in the bucket otherwise
+		 * (reps.c) is not uploaded at all. */
+		int rc = ulp_reps_superseded(b, name)
+		                 ? 0
+		                 : ulp_bucket_upload(b, b->obj_dir_fd, name);
 		pthread_mutex_lock(&b->mu);
 		i = find(b, name);
 		if (i < 0)

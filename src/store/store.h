@@ -68,6 +68,16 @@ void ulp_store_opts_default(ulp_store_opts *o);
 /* 1 when a live (or ghost) version still names object name, 0 when none
  * does, or a negative errno: what a remote's orphan sweep asks. */
 int ulp_store_object_live(ulp_store *st, const char *name);
+/* The store's keyframe_every (a remote bounds its own chains by it). */
+unsigned ulp_store_keyframe_every(ulp_store *st);
+/* Code version vid again against version base into a new object in
+ * objects/ that no row names (delta_api.c): fsynced, passed to the
+ * remote's put hook like any object, its decoded hash checked against the
+ * version's.  Whoever asked owns it (uploads it, unlinks it); the next
+ * open removes it if a crash leaves it.  0 with name and *stored, or
+ * -errno (-ENOENT: either version deleted). */
+int ulp_store_encode_delta(ulp_store *st, uint64_t vid, uint64_t base,
+                           char name[33], uint64_t *stored);
 
 /* Open (creating when the directory is empty or missing) and recover: staged
  * files without a committed version are re-queued, objects no version

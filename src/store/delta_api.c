@@ -1,0 +1,64 @@
+/*
+ * delta_api.c - a version coded again against another one into an object
+ * no row names (ulp_store_encode_delta), for a remote that keeps its own
+ * representation of versions (src/objstore/reps.c: forward deltas in the
+ * bucket while the local store keeps reverse chains).
+ */
+#include "store/encoder.h"
+#include "store/objects.h"
+#include "store/reader.h"
+#include "store/versions.h"
+
+unsigned ulp_store_keyframe_every(ulp_store *st)
+{
+	return st->opts.keyframe_every;
+}
+
+int ulp_store_encode_delta(ulp_store *st, uint64_t vid, uint64_t base,
+                           char name[33], uint64_t *stored)
+{
+	ulp_version_info v, b;
+	ulp_tensor_map vmap = { 0 }, bmap = { 0 };
+
+	pthread_mutex_lock(&st->mu);
+	int rc = ulp_version_get_locked(st, vid, &v);
+	if (rc == 0)
+		rc = ulp_version_get_locked(st, base, &b);
+	if (rc == 0 &&
+	    (v.state == ULP_VERSION_DELETED || b.state == ULP_VERSION_DELETED))
+		rc = -ENOENT;
+	if (rc == 0)
+		rc = ulp_version_tmap_locked(st, vid, &vmap);
+	if (rc == 0)
+		rc = ulp_version_tmap_locked(st, base, &bmap);
+	pthread_mutex_unlock(&st->mu);
+	int kind = rc == 0 ? ulp_version_hash_kind(st, vid) : rc;
+	if (kind < 0) {
+		ulp_tensor_map_free(&vmap);
+		ulp_tensor_map_free(&bmap);
+		return kind;
+	}
+	uint8_t hash[16];
+	ulp_encode_req req = {
+		.from = vid,
+		.size = v.size,
+		.map = &vmap,
+		.ref = base,
+		.ref_size = b.size,
+		.ref_hash = b.hash,
+		.ref_map = &bmap,
+		/* as the flips do: the encoders' share for a big file */
+		.threads = v.size >= (8u << 20) ? st->opts.encoder_threads : 1,
+		/* the version keeps the kind of hash it was committed with
+		 * (objects coded against it name it by that hash) */
+		.flat_hash = kind == ULP_HASH_FLAT,
+	};
+	rc = ulp_encode_object(st, &req, name, stored, hash);
+	if (rc == 0 && memcmp(hash, v.hash, 16) != 0) {
+		unlinkat(st->obj_fd, name, 0);
+		rc = -EIO; /* decoded bytes differ from the version */
+	}
+	ulp_tensor_map_free(&vmap);
+	ulp_tensor_map_free(&bmap);
+	return rc;
+}
