@@ -29,7 +29,10 @@
  *     read from its local object, whose chain the store keeps acyclic.
  *     The rewrite checks that every version reaches a root anyway.
  *   - Liveness: a representation lives while its version has a row that
- *     is not deleted and its base's representation lives.  The simplest
+ *     is not deleted, its base's representation lives, and the side its
+ *     chunks read (store/side.h: a forward delta of optimizer.pt is coded
+ *     given its checkpoint's model, as the local object is) has a row
+ *     that is not deleted.  The simplest
  *     correct rule for a deleted base: its dependants lose their
  *     representations too (at the next publish), and fall back to their
  *     local objects, uploaded then.  Their bucket objects, and those of
@@ -72,6 +75,7 @@ static const char SCHEMA[] = "CREATE TABLE IF NOT EXISTS bucket_reps("
 			     " version INTEGER PRIMARY KEY,"
 			     " object TEXT NOT NULL,"
 			     " base INTEGER,"
+			     " side INTEGER,"
 			     " depth INTEGER NOT NULL,"
 			     " stored INTEGER NOT NULL,"
 			     " state INTEGER NOT NULL);"
@@ -138,12 +142,25 @@ static const char Q_SUPERSEDED[] = "SELECT EXISTS(SELECT 1 FROM versions WHERE "
 				   " AND NOT EXISTS(SELECT 1 FROM bucket_reps "
 				   "WHERE object = ?1)";
 
+/* A version of the object is being coded as a forward delta (its row
+ * pending): the object was made meanwhile (a flip), and whether it is
+ * superseded is known once that row is uploaded or dropped. */
+static const char Q_UNDECIDED[] = "SELECT EXISTS(SELECT 1 FROM versions AS v"
+				  " JOIN bucket_reps AS r ON r.version = v.id"
+				  "  AND r.state = 0"
+				  " WHERE v.object = ?1 AND v.state <> 2"
+				  " AND r.object <> ?1)";
+
 int ulp_reps_superseded(ulp_bucket *b, const char *name)
 {
 	pthread_mutex_lock(&b->reps_mu);
 	long long v = b->reps_db ? one_int(b->reps_db, Q_SUPERSEDED, name) : 0;
+	long long u = b->reps_db && v == 0
+	                      ? one_int(b->reps_db, Q_UNDECIDED, name)
+	                      : 0;
 	pthread_mutex_unlock(&b->reps_mu);
-	return v > 0; /* an error: upload it, as without representations */
+	/* an error: upload it, as without representations */
+	return v > 0 ? 1 : u > 0 ? 2 : 0;
 }
 
 int ulp_reps_names(ulp_bucket *b, const char *name)
@@ -198,6 +215,7 @@ static const char Q_GONE[] =
 	"WITH RECURSIVE gone(v) AS ("
 	" SELECT version FROM bucket_reps WHERE state <> 1"
 	"  OR version NOT IN (SELECT id FROM versions WHERE state <> 2)"
+	"  OR side NOT IN (SELECT id FROM versions WHERE state <> 2)"
 	" UNION SELECT r.version FROM bucket_reps AS r JOIN gone"
 	"  ON r.base = gone.v)"
 	" SELECT r.version, r.object,"
@@ -314,22 +332,24 @@ static int candidates(ulp_bucket *b, cand **out, size_t *nout)
 }
 
 static int insert_rep(ulp_bucket *b, long long version, const char *object,
-                      long long base, long long depth,
+                      long long base, long long side, long long depth,
                       unsigned long long stored)
 {
 	pthread_mutex_lock(&b->reps_mu);
 	sqlite3_stmt *s = NULL;
 	int rc = sqlite3_prepare_v2(b->reps_db,
 	                            "INSERT INTO bucket_reps(version, object,"
-	                            " base, depth, stored, state)"
-	                            " VALUES(?1, ?2, ?3, ?4, ?5, 0)",
+	                            " base, side, depth, stored, state)"
+	                            " VALUES(?1, ?2, ?3, nullif(?4, 0), ?5, ?6,"
+	                            " 0)",
 	                            -1, &s, NULL);
 	if (rc == SQLITE_OK) {
 		sqlite3_bind_int64(s, 1, version);
 		sqlite3_bind_text(s, 2, object, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(s, 3, base);
-		sqlite3_bind_int64(s, 4, depth);
-		sqlite3_bind_int64(s, 5, (sqlite3_int64)stored);
+		sqlite3_bind_int64(s, 4, side);
+		sqlite3_bind_int64(s, 5, depth);
+		sqlite3_bind_int64(s, 6, (sqlite3_int64)stored);
 		rc = sqlite3_step(s);
 	}
 	sqlite3_finalize(s);
@@ -360,15 +380,17 @@ static int forward_held(ulp_bucket *b, ulp_store *st, const cand *c)
 	unsigned long long stored = 0;
 	uint64_t st64 = 0;
 	own_put = 1;
+	uint64_t side = 0;
 	int rc = ulp_store_encode_delta(st, (uint64_t)c->id, (uint64_t)c->base,
-	                                name, &st64);
+	                                name, &st64, &side);
 	own_put = 0;
 	stored = st64;
 	int done = 0;
 	if (rc == 0 && stored >= c->stored) {
 		unlinkat(b->obj_dir_fd, name, 0); /* no smaller: a keyframe */
 	} else if (rc == 0) {
-		rc = insert_rep(b, c->id, name, c->base, c->depth + 1, stored);
+		rc = insert_rep(b, c->id, name, c->base, (long long)side,
+		                c->depth + 1, stored);
 		if (rc == 0)
 			rc = ulp_bucket_upload(b, b->obj_dir_fd, name);
 		if (rc == 0)
@@ -438,8 +460,9 @@ int ulp_reps_keyframes(ulp_bucket *b)
 	pthread_mutex_lock(&b->reps_mu);
 	int rc = exec_ints(b->reps_db,
 	                   "INSERT INTO bucket_reps(version, object, base,"
-	                   " depth, stored, state)"
-	                   " SELECT id, object, NULL, 0, stored, 1"
+	                   " side, depth, stored, state)"
+	                   " SELECT id, object, NULL, side, 0,"
+	                   " stored, 1"
 	                   " FROM versions AS v WHERE state = 0"
 	                   " AND ref IS NULL AND object <> ''"
 	                   " AND NOT EXISTS(SELECT 1 FROM bucket_reps"
@@ -454,7 +477,8 @@ int ulp_reps_keyframes(ulp_bucket *b)
 static const char REWRITE[] =
 	"DELETE FROM bucket_reps WHERE state <> 1;"
 	"UPDATE versions SET object = r.object, ref = r.base,"
-	" stored = r.stored, keyframe = (r.base IS NULL)"
+	" side = r.side, stored = r.stored,"
+	" keyframe = (r.base IS NULL)"
 	" FROM bucket_reps AS r WHERE r.version = versions.id;"
 	"CREATE TEMP TABLE d(id INTEGER PRIMARY KEY, depth INTEGER);"
 	"WITH RECURSIVE w(id, depth) AS ("

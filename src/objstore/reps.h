@@ -25,7 +25,9 @@ void ulp_reps_close(ulp_bucket *b);
 
 /* 1 when name is the local object of versions that all have another
  * uploaded representation: it is never uploaded (unless the object cache
- * must evict it), 0 otherwise (or without the table). */
+ * must evict it); 2 when one of them is being given another (its row
+ * pending): ask again once it is done; 0 otherwise (or without the
+ * table). */
 int ulp_reps_superseded(ulp_bucket *b, const char *name);
 /* 1 when a representation names object name: it stays in the bucket
  * whatever happens to the local file. */

@@ -211,14 +211,20 @@ static void *uploader_main(void *arg)
 		memcpy(name, b->pend[i].name, sizeof name);
 		pthread_mutex_unlock(&b->mu);
 		/* A reverse delta whose version is in the bucket otherwise
-		 * (reps.c) is not uploaded at all. */
-		int rc = ulp_reps_superseded(b, name)
-		                 ? 0
-		                 : ulp_bucket_upload(b, b->obj_dir_fd, name);
+		 * (reps.c) is not uploaded at all; one whose version is being
+		 * given its bucket copy waits for it (a flip during a
+		 * publish's forward delta). */
+		int sup = ulp_reps_superseded(b, name);
+		int rc = sup ? 0 : ulp_bucket_upload(b, b->obj_dir_fd, name);
 		pthread_mutex_lock(&b->mu);
 		i = find(b, name);
 		if (i < 0)
 			continue; /* cannot happen: in flight, nobody drops it */
+		if (sup == 2) {
+			b->pend[i].inflight = 0;
+			b->pend[i].due = mono_s() + 1;
+			continue;
+		}
 		/* ENOENT: the object was removed (no version needs it) after
 		 * it was queued; its removal finds nothing pending to drop. */
 		if (rc == 0 || rc == -ENOENT) {

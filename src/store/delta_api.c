@@ -7,6 +7,7 @@
 #include "store/encoder.h"
 #include "store/objects.h"
 #include "store/reader.h"
+#include "store/side.h"
 #include "store/versions.h"
 
 unsigned ulp_store_keyframe_every(ulp_store *st)
@@ -15,10 +16,12 @@ unsigned ulp_store_keyframe_every(ulp_store *st)
 }
 
 int ulp_store_encode_delta(ulp_store *st, uint64_t vid, uint64_t base,
-                           char name[33], uint64_t *stored)
+                           char name[33], uint64_t *stored, uint64_t *side)
 {
 	ulp_version_info v, b;
 	ulp_tensor_map vmap = { 0 }, bmap = { 0 };
+	ulp_side_pick pick = { 0 };
+	ulp_stats est = { 0 };
 
 	pthread_mutex_lock(&st->mu);
 	int rc = ulp_version_get_locked(st, vid, &v);
@@ -32,8 +35,16 @@ int ulp_store_encode_delta(ulp_store *st, uint64_t vid, uint64_t base,
 	if (rc == 0)
 		rc = ulp_version_tmap_locked(st, base, &bmap);
 	pthread_mutex_unlock(&st->mu);
+	/* The side it was coded given, as a flip keeps it (gc.c), so that
+	 * the bucket's copy is as small as the local one (none when that
+	 * side is no longer live). */
+	ulp_ref_ctx vctx = { st, vid, 0, NULL };
+	if (rc == 0 && v.side)
+		rc = ulp_side_load(st, v.side, &vmap, ulp_ref_read, &vctx,
+		                   &pick);
 	int kind = rc == 0 ? ulp_version_hash_kind(st, vid) : rc;
 	if (kind < 0) {
+		ulp_side_pick_free(&pick);
 		ulp_tensor_map_free(&vmap);
 		ulp_tensor_map_free(&bmap);
 		return kind;
@@ -52,12 +63,19 @@ int ulp_store_encode_delta(ulp_store *st, uint64_t vid, uint64_t base,
 		/* the version keeps the kind of hash it was committed with
 		 * (objects coded against it name it by that hash) */
 		.flat_hash = kind == ULP_HASH_FLAT,
+		.stats = &est,
+		.side = pick.v.id,
+		.side_size = pick.v.size,
+		.side_hash = pick.v.hash,
+		.side_map = &pick.map,
 	};
 	rc = ulp_encode_object(st, &req, name, stored, hash);
+	*side = rc == 0 && est.chunks_side ? pick.v.id : 0;
 	if (rc == 0 && memcmp(hash, v.hash, 16) != 0) {
 		unlinkat(st->obj_fd, name, 0);
 		rc = -EIO; /* decoded bytes differ from the version */
 	}
+	ulp_side_pick_free(&pick);
 	ulp_tensor_map_free(&vmap);
 	ulp_tensor_map_free(&bmap);
 	return rc;

@@ -73,11 +73,13 @@ unsigned ulp_store_keyframe_every(ulp_store *st);
 /* Code version vid again against version base into a new object in
  * objects/ that no row names (delta_api.c): fsynced, passed to the
  * remote's put hook like any object, its decoded hash checked against the
- * version's.  Whoever asked owns it (uploads it, unlinks it); the next
- * open removes it if a crash leaves it.  0 with name and *stored, or
- * -errno (-ENOENT: either version deleted). */
+ * version's.  A version coded given a side (side.h) is coded given it
+ * again, and *side says the side the object's chunks read (0: none; the
+ * object may name one none reads).  Whoever asked owns it (uploads it,
+ * unlinks it); the next open removes it if a crash leaves it.  0 with
+ * name, *stored and *side, or -errno (-ENOENT: either version deleted). */
 int ulp_store_encode_delta(ulp_store *st, uint64_t vid, uint64_t base,
-                           char name[33], uint64_t *stored);
+                           char name[33], uint64_t *stored, uint64_t *side);
 
 /* Open (creating when the directory is empty or missing) and recover: staged
  * files without a committed version are re-queued, objects no version
