@@ -24,7 +24,7 @@
  *   inodes     inode.h (inode.c)
  *   namespace  ns_internal.h (namespace.c, link.c, rename.c, setattr.c,
  *              acl.c, xattr.c), snap_tree.h (snap_tree.c), snapshot.c,
- *              history.c, version_api.c, file.c
+ *              history.c, version_api.c, delta_api.c, file.c
  *   api        recover.h (store.c), store_api.c
  *
  * Calls upward that remain (files: headers): none.  Where a lower layer
@@ -32,7 +32,8 @@
  * when it starts (gc_kick, inode_put).
  *
  * Every ulp_store_* entry point of store.h is in store_api.c; the
- * namespace, file, version and snapshot ones are in their modules.
+ * namespace, file, version and snapshot ones are in their modules, and
+ * delta_api.c holds the versions coded again for a remote's own copy.
  * version_api.c also holds the version row readers of versions.h (and
  * encoder.c the tensor map one), link.c ulp_ns_history_path, history.c
  * the encoder statistics of tmap.h.
