@@ -236,6 +236,13 @@ static int hook_put(void *ctx, int dir_fd, const char *name)
 	if (ulp_reps_own_put())
 		return 0; /* a forward delta: reps.c uploads it itself */
 	pthread_mutex_lock(&b->mu);
+	/* Deferred, an object waits while a publish has its gate closed:
+	 * its version commits after the snapshot, which need not hold it.
+	 * Uploaded at once instead, a flip's object made while the publish
+	 * codes that version's forward delta (reps.c) went up although the
+	 * bucket never needs it, and stayed there. */
+	while (b->defer && b->gate)
+		pthread_cond_wait(&b->flush_cv, &b->mu);
 	int rc = !b->sweep_done
 	                 ? names_add(&b->fresh, &b->nfresh, &b->capfresh, name)
 	                 : 0;

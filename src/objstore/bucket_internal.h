@@ -66,7 +66,7 @@ struct ulp_bucket {
 	                   close) */
 	struct ulp_pending *pend;
 	size_t npend, cappend;
-	int gate;   /* a publish is flushing: puts upload before commit */
+	int gate;   /* a publish is flushing: deferred puts wait (flush_cv) */
 	int up_err; /* the last failure since the flush began */
 	int up_stop;
 	unsigned nup; /* uploader threads */
@@ -105,7 +105,7 @@ void ulp_bucket_drop_later(ulp_bucket *b, const char *name);
 
 /* uploads.c (uploads.c says why and what stays true).  With mu held:
  * ulp_up_defer queues name (1), or says to upload it now (0: a publish is
- * flushing), or -ENOMEM; ulp_up_forget drops a pending name that is not
+ * flushing; hook_put waits for the gate to open first), or -ENOMEM; ulp_up_forget drops a pending name that is not
  * in flight (1: it was never uploaded) or does nothing (0).  Without mu:
  * the rest. */
 int ulp_up_defer(ulp_bucket *b, const char *name);

@@ -10,9 +10,9 @@
  *
  * What stays true.  The bucket's view of the store is its published
  * catalog, and no snapshot is published before every object it names is in
- * the bucket: a publish first closes the gate (puts from then on upload
- * before their version commits, as without deferral), flushes the pending
- * uploads, takes the snapshot, and opens the gate again.  ulpfs sync and
+ * the bucket: a publish first closes the gate (puts from then on wait for
+ * it to open, so their versions commit after the snapshot), flushes the
+ * pending uploads, takes the snapshot, and opens the gate again.  ulpfs sync and
  * umount publish, so they return only once everything closed is in the
  * bucket.  A pending object is never evicted from the object cache; after
  * a crash the next writer mount finds the live objects the bucket lacks
@@ -156,6 +156,8 @@ void ulp_up_gate(ulp_bucket *b, int closed)
 {
 	pthread_mutex_lock(&b->mu);
 	b->gate = closed;
+	if (!closed) /* the puts that waited for it (bucket.c) */
+		pthread_cond_broadcast(&b->flush_cv);
 	pthread_mutex_unlock(&b->mu);
 }
 
