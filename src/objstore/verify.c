@@ -103,15 +103,10 @@ static int list_items(ulp_bucket_view *v)
 	if (sqlite3_prepare_v2(b->reps_db, Q_ITEMS, -1, &s, NULL) != SQLITE_OK)
 		rc = -EIO;
 	while (!rc && sqlite3_step(s) == SQLITE_ROW) {
-		if (v->n == cap) {
-			size_t nc = cap ? 2 * cap : 16;
-			view_item *ni = realloc(v->item, nc * sizeof *ni);
-			if (!ni) {
-				rc = -ENOMEM;
-				break;
-			}
-			v->item = ni;
-			cap = nc;
+		if (ulp_bucket_grow((void **)&v->item, &cap, v->n,
+		                    sizeof *v->item) < 0) {
+			rc = -ENOMEM;
+			break;
 		}
 		const char *o = (const char *)sqlite3_column_text(s, 1);
 		view_item *it = &v->item[v->n];
