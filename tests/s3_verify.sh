@@ -10,6 +10,7 @@
 #     versions coded against it (their bucket chains pass through it);
 #   - the check leaves the writer's cache alone (objects/ and fetched/
 #     unchanged, no temporary directory left), and its reads stay exact;
+#   - the object deleted from the bucket: verify fails naming it;
 #   - the object put back: verify passes again.
 #
 # FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
@@ -93,6 +94,18 @@ for i in $(seq 1 "$STEPS"); do
 	cmp -s "$DATA/v$i/$F" "$MNT/.ulpfs/versions/$F/$i" || bad "the writer's version $i differs"
 done
 ok "the writer's own reads stay exact"
+
+step "the object missing from the bucket"
+$S3_AWS s3 rm --quiet "s3://$S3_BUCKET/$KEY" || die "delete $KEY"
+gone() { ! s3_exists "$KEY"; }
+s3_wait_for 30 gone || die "$KEY still answers after its delete"
+if "$ULPFS" verify "$MNT" >"$WORK/v4.log" 2>&1; then
+	bad "verify passed with $KEY missing: $(cat "$WORK/v4.log")"
+elif grep -q "$F@2: bucket object $KEY: cannot decode" "$WORK/v4.log"; then
+	ok "verify fails with $KEY missing, naming it"
+else
+	bad "no message naming $F@2 and $KEY missing: $(cat "$WORK/v4.log")"
+fi
 
 step "the object put back"
 $S3_AWS s3 cp --quiet "$WORK/good" "s3://$S3_BUCKET/$KEY" || die "put $KEY back"

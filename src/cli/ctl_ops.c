@@ -190,7 +190,8 @@ int cli_op_verify(cli_env *env, json_t *req)
 		env->sink->progress(env->sink->opaque, "verify", a.bytes,
 		                    a.bytes);
 	size_t nb = 0;
-	if (rc == 0 && env->bucket)
+	int writer = ulp_bucket_view_writer(env->bucket);
+	if (rc == 0 && writer)
 		rc = verify_bucket(env, &a, buf, &bad, &nb);
 	free(buf);
 	size_t n = a.vec.n;
@@ -199,7 +200,7 @@ int cli_op_verify(cli_env *env, json_t *req)
 		cli_errf(env, "verify: %s", strerror(-rc));
 		return CLI_FAIL;
 	}
-	if (env->bucket)
+	if (writer)
 		cli_outf(env,
 		         "%zu versions checked, %zu bucket-only objects "
 		         "checked, %" PRIu64 " bad\n",

@@ -162,10 +162,15 @@ static int view_store(ulp_bucket_view *v)
 	return rc;
 }
 
+int ulp_bucket_view_writer(const ulp_bucket *b)
+{
+	return b && b->reps_db;
+}
+
 int ulp_bucket_view_open(ulp_bucket *b, ulp_bucket_view **out)
 {
 	*out = NULL;
-	if (!b || !b->reps_db)
+	if (!ulp_bucket_view_writer(b))
 		return 0; /* read-only: the store reads the bucket itself */
 	ulp_bucket_view *v = calloc(1, sizeof *v);
 	if (!v)

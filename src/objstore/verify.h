@@ -22,6 +22,9 @@
 typedef struct ulp_bucket ulp_bucket;
 typedef struct ulp_bucket_view ulp_bucket_view;
 
+/* 1 when b is a writer's (it keeps representations: a view may have
+ * something to check), else 0. */
+int ulp_bucket_view_writer(const ulp_bucket *b);
 /* A view of the uploaded representations whose object is not their
  * version's local object.  *out NULL (and 0) when there are none or b is
  * not a writer's.  0 or -errno (logged). */
