@@ -17,7 +17,9 @@
 #   - a writer mounting from the bucket alone (a fresh cache) reads every
 #     version, writes one more step, syncs: exact from another fresh mount;
 #   - prune of versions that bases depend on: the dependants fall back to
-#     their own objects; exact from a fresh mount, no orphans.
+#     their own objects; exact from a fresh mount, no orphans;
+#   - verify on the writer (which also decodes the bucket-only objects
+#     from the bucket) passes after the trajectory and after the prune.
 #
 # FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
 #
@@ -79,6 +81,16 @@ fresh_ro() { # UPTO WHAT [SKIP...]
 	fs_umount "$ROMNT"
 }
 
+# writer_verify WHAT: verify on the writer (mounted at MNT) passes, the
+# bucket-only objects decoded from the bucket (tests/s3_verify.sh fails one)
+writer_verify() {
+	if "$ULPFS" verify "$MNT" >"$WORK/wverify.log" 2>&1; then
+		ok "$1: verify on the writer: $(tail -n 1 "$WORK/wverify.log")"
+	else
+		bad "$1: verify on the writer: $(tail -n 5 "$WORK/wverify.log")"
+	fi
+}
+
 # uploaded CACHE: object bytes the daemon's close summary counts
 uploaded() {
 	grep "uploaded .* objects" "$1/daemon.log" | tail -n 1 |
@@ -92,6 +104,7 @@ step "$STEPS steps, a sync after each"
 s3_mount "$URL" "$CACHE" "$MNT" "$OPTS"
 for i in $(seq 1 "$STEPS"); do write_step "$i"; done
 "$ULPFS" gc "$MNT" >/dev/null 2>&1 || bad "gc"
+writer_verify "after the trajectory"
 fs_umount "$MNT"
 up=$(uploaded "$CACHE")
 loc=$(fs_file_bytes "$CACHE/objects")
@@ -139,6 +152,7 @@ for f in $FILES; do
 done
 "$ULPFS" gc "$MNT" >"$WORK/gc.log" 2>&1 || bad "gc: $(cat "$WORK/gc.log")"
 "$ULPFS" sync "$MNT" >"$WORK/sync.log" 2>&1 || bad "sync after prune: $(cat "$WORK/sync.log")"
+writer_verify "after prune"
 fs_umount "$MNT"
 fresh_ro $((STEPS + 1)) "after prune" 1 3 5
 s3_expect_objects "after prune, gc and sync" fwd "$W2/catalog.db"

@@ -208,7 +208,8 @@ int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 		if (t->s3)
 			mount_s3_attach(t->s3, t->st);
 	}
-	cli_env env = { t->st, NULL, sink, t->store };
+	cli_env env = { t->st, NULL, sink, t->store,
+		        t->s3 ? t->s3->bucket : NULL };
 	return cli_exec(&env, req);
 }
 

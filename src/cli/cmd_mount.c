@@ -432,7 +432,7 @@ static int run_daemon(mount_args *ma, const char *store, const char *mnt,
 	dlog("mounted %s on %s", store, mnt);
 	/* The helper's commands reach the open store through this. */
 	cli_server *srv = NULL;
-	rc = cli_server_start(st, fs, store, &srv);
+	rc = cli_server_start(st, fs, store, ma->s3.bucket, &srv);
 	if (rc < 0)
 		dlog("%s/%s: %s (helper commands will fail while mounted)",
 		     store, CLI_CTL_SOCK, strerror(-rc));

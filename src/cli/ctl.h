@@ -40,6 +40,9 @@ typedef struct cli_env {
 	ulp_fs *fs; /* the mount this process serves, or NULL */
 	const cli_sink *sink;
 	const char *dir; /* the store's directory, or NULL */
+	/* st's bucket when st is a bucket store's (verify also checks the
+	 * objects only the bucket holds), or NULL */
+	struct ulp_bucket *bucket;
 } cli_env;
 
 /* A growing list of versions with their paths (ulp_version_fn
@@ -83,7 +86,7 @@ const cli_sink *cli_local_sink(void);
  * thread per connection. */
 typedef struct cli_server cli_server;
 int cli_server_start(ulp_store *st, ulp_fs *fs, const char *store_dir,
-                     cli_server **out);
+                     struct ulp_bucket *bucket, cli_server **out);
 void cli_server_stop(cli_server *s);
 
 /* Send req to the daemon of store_dir: 0 with *rc set, -ECONNREFUSED or

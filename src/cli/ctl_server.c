@@ -20,7 +20,8 @@
 struct cli_server {
 	ulp_store *st;
 	ulp_fs *fs;
-	char *dir; /* the store's */
+	struct ulp_bucket *bucket; /* the cli_env's */
+	char *dir;                 /* the store's */
 	char *path;
 	int lfd;
 	pthread_t thread;
@@ -138,7 +139,8 @@ static void *conn_main(void *arg)
 	int rc = CLI_USAGE;
 
 	if (req && json_is_object(req)) {
-		cli_env env = { srv->st, srv->fs, &sink, srv->dir };
+		cli_env env = { srv->st, srv->fs, &sink, srv->dir,
+			        srv->bucket };
 		rc = cli_exec(&env, req);
 	} else {
 		r_err(c, "control.sock: malformed request");
@@ -213,7 +215,7 @@ static int sock_addr(const char *dir, struct sockaddr_un *a)
 }
 
 int cli_server_start(ulp_store *st, ulp_fs *fs, const char *store_dir,
-                     cli_server **out)
+                     struct ulp_bucket *bucket, cli_server **out)
 {
 	struct sockaddr_un a;
 	cli_server *srv = calloc(1, sizeof(*srv));
@@ -224,6 +226,7 @@ int cli_server_start(ulp_store *st, ulp_fs *fs, const char *store_dir,
 		return -ENOMEM;
 	srv->st = st;
 	srv->fs = fs;
+	srv->bucket = bucket;
 	rc = sock_addr(store_dir, &a);
 	if (rc < 0)
 		goto fail;

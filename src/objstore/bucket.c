@@ -101,7 +101,20 @@ char *ulp_bucket_key(const ulp_bucket *b, const char *what)
 	return k;
 }
 
-static char *object_key(const ulp_bucket *b, const char *name)
+int ulp_bucket_grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return 0;
+	size_t nc = *cap ? 2 * *cap : 16;
+	void *nv = realloc(*v, nc * size);
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	*cap = nc;
+	return 0;
+}
+
+char *ulp_bucket_object_key(const ulp_bucket *b, const char *name)
 {
 	char what[64];
 	snprintf(what, sizeof what, "objects/%s", name);
@@ -182,7 +195,7 @@ int ulp_bucket_upload_raw(ulp_bucket *b, int dir_fd, const char *name)
 		return -errno;
 	struct stat sb;
 	int rc = fstat(fd, &sb) < 0 ? -errno : 0;
-	char *key = object_key(b, name);
+	char *key = ulp_bucket_object_key(b, name);
 	ulp_s3_status st = { 0, "", "" };
 	if (!rc && !key)
 		rc = -ENOMEM;
@@ -274,7 +287,7 @@ static void hook_removed(void *ctx, const char *name)
 static int hook_size(void *ctx, const char *name, uint64_t *size)
 {
 	ulp_bucket *b = ctx;
-	char *key = object_key(b, name);
+	char *key = ulp_bucket_object_key(b, name);
 	if (!key)
 		return -ENOMEM;
 	ulp_s3_status st = { 0, "", "" };
@@ -293,7 +306,7 @@ static int hook_read_at(void *ctx, const char *name, uint64_t off, void *buf,
                         size_t len)
 {
 	ulp_bucket *b = ctx;
-	char *key = object_key(b, name);
+	char *key = ulp_bucket_object_key(b, name);
 	if (!key)
 		return -ENOMEM;
 	if (ulp_ocache_get(b, name, off, buf, len)) {
@@ -391,7 +404,7 @@ static void flush_dead(ulp_bucket *b, deadlist d)
 	char **dead = d.v;
 	size_t n = d.n;
 	for (size_t i = 0; i < n; i++) {
-		char *key = object_key(b, dead[i]);
+		char *key = ulp_bucket_object_key(b, dead[i]);
 		ulp_s3_status st;
 		if (key && ulp_s3_delete(b->s3, key, &st))
 			ulp_bucket_log("delete of s3://%s/%s failed (the next "
@@ -533,7 +546,7 @@ static void upload_missing(ulp_bucket *b, int listed, char **have, size_t nhave)
  * other way round: live objects the bucket lacks. */
 static int sweep_orphans(ulp_bucket *b)
 {
-	char *pfx = object_key(b, "");
+	char *pfx = ulp_bucket_object_key(b, "");
 	if (!pfx)
 		return -ENOMEM;
 	sweep s = { .b = b, .plen = strlen(pfx) };

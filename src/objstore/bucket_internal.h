@@ -93,6 +93,10 @@ struct ulp_bucket {
 /* PREFIX/what, malloc'ed. */
 char *ulp_bucket_key(const ulp_bucket *b, const char *what);
 void ulp_bucket_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Room for element n of *v (cap elements of size each now): 0, -ENOMEM. */
+int ulp_bucket_grow(void **v, size_t *cap, size_t n, size_t size);
+/* PREFIX/objects/name, malloc'ed. */
+char *ulp_bucket_object_key(const ulp_bucket *b, const char *name);
 
 /* Upload CACHE/objects/name (dir_fd is that directory): counted, a
  * failure logged and noted for stats and umount.  0 or -errno. */
@@ -144,6 +148,8 @@ void ulp_ocache_trim(ulp_bucket *b, const char *keep);
 /* publish.c */
 int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen);
 int ulp_publish_now(ulp_bucket *b, int only_if_changed);
+/* VACUUM INTO out: a consistent copy of the catalog db.  0 or -EIO. */
+int ulp_publish_vacuum_into(const char *db, const char *out);
 /* A writer's mount: delete the catalog snapshots crashes left (all but the
  * pointer's and the one before it). */
 void ulp_publish_sweep(ulp_bucket *b);

@@ -285,7 +285,7 @@ static long long catalog_stamp(const ulp_bucket *b)
 	return s;
 }
 
-static int vacuum_into(const char *db, const char *out)
+int ulp_publish_vacuum_into(const char *db, const char *out)
 {
 	sqlite3 *h = NULL;
 	int rc = sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL);
@@ -344,7 +344,7 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 			rc = ulp_reps_keyframes(b);
 		unlink(tmp);
 		if (!rc)
-			rc = vacuum_into(db, tmp);
+			rc = ulp_publish_vacuum_into(db, tmp);
 		ulp_up_gate(b, 0);
 		if (!rc)
 			rc = ulp_reps_rewrite(tmp);

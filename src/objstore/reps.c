@@ -192,20 +192,6 @@ static int exec_ints(sqlite3 *h, const char *sql, int n, const long long *p)
 	return 0;
 }
 
-/* Room for element n of *v (cap elements of size each now): 0, -ENOMEM. */
-static int grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? 2 * *cap : 16;
-	void *nv = realloc(*v, nc * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = nc;
-	return 0;
-}
-
 /* ------------------------------------------------------------ dropping */
 
 /* Representations that no longer hold: pending ones (a crash), those of
@@ -242,7 +228,7 @@ int ulp_reps_drop(ulp_bucket *b)
 	if (sqlite3_prepare_v2(b->reps_db, Q_GONE, -1, &s, NULL) != SQLITE_OK)
 		rc = -EIO;
 	while (!rc && sqlite3_step(s) == SQLITE_ROW) {
-		if (grow((void **)&v, &cap, n, sizeof *v) < 0) {
+		if (ulp_bucket_grow((void **)&v, &cap, n, sizeof *v) < 0) {
 			rc = -ENOMEM;
 			break;
 		}
@@ -309,7 +295,7 @@ static int candidates(ulp_bucket *b, cand **out, size_t *nout)
 	if (sqlite3_prepare_v2(b->reps_db, Q_NEW, -1, &s, NULL) != SQLITE_OK)
 		rc = -EIO;
 	while (!rc && sqlite3_step(s) == SQLITE_ROW) {
-		if (grow((void **)&v, &cap, n, sizeof *v) < 0) {
+		if (ulp_bucket_grow((void **)&v, &cap, n, sizeof *v) < 0) {
 			rc = -ENOMEM;
 			break;
 		}
