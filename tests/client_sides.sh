@@ -26,12 +26,7 @@ TRAIN=("$PY" "$TRAIN_PY" --quick --seed 11 --threads 1)
 
 # sides MNT: "PATH SIDE" for every live version under MNT/run (SIDE: the
 # side's path, or -).
-sides() {
-	"$ULPFS" log --json "$1/run" | "$PY" -c 'import json, sys
-for v in json.load(sys.stdin):
-    if v["state"] == "live":
-        print(v["path"], v["side"]["path"] if v["side"] else "-")'
-}
+sides() { fs_sides "$1/run" | awk '{ print $1, $3 }'; }
 
 step "reference: the same deterministic run in a plain directory"
 train "$WORK/ref.log" --output_dir "$REF" || die "reference run failed"

@@ -144,6 +144,15 @@ train() {
 	fi
 }
 
+# fs_sides DIR: "PATH SEQ SIDE" for every live version under DIR of a mount
+# (SIDE: the path of the version it is coded given, src/store/side.h, or -).
+fs_sides() {
+	"$ULPFS" log --json "$1" | "$PY" -c 'import json, sys
+for v in json.load(sys.stdin):
+    if v["state"] == "live":
+        print(v["path"], v["seq"], v["side"]["path"] if v["side"] else "-")'
+}
+
 # Start a background command and remember its PID ($! of the caller is
 # not visible, so the PID is left in FS_BG_LAST).
 fs_bg() {
