@@ -364,6 +364,50 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
  * back for ever (its flip adds the side later). */
 #define SIDE_WAIT_NS (60 * 1000000000ll)
 
+int ulp_encode_again(ulp_store *st, const ulp_version_info *d,
+                     const ulp_tensor_map *dmap, const ulp_version_info *n,
+                     const ulp_tensor_map *nmap, const ulp_side_pick *side,
+                     _Atomic int *stop, int quiet, char name[ULP_OBJ_NAME_LEN],
+                     uint64_t *stored, uint64_t *side_read, ulp_stats *est)
+{
+	uint8_t hash[16];
+	*side_read = 0;
+	int kind = ulp_version_hash_kind(st, d->id);
+	if (kind < 0)
+		return kind;
+	ulp_encode_req req = {
+		.from = d->id,
+		.size = d->size,
+		.map = dmap,
+		.ref = n->id,
+		.ref_size = n->size,
+		.ref_hash = n->hash,
+		.ref_map = nmap,
+		/* a big file: the encoders' share of cores, as a lone commit
+		 * gets (below a few chunks, threads cost more than they give) */
+		.threads = d->size >= (8u << 20) ? st->opts.encoder_threads : 1,
+		.stop = stop,
+		.stats = est,
+		.flat_hash = kind == ULP_HASH_FLAT,
+		.side = side->v.id,
+		.side_size = side->v.size,
+		.side_hash = side->v.hash,
+		.side_map = &side->map,
+	};
+	int rc = ulp_encode_object(st, &req, name, stored, hash);
+	if (rc == 0 && memcmp(hash, d->hash, 16) != 0) {
+		if (quiet)
+			unlinkat(st->obj_fd, name, 0);
+		else
+			ulp_obj_unlink(st, name);
+		return -EIO; /* decoded bytes differ from the version */
+	}
+	/* named only if some chunk reads it */
+	if (rc == 0 && est->chunks_side)
+		*side_read = side->v.id;
+	return rc;
+}
+
 /* The side of a new version of path (staged in fd, mapped at data): 0
  * (side->v.id 0: none), -EAGAIN while a provider beside it is still
  * staged (retried soon: queue.c), or -errno. */

@@ -6,6 +6,7 @@
 #define ULP_STORE_ENCODER_H
 
 #include "store/store_core.h"
+#include "store/side.h"
 
 /* Write an encoded object: plan + encode cur[0..size) against ref (0: a
  * keyframe) into objects/<name>, fsynced.  cancel, if not NULL, aborts
@@ -48,6 +49,22 @@ typedef struct ulp_encode_req {
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
                       uint8_t hash[16]);
+
+/* Code committed version d (tensors dmap) again against version n (n->id
+ * 0: standalone; tensors nmap), given side (side->v.id 0: none), into
+ * objects/<name> (ulp_encode_object; stop as there): a flip's or a
+ * rebase's object (gc.c), or a remote's own copy (delta_api.c).  The
+ * version keeps the kind of hash it was committed with (objects coded
+ * against it name it by that hash), and the decoded hash is checked
+ * against d's: a mismatch is -EIO, the object unlinked (quiet: without
+ * telling the remote, for an object it never saw).  *side_read: the side
+ * some chunk reads (0: none, also on an error); *est: the encoder's
+ * statistics.  mu not held. */
+int ulp_encode_again(ulp_store *st, const ulp_version_info *d,
+                     const ulp_tensor_map *dmap, const ulp_version_info *n,
+                     const ulp_tensor_map *nmap, const ulp_side_pick *side,
+                     _Atomic int *stop, int quiet, char name[ULP_OBJ_NAME_LEN],
+                     uint64_t *stored, uint64_t *side_read, ulp_stats *est);
 
 /* Encode a dequeued inode and commit it (encoder.c).  0: committed (or
  * nothing to do), 1: discarded (content changed meanwhile), -errno:

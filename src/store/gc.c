@@ -266,10 +266,6 @@ static int next_job(ulp_store *st, job *j)
 	}
 }
 
-/* Code j->d again against j->n into a new object, fsynced, whose decoded
- * hash is checked against the version's.  The encoder's workers pull j->d
- * decoded through the cache, a chunk each: no copy in staging, memory
- * bounded by the chunks in flight. */
 /* The side j->d is to be coded given, into *pick (none: pick->v.id 0):
  * the one it has unless that is to go, else for a flip one beside it. */
 static int job_side(ulp_store *st, const job *j, ulp_side_pick *pick)
@@ -300,49 +296,21 @@ static int job_side(ulp_store *st, const job *j, ulp_side_pick *pick)
 	return rc;
 }
 
+/* Code j->d again against j->n, given its side (job_side), into a new object, fsynced, whose decoded
+ * hash is checked against the version's.  The encoder's workers pull j->d
+ * decoded through the cache, a chunk each: no copy in staging, memory
+ * bounded by the chunks in flight. */
 static int reencode(ulp_store *st, job *j, char object[ULP_OBJ_NAME_LEN],
                     uint64_t *stored, uint8_t estats[ULP_ESTATS_LEN])
 {
-	uint8_t hash[16];
 	ulp_stats est;
 	ulp_side_pick side;
-	/* The version keeps its hash (objects coded against it name it by
-	 * it), of whichever kind it was committed with. */
-	int kind = ulp_version_hash_kind(st, j->d.id);
-	if (kind < 0)
-		return kind;
 	int rc = job_side(st, j, &side);
 	if (rc < 0)
 		return rc;
-	ulp_encode_req req = {
-		.from = j->d.id,
-		.size = j->d.size,
-		.map = &j->dmap,
-		.ref = j->n.id,
-		.ref_size = j->n.size,
-		.ref_hash = j->n.hash,
-		.ref_map = &j->nmap,
-		/* a big file: the encoders' share of cores, as a lone commit
-		 * gets (below a few chunks, threads cost more than they give) */
-		.threads = j->d.size >= (8u << 20) ? st->opts.encoder_threads
-		                                   : 1,
-		.stop = &st->gc->stop,
-		.stats = &est,
-		.flat_hash = kind == ULP_HASH_FLAT,
-		.side = side.v.id,
-		.side_size = side.v.size,
-		.side_hash = side.v.hash,
-		.side_map = &side.map,
-	};
-	rc = ulp_encode_object(st, &req, object, stored, hash);
-	/* named only if some chunk reads it */
-	j->side = rc == 0 && est.chunks_side ? side.v.id : 0;
+	rc = ulp_encode_again(st, &j->d, &j->dmap, &j->n, &j->nmap, &side,
+	                      &st->gc->stop, 0, object, stored, &j->side, &est);
 	ulp_side_pick_free(&side);
-
-	if (rc == 0 && memcmp(hash, j->d.hash, 16) != 0) {
-		ulp_obj_unlink(st, object);
-		rc = -EIO; /* decoded bytes differ from the version */
-	}
 	if (rc == 0)
 		ulp_estats_encode(&est, estats);
 	return rc;
