@@ -53,16 +53,18 @@ for s in socks:
 EOF
 }
 
-# s3s_spawn NAME CONF: one Swift server in its own mount namespace, with
-# the copies of other tests' FUSE mounts detached (tests/ns_detach_fuse.sh).
-# unshare and the inner bash exec, so $! is the server's own PID (workers =
-# 0: no forked workers to chase).
+# s3s_spawn NAME CONF [PROGRAM]: one Swift server (PROGRAM: another Swift
+# daemon) in its own mount namespace, with the copies of other tests' FUSE
+# mounts detached (tests/ns_detach_fuse.sh).  unshare and the inner bash
+# exec, so $! is the server's own PID (workers = 0: no forked workers to
+# chase; the object updater forks one per pass, in its own session, and
+# takes it down with itself on SIGTERM).
 s3s_spawn() {
-	local name=$1 conf=$2
+	local name=$1 conf=$2 prog=${3:-swift-$1-server}
 	unshare -m --propagation private bash -c \
 		'bash "$1" && mount --bind "$2/etc" /etc/swift && exec "$3" "$4"' \
 		s3s "$S3S_HERE/ns_detach_fuse.sh" \
-		"$S3S_DIR" "swift-$name-server" "$conf" \
+		"$S3S_DIR" "$prog" "$conf" \
 		>>"$S3S_DIR/log/$name.log" 2>&1 &
 	S3S_PIDS+=("$!")
 	[ "$name" != proxy ] || S3S_PROXY_PID=$!
@@ -86,8 +88,9 @@ EOF
 		container) port=$pc ;;
 		# The object server updates the container listing within each
 		# PUT and DELETE, giving up after 1 s by default (the listing
-		# then lags until an updater runs, and none does here): a loaded
-		# test machine gets more time, within the proxy's 10 s node timeout.
+		# then lags until the object updater replays it): a loaded test
+		# machine gets more time, within the proxy's 10 s node timeout,
+		# and an updater runs every second for what still timed out.
 		object) port=$po extra="container_update_timeout = 5" ;;
 		esac
 		cat >"$d/etc/$kind-server.conf" <<EOF
@@ -107,6 +110,9 @@ use = egg:swift#$kind
 $extra
 [$kind-replicator]
 [$kind-updater]
+interval = 1
+user = root
+recon_cache_path = $d/run
 [$kind-auditor]
 EOF
 	done
@@ -213,6 +219,7 @@ s3_server_start() {
 	s3s_spawn account "$S3S_DIR/etc/account-server.conf"
 	s3s_spawn container "$S3S_DIR/etc/container-server.conf"
 	s3s_spawn object "$S3S_DIR/etc/object-server.conf"
+	s3s_spawn object-updater "$S3S_DIR/etc/object-server.conf" swift-object-updater
 	s3s_spawn proxy "$S3S_DIR/etc/proxy-server.conf"
 	if ! s3s_wait_ready; then
 		s3s_say "Swift did not start; its logs:"
