@@ -45,6 +45,11 @@
  *   - A superseded local object (its version is represented otherwise)
  *     exists only in the cache: it is never evicted without being
  *     uploaded first (object_cache.c).
+ *   - Only a mount that defers uploads has representations.  Without
+ *     deferral each object goes up as it is made, a flip's reverse delta
+ *     before the flip commits, so nothing could hold it back as
+ *     superseded: such a mount drops every representation at its first
+ *     publish and the bucket holds the local objects.
  *
  * The bucket's own connection to catalog.db (WAL: the store keeps
  * writing), serialised by reps_mu; the table is created at a writer's
@@ -195,11 +200,12 @@ static int exec_ints(sqlite3 *h, const char *sql, int n, const long long *p)
 /* ------------------------------------------------------------ dropping */
 
 /* Representations that no longer hold: pending ones (a crash), those of
- * versions deleted, and what is coded against any of those.  For each:
- * its object, and the version's local object when the version stays. */
+ * versions deleted, and what is coded against any of those; all of them
+ * (?1 = 1) on a mount that uploads each object at once.  For each: its
+ * object, and the version's local object when the version stays. */
 static const char Q_GONE[] =
 	"WITH RECURSIVE gone(v) AS ("
-	" SELECT version FROM bucket_reps WHERE state <> 1"
+	" SELECT version FROM bucket_reps WHERE ?1 OR state <> 1"
 	"  OR version NOT IN (SELECT id FROM versions WHERE state <> 2)"
 	"  OR side NOT IN (SELECT id FROM versions WHERE state <> 2)"
 	" UNION SELECT r.version FROM bucket_reps AS r JOIN gone"
@@ -227,6 +233,12 @@ int ulp_reps_drop(ulp_bucket *b)
 	sqlite3_stmt *s = NULL;
 	if (sqlite3_prepare_v2(b->reps_db, Q_GONE, -1, &s, NULL) != SQLITE_OK)
 		rc = -EIO;
+	/* Without deferral a flip's reverse delta goes up as it is made,
+	 * before anything could tell it superseded: the bucket holds the
+	 * local objects, and a representation left by a deferring mount
+	 * would keep a second copy of its version there. */
+	if (!rc)
+		sqlite3_bind_int(s, 1, !b->defer);
 	while (!rc && sqlite3_step(s) == SQLITE_ROW) {
 		if (ulp_bucket_grow((void **)&v, &cap, n, sizeof *v) < 0) {
 			rc = -ENOMEM;
@@ -257,9 +269,11 @@ int ulp_reps_drop(ulp_bucket *b)
 	}
 	if (!rc && n)
 		ulp_bucket_log("s3://%s/%s: %zu bucket representation(s) "
-		               "dropped (their version or base is gone); "
-		               "their versions' own objects go up instead",
-		               b->bucket, b->prefix, n);
+		               "dropped (%s); their versions' own objects go "
+		               "up instead",
+		               b->bucket, b->prefix, n,
+		               b->defer ? "their version or base is gone"
+		                        : "uploads are not deferred");
 	free(v);
 	return rc;
 }
@@ -441,7 +455,8 @@ int ulp_reps_prepare(ulp_bucket *b, ulp_store *st)
 
 int ulp_reps_keyframes(ulp_bucket *b)
 {
-	if (!b->reps_db)
+	/* without deferral, no representations (ulp_reps_drop says why) */
+	if (!b->reps_db || !b->defer)
 		return 0;
 	pthread_mutex_lock(&b->reps_mu);
 	int rc = exec_ints(b->reps_db,

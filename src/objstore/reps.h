@@ -34,9 +34,9 @@ int ulp_reps_superseded(ulp_bucket *b, const char *name);
 int ulp_reps_names(ulp_bucket *b, const char *name);
 
 /* Drop what no longer holds (representations of versions gone, crash
- * leftovers, and what is coded against those; their objects deleted
- * after the next publish) and re-queue the local objects of the versions
- * that lost theirs.  Before a publish takes its deletes, so that these go
+ * leftovers, and what is coded against those; every one on a mount that
+ * does not defer uploads; their objects deleted after the next publish)
+ * and re-queue the local objects of the versions that lost theirs.  Before a publish takes its deletes, so that these go
  * with it.  0 or -errno. */
 int ulp_reps_drop(ulp_bucket *b);
 /* A publish, gate closed, before the flush (st NULL: the store is closed,
@@ -46,7 +46,8 @@ int ulp_reps_drop(ulp_bucket *b);
  * its local object). */
 int ulp_reps_prepare(ulp_bucket *b, ulp_store *st);
 /* After the flush: standalone versions without a representation become
- * bucket keyframes (their local objects are in the bucket now). */
+ * bucket keyframes (their local objects are in the bucket now); none
+ * without deferral. */
 int ulp_reps_keyframes(ulp_bucket *b);
 /* The snapshot copy at path (not the live catalog) names the bucket's
  * objects: each represented version's object, base, stored bytes and the
