@@ -556,11 +556,9 @@ static void print_speeds(const file_row *rows, size_t n, const bench_opts *o)
 		putchar('\n');
 	}
 	free(v);
-	if (o->threads < 2)
-		return;
 	/* Per file, since one large file is where scaling within a file
 	 * shows, and a median over a trajectory mixes keyframes (each kind's
-	 * first file) and deltas. */
+	 * first file) and deltas.  With one thread the NT columns are 0. */
 	printf("\n== speed per file, MB/s: %u threads (NT) against 1 (busy = "
 	       "CPU seconds per\n"
 	       "   wall second of the NT runs: below N, a part ran alone) ==\n",
