@@ -19,6 +19,11 @@
 #    and the trajectory again with "--no-side" (no file coded given another
 #    of its checkpoint: optimizer.pt's master weights without the bf16
 #    copy in model.safetensors), for the rows of that context.
+#    The speed rows: each large kind against zstd -3 on the same files,
+#    its keyframe (first version) apart from its deltas, 1 and 2 threads.
+# 3b. One large file (bench/bigfile.py: two checkpoints of the middle of
+#    the run tiled into 512 MiB, --quick 128 MiB) and its next version, in
+#    bf16 and f32: 2 threads against 1 within one file, keyframe and delta.
 # 4. The filesystem: bench/fs_bench.sh --traj DIR (--quick with --quick):
 #    writes and cold reads through the mount against the backing disk and
 #    the offline codec, close -> commit latency, the trajectory copied in
@@ -34,7 +39,7 @@
 # the same machine, under the same load: on a shared machine the absolute
 # speeds move from run to run, the ratios much less.
 #
-# Takes 8-10 minutes on 2 cores (--quick: 1.5-3).  Needs root
+# Takes 10-12 minutes on 2 cores (--quick: 1.5-3).  Needs root
 # (drop_caches), FUSE (fusermount3), /usr/bin/python3 with torch and numpy,
 # about 20 GiB free under TMPDIR (--quick: 6 GiB).  ULPFS=path/to/ulpfs
 # (default: _build/ulpfs, then ./ulpfs).  Every mount is made by
@@ -179,6 +184,40 @@ if [ "${#dtfiles[@]}" -gt 0 ]; then
 		"$ULPFS" bench --threads 2 --reps "$reps" "${dtfiles[@]}" || exit 1
 fi
 
+# ----------------------------------------------- one large file, 2T / 1T
+# Two consecutive checkpoints of the middle of the run, tiled into one
+# large file and its next version (bench/bigfile.py), in bf16 and in f32:
+# the scaling of threads within one file, a keyframe and a delta.
+bigmib=512
+[ "$quick" = 1 ] && bigmib=128
+mapfile -t cks < <(find "$traj" -mindepth 1 -maxdepth 1 -type d \( -name 'checkpoint-*' -o -name 'step-*' \) ! -name '*.tmp' | LC_ALL=C sort -V)
+bigs=() # "DTYPE FILE1 FILE2"
+if [ "${#cks[@]}" -ge 2 ]; then
+	a=${cks[$(((${#cks[@]} - 1) / 2))]} b=${cks[$(((${#cks[@]} + 1) / 2))]}
+	ab=$(basename "$a") bb=$(basename "$b")
+	for pair in "bf16 $a/model.safetensors $b/model.safetensors" \
+		"bf16 $a/model-bf16.safetensors $b/model-bf16.safetensors" \
+		"f32 $dt/$ab/model-f32.safetensors $dt/$bb/model-f32.safetensors" \
+		"f32 $a/model-f32.safetensors $b/model-f32.safetensors"; do
+		read -r d f1 f2 <<<"$pair"
+		[ -f "$f1" ] && [ -f "$f2" ] || continue
+		case " ${bigs[*]} " in *" $d "*) continue ;; esac
+		step "one large $d file and its next version: bench/bigfile.py --mib $bigmib ($ab, $bb)" \
+			"$PY" "$here/bigfile.py" --mib "$bigmib" "$f1" "$f2" "$WORK/big-$d" || exit 1
+		n=$(basename "$f1")
+		STEP_OUT=$WORK/big-$d.txt step "within one file: ulpfs bench --threads 2 --reps $reps --no-baselines, $d" \
+			"$ULPFS" bench --threads 2 --reps "$reps" --no-baselines "$WORK/big-$d/v1/$n" "$WORK/big-$d/v2/$n" || exit 1
+		# The machine's own ceiling for two threads: two processes of
+		# one thread each on the same files at once (a shared or
+		# throttled machine gives less than 2 whatever the code).
+		step "the same, two 1-thread processes at once, $d" bash -c \
+			'trap "kill \$p1 \$p2 2>/dev/null" TERM; "$@" >"$0.1" & p1=$!; "$@" >"$0.2" & p2=$!; wait $p1 && wait $p2' \
+			"$WORK/pair-$d" "$ULPFS" bench --threads 1 --reps "$reps" --no-baselines "$WORK/big-$d/v1/$n" "$WORK/big-$d/v2/$n" || exit 1
+		rm -rf "$WORK/big-$d"
+		bigs+=("$d")
+	done
+fi
+
 # ------------------------------------------------------------ filesystem
 fsargs=(--traj "$traj" --codec-bytes "$codec_total" --kv "$WORK/fs.kv")
 [ "$quick" = 1 ] && fsargs+=(--quick)
@@ -201,8 +240,12 @@ row() { rows+=("| $1 | $2 | $3 | $4 | ${5:-} |"); }
 
 # kind FILE NAME TAG -> "raw ulpfs z3 z19 bg" of the per-kind line NAME [TAG]
 kind() { awk -v n="$2" -v t="[$3]" '/^== per file kind/ { s = 1 } s && $1 == n && $2 == t { print $3, $4, $6, $7, $8; exit }' "$1"; }
-# speed FILE NAME -> "enc1 dec1 enc2 dec2 z3enc z3dec"
-speed() { awk -v n="$2" '/^== speed/ { s = 1; next } s && $1 == n { print $2, $3, $4, $5, $6, $7; exit }' "$1"; }
+# perfile FILE -> per file, in the order of the arguments: "enc1 dec1
+# encN decN busy-enc busy-dec [z3enc z3dec]" (the path is the first 44
+# columns, which may hold spaces; the N/1 ratios are dropped)
+perfile() { awk '/^== speed per file/ { s = 1; next } s && /^file / { h = 1; next } s && h && NF == 0 { exit } s && h { print substr($0, 46) }' "$1" | awk '{ $5 = $6 = ""; $0 = $0; print }'; }
+# medcol COL: the median of column COL of stdin
+medcol() { awk -v c="$1" '{ print $c }' | median; }
 # kinds FILE...: their base names in order, with the number of files of
 # each ("ulpfs bench" truncates the paths it prints)
 kinds() { printf '%s\n' "$@" | awk -F/ '{ n = $NF; if (!(n in c)) o[++k] = n; c[n]++ } END { for (i = 1; i <= k; i++) print o[i], c[o[i]] }'; }
@@ -238,8 +281,9 @@ codec_rows() { # BENCH_OUTPUT FILE...
 	row "size: small files (${small[*]}), all $sn versions" "$(mb "$su")" "zstd -19: $(mb "$s19")" "$(div "$su" "$s19" 3)" \
 		"raw $(mb "$sr"); zstd -3 $(mb "$s3"), byte-grouped $(mb "$sbg")"
 }
-# f32 FILE -> "bits/el model-bits/el elements" of all f32 elements
-f32() { awk '/^== floats/ { s = 1 } s && $1 == "f32" { print $3, $4, $2; exit }' "$1"; }
+# floats FILE DTYPE -> "bits/el model-bits/el elements" of all its
+# DTYPE elements
+floats() { awk -v d="$2" '/^== floats/ { s = 1 } s && $1 == d { print $3, $4, $2; exit }' "$1"; }
 # The rows of the context from the checkpoint's other files (sides): the
 # same files coded with "--no-side".  The elements coded given a side had,
 # without it, what the f32 total lost beyond them (the other f32 elements
@@ -249,8 +293,8 @@ side_rows() {
 	read -r _ _ nu _ < <(awk '$1 == "TOTAL"' "$WORK/codec-noside.txt")
 	read -r se sb < <(sed -n 's/^f32 coded given a side file.*: \([0-9]*\) elements, \([0-9.]*\) bits\/el$/\1 \2/p' "$WORK/codec.txt")
 	[ -n "${se:-}" ] || return 0
-	read -r b m n < <(f32 "$WORK/codec.txt")
-	read -r b0 m0 n0 < <(f32 "$WORK/codec-noside.txt")
+	read -r b m n < <(floats "$WORK/codec.txt" f32)
+	read -r b0 m0 n0 < <(floats "$WORK/codec-noside.txt" f32)
 	read -r r u _ < <(kind "$WORK/codec.txt" optimizer.pt all)
 	read -r r0 u0 _ < <(kind "$WORK/codec-noside.txt" optimizer.pt all)
 	local before
@@ -259,6 +303,19 @@ side_rows() {
 	row "bits/element: every fp32 element ($n)" "$b (model entropy $m)" "without sides: $b0 ($m0)" "$(div "$b" "$b0" 3)" ""
 	[ -z "${u:-}" ] || row "size: optimizer.pt, all versions" "$(mb "$u")" "without sides: $(mb "$u0")" "$(div "$u" "$u0" 3)" "raw $(mb "$r")"
 	row "size: the whole trajectory, with sides" "$(mb "$tu")" "without: $(mb "$nu")" "$(div "$tu" "$nu" 3)" "zstd -19: $(mb "$t19")"
+	row "size: the whole trajectory: without sides (before the context)" "$(mb "$nu")" "zstd -19: $(mb "$t19")" "$(div "$nu" "$t19" 3)" \
+		"with sides (after): $(div "$tu" "$t19" 3) of zstd -19"
+}
+# The bf16 weights with and without the contexts from other files: none
+# is built for them (the sign of optimizer.pt's exp_avg is not), so the
+# two runs should agree; the row shows the model's entropy beside them.
+bf16_rows() {
+	local b m n b0 m0
+	read -r b m n < <(floats "$WORK/codec.txt" bf16)
+	read -r b0 m0 _ < <(floats "$WORK/codec-noside.txt" bf16)
+	[ -n "${b:-}" ] || return 0
+	row "bits/element: every bf16 element ($n)" "$b (model entropy $m)" "without sides: $b0 ($m0)" "$(div "$b" "$b0" 3)" \
+		"tables included; no context from other files is built for bf16"
 }
 BIG=()
 codec_rows "$WORK/codec.txt" "${files[@]}"
@@ -267,11 +324,64 @@ row "size: the whole trajectory, all ${#files[@]} files" "$(mb "$tu")" "zstd -3:
 row "size: same" "$(mb "$tu")" "zstd -19: $(mb "$t19")" "$(div "$tu" "$t19" 3)" ""
 row "size: same" "$(mb "$tu")" "byte-grouped: $(mb "$tbg")" "$(div "$tu" "$tbg" 3)" ""
 side_rows
+bf16_rows
 [ "${#dtfiles[@]}" -eq 0 ] || codec_rows "$WORK/codec-dt.txt" "${dtfiles[@]}"
+# The speeds of each large kind against zstd -3 on the same files, the
+# keyframe (its first file, coded standalone) apart from the deltas
+# (medians over the files): 1 thread, and 2 in the note.
+speed_rows() { # BENCH_OUTPUT KIND FILE...
+	local f=$1 k=$2 i=0 x lines key="" del=""
+	shift 2
+	mapfile -t lines < <(perfile "$f")
+	for x in "$@"; do
+		if [ "$(basename "$x")" = "$k" ]; then
+			if [ -z "$key" ]; then key=${lines[$i]}; else del+="${lines[$i]}"$'\n'; fi
+		fi
+		i=$((i + 1))
+	done
+	local what e1 d1 e2 d2 z3e z3d nd
+	for what in keyframe deltas; do
+		if [ "$what" = keyframe ]; then
+			[ -n "$key" ] || continue
+			read -r e1 d1 e2 d2 _ _ z3e z3d <<<"$key"
+			nd="the first version, standalone"
+		else
+			[ -n "$del" ] || continue
+			e1=$(medcol 1 <<<"$del") d1=$(medcol 2 <<<"$del") e2=$(medcol 3 <<<"$del") d2=$(medcol 4 <<<"$del")
+			z3e=$(medcol 7 <<<"$del") z3d=$(medcol 8 <<<"$del")
+			nd="median of $(grep -c . <<<"$del") delta versions"
+		fi
+		row "encode, 1 thread: $(label "$k"), $what" "$e1 MB/s" "zstd -3 encode: $z3e MB/s" "$(div "$e1" "$z3e")" \
+			"$nd; 2 threads: $e2 MB/s, $(div "$e2" "$z3e") of zstd -3 (1 thread)"
+		row "decode, 1 thread: same" "$d1 MB/s" "zstd -3 decode: $z3d MB/s" "$(div "$d1" "$z3d")" \
+			"2 threads: $d2 MB/s, $(div "$d2" "$z3d") of zstd -3 (1 thread)"
+	done
+}
 for fk in "${BIG[@]}"; do
-	read -r e1 d1 e2 d2 z3e z3d < <(speed "${fk% *}" "${fk#* }")
-	row "encode, 1 thread: $(label "${fk#* }")" "$e1 MB/s" "zstd -3 encode: $z3e MB/s" "$(div "$e1" "$z3e")" "2 threads: $e2 MB/s"
-	row "decode, 1 thread: same" "$d1 MB/s" "zstd -3 decode: $z3d MB/s" "$(div "$d1" "$z3d")" "2 threads: $d2 MB/s"
+	if [ "${fk% *}" = "$WORK/codec-dt.txt" ]; then
+		speed_rows "${fk% *}" "${fk#* }" "${dtfiles[@]}"
+	else
+		speed_rows "${fk% *}" "${fk#* }" "${files[@]}"
+	fi
+done
+# Within one large file: 2 threads against 1 on the same file in the
+# same run; "busy" (CPU seconds per wall second of the 2-thread runs)
+# below 2 is a part that ran alone.
+for d in "${bigs[@]}"; do
+	mapfile -t lines < <(perfile "$WORK/big-$d.txt")
+	for i in 0 1; do
+		[ -n "${lines[$i]:-}" ] || continue
+		read -r e1 d1 e2 d2 be bd <<<"${lines[$i]}"
+		what="keyframe"
+		[ "$i" = 1 ] && what="delta against the keyframe"
+		# two processes' speeds, each against the 1-thread figure
+		read -r pe pd < <(for k in 1 2; do perfile "$WORK/pair-$d.$k" | sed -n "$((i + 1))p"; done |
+			awk -v e="$e1" -v d="$d1" '{ se += $1; sd += $2 } END { if (e > 0 && d > 0) printf "%.2f %.2f\n", se / e, sd / d; else print "n/a n/a" }')
+		row "within one $bigmib MiB $d file, $what: encode, 2 threads" "$e2 MB/s" "1 thread: $e1 MB/s" "$(div "$e2" "$e1")" \
+			"busy threads $be; two 1-thread processes at once: $pe x one alone (the machine's ceiling); goal 1.8"
+		row "same: decode, 2 threads" "$d2 MB/s" "1 thread: $d1 MB/s" "$(div "$d2" "$d1")" \
+			"busy threads $bd; two 1-thread processes at once: $pd x"
+	done
 done
 
 w=${F[p_write_mib]} rd=${F[p_read_mib]} rss=${F[p_rss_mib]}

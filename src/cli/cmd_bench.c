@@ -66,6 +66,7 @@ typedef struct file_row {
 	uint64_t raw, ulp, z3, z19, bg;
 	double enc1, dec1, encn, decn; /* MB/s */
 	double z3enc, z3dec;           /* MB/s */
+	double encn_cpu, decn_cpu; /* CPU seconds per wall second, n threads */
 	ulp_stats st;
 } file_row;
 
@@ -94,25 +95,42 @@ static double median(double *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* The process's CPU seconds (all threads). */
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* Seconds on the clock the figures of nthreads use: with --cpu-time the
  * one-thread ones count the process's CPU time, which other processes on a
  * shared machine disturb far less than the wall clock; threaded figures
  * stay wall-clock (they measure the speed-up). */
 static double bench_now(const bench_opts *o, unsigned nthreads)
 {
-	struct timespec ts;
-	if (!o->cpu_clock || nthreads > 1)
-		return cli_now();
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+	return !o->cpu_clock || nthreads > 1 ? cli_now() : cpu_now();
+}
+
+/* Median of the CPU seconds per wall second of reps timed runs: how many
+ * threads were busy on average, which tells a serial part (below
+ * nthreads) from threads that are busy but slower (at nthreads). */
+static double busy_threads(const double *cpu, const double *wall, unsigned reps)
+{
+	double v[32];
+	for (unsigned r = 0; r < reps; r++)
+		v[r] = cpu[r] / (wall[r] > 1e-9 ? wall[r] : 1e-9);
+	return median(v, reps);
 }
 
 /* Encode with nthreads, reps times; the object of the last rep stays in
- * sink.  Returns the median MB/s or a negative error. */
+ * sink; *busy (if not NULL) gets busy_threads of the reps.  Returns the
+ * median MB/s or a negative error. */
 static double time_encode(ulp_encode_job *job, unsigned nthreads, unsigned reps,
-                          mem_sink *sink, ulp_stats *st, const bench_opts *o)
+                          mem_sink *sink, ulp_stats *st, const bench_opts *o,
+                          double *busy)
 {
-	double v[32];
+	double v[32], cpu[32], wall[32];
 	job->nthreads = nthreads;
 	job->cctx = o->cctx;
 	job->pool = cli_pool(o->threads); /* NULL: threads of its own */
@@ -120,28 +138,36 @@ static double time_encode(ulp_encode_job *job, unsigned nthreads, unsigned reps,
 	job->write_opaque = sink;
 	for (unsigned r = 0; r < reps; r++) {
 		sink->len = 0;
+		double c0 = cpu_now(), w0 = cli_now();
 		double t0 = bench_now(o, nthreads);
 		int rc = ulp_encode_file(job, st, NULL, NULL);
 		double t = bench_now(o, nthreads) - t0;
+		cpu[r] = cpu_now() - c0;
+		wall[r] = cli_now() - w0;
 		if (rc)
 			return rc;
 		v[r] = (double)job->cur_size / 1e6 / (t > 1e-9 ? t : 1e-9);
 	}
+	if (busy)
+		*busy = busy_threads(cpu, wall, reps);
 	return median(v, reps);
 }
 
 static double time_decode(const ulp_object *obj, const cli_map *ref,
                           const cli_map *side, unsigned nthreads, unsigned reps,
                           uint8_t *dst, const cli_map *expect, int *mismatch,
-                          const bench_opts *o)
+                          const bench_opts *o, double *busy)
 {
-	double v[32];
+	double v[32], cpu[32], wall[32];
 	for (unsigned r = 0; r < reps; r++) {
 		memset(dst, 0, expect->size);
+		double c0 = cpu_now(), w0 = cli_now();
 		double t0 = bench_now(o, nthreads);
 		int rc = cli_decode_all_side(obj, ref, side, nthreads, o->dctx,
 		                             dst, -1);
 		double t = bench_now(o, nthreads) - t0;
+		cpu[r] = cpu_now() - c0;
+		wall[r] = cli_now() - w0;
 		if (rc || (expect->size &&
 		           memcmp(dst, expect->data, expect->size) != 0)) {
 			*mismatch = 1;
@@ -149,6 +175,8 @@ static double time_decode(const ulp_object *obj, const cli_map *ref,
 		}
 		v[r] = (double)expect->size / 1e6 / (t > 1e-9 ? t : 1e-9);
 	}
+	if (busy)
+		*busy = busy_threads(cpu, wall, reps);
 	return median(v, reps);
 }
 
@@ -293,13 +321,14 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 
 	/* statistics pass (slower models), then the timed passes */
 	job.params.model_stats = 1;
-	double v = time_encode(&job, o->threads, 1, &sink, &row->st, o);
+	double v = time_encode(&job, o->threads, 1, &sink, &row->st, o, NULL);
 	job.params.model_stats = 0;
 	if (v >= 0)
-		v = row->enc1 = time_encode(&job, 1, o->reps, &sink, NULL, o);
+		v = row->enc1 =
+			time_encode(&job, 1, o->reps, &sink, NULL, o, NULL);
 	if (v >= 0 && o->threads > 1)
-		v = row->encn =
-			time_encode(&job, o->threads, o->reps, &sink, NULL, o);
+		v = row->encn = time_encode(&job, o->threads, o->reps, &sink,
+		                            NULL, o, &row->encn_cpu);
 	if (v < 0) {
 		rc = (int)v;
 		goto out;
@@ -313,11 +342,11 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 	            ULP_OK ||
 	    memcmp(h, ulp_object_file_hash(obj), 16) != 0)
 		mismatch = 1;
-	row->dec1 =
-		time_decode(obj, ref, side, 1, o->reps, dst, m, &mismatch, o);
+	row->dec1 = time_decode(obj, ref, side, 1, o->reps, dst, m, &mismatch,
+	                        o, NULL);
 	if (o->threads > 1 && !mismatch)
 		row->decn = time_decode(obj, ref, side, o->threads, o->reps,
-		                        dst, m, &mismatch, o);
+		                        dst, m, &mismatch, o, &row->decn_cpu);
 	if (mismatch) {
 		cli_err("%s: ROUND TRIP MISMATCH", row->path);
 		rc = ULP_ERR_CORRUPT;
@@ -527,6 +556,30 @@ static void print_speeds(const file_row *rows, size_t n, const bench_opts *o)
 		putchar('\n');
 	}
 	free(v);
+	/* Per file, since one large file is where scaling within a file
+	 * shows, and a median over a trajectory mixes keyframes (each kind's
+	 * first file) and deltas.  With one thread the NT columns are 0. */
+	printf("\n== speed per file, MB/s: %u threads (NT) against 1 (busy = "
+	       "CPU seconds per\n"
+	       "   wall second of the NT runs: below N, a part ran alone) ==\n",
+	       o->threads);
+	printf("%-44s %8s %8s %8s %8s %6s %6s %5s %5s", "file", "enc 1T",
+	       "dec 1T", "enc NT", "dec NT", "enc x", "dec x", "busy", "busy");
+	if (o->baselines)
+		printf(" %8s %8s", "z3 enc", "z3 dec");
+	putchar('\n');
+	for (size_t i = 0; i < n; i++) {
+		const file_row *r = &rows[i];
+		size_t len = strlen(r->path);
+		printf("%-44s %8.1f %8.1f %8.1f %8.1f %6.2f %6.2f %5.2f %5.2f",
+		       r->path + (len > 44 ? len - 44 : 0), r->enc1, r->dec1,
+		       r->encn, r->decn, r->enc1 > 0 ? r->encn / r->enc1 : 0,
+		       r->dec1 > 0 ? r->decn / r->dec1 : 0, r->encn_cpu,
+		       r->decn_cpu);
+		if (o->baselines)
+			printf(" %8.1f %8.1f", r->z3enc, r->z3dec);
+		putchar('\n');
+	}
 }
 
 static void bench_usage(FILE *f)
