@@ -103,13 +103,19 @@ static double cpu_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Seconds on the clock the figures of nthreads use: with --cpu-time the
+/* Whether the figures of nthreads count CPU seconds: with --cpu-time the
  * one-thread ones count the process's CPU time, which other processes on a
  * shared machine disturb far less than the wall clock; threaded figures
  * stay wall-clock (they measure the speed-up). */
+static int bench_cpu_clock(const bench_opts *o, unsigned nthreads)
+{
+	return o->cpu_clock && nthreads <= 1;
+}
+
+/* Seconds on that clock. */
 static double bench_now(const bench_opts *o, unsigned nthreads)
 {
-	return !o->cpu_clock || nthreads > 1 ? cli_now() : cpu_now();
+	return bench_cpu_clock(o, nthreads) ? cpu_now() : cli_now();
 }
 
 /* Median of the CPU seconds per wall second of reps timed runs: how many
@@ -139,11 +145,10 @@ static double time_encode(ulp_encode_job *job, unsigned nthreads, unsigned reps,
 	for (unsigned r = 0; r < reps; r++) {
 		sink->len = 0;
 		double c0 = cpu_now(), w0 = cli_now();
-		double t0 = bench_now(o, nthreads);
 		int rc = ulp_encode_file(job, st, NULL, NULL);
-		double t = bench_now(o, nthreads) - t0;
 		cpu[r] = cpu_now() - c0;
 		wall[r] = cli_now() - w0;
+		double t = bench_cpu_clock(o, nthreads) ? cpu[r] : wall[r];
 		if (rc)
 			return rc;
 		v[r] = (double)job->cur_size / 1e6 / (t > 1e-9 ? t : 1e-9);
@@ -162,12 +167,11 @@ static double time_decode(const ulp_object *obj, const cli_map *ref,
 	for (unsigned r = 0; r < reps; r++) {
 		memset(dst, 0, expect->size);
 		double c0 = cpu_now(), w0 = cli_now();
-		double t0 = bench_now(o, nthreads);
 		int rc = cli_decode_all_side(obj, ref, side, nthreads, o->dctx,
 		                             dst, -1);
-		double t = bench_now(o, nthreads) - t0;
 		cpu[r] = cpu_now() - c0;
 		wall[r] = cli_now() - w0;
+		double t = bench_cpu_clock(o, nthreads) ? cpu[r] : wall[r];
 		if (rc || (expect->size &&
 		           memcmp(dst, expect->data, expect->size) != 0)) {
 			*mismatch = 1;
