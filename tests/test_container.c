@@ -1006,6 +1006,13 @@ Test(container, format3_objects_still_verify)
 	data_objects_verify("format3", 3, ULP_HASH_TREE);
 }
 
+/* Objects written by the format-4 encoder (main before format 5's fused
+ * standalone symbols): keyframe streams of two rANS symbols an element. */
+Test(container, format4_objects_still_verify)
+{
+	data_objects_verify("format4", 4, ULP_HASH_TREE);
+}
+
 /* Objects written by the format-2 encoder: the file hash is the whole-file
  * XXH3-128 (format 3 has the tree hash), and the delta's reference hash
  * is the reference's XXH3-128.  They decode, say which kind they have,
