@@ -270,7 +270,7 @@ Test(container, future_versions)
 		int want;
 		const char *what;
 	} cases[] = {
-		{ 8, 5, ULP_ERR_VERSION, "format 5" },
+		{ 8, 6, ULP_ERR_VERSION, "format 6" },
 		{ 8, 0, ULP_ERR_VERSION, "format 0" },
 		{ 9, 1, ULP_ERR_VERSION, "format 257" },
 		{ 7, '2', ULP_ERR_VERSION, "magic ULPFSOB2" },

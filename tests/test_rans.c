@@ -1125,6 +1125,32 @@ Test(floatcode, dtype_formats)
 	cr_assert_eq(ulp_dtype_size(ULP_DT_GENERIC), 1);
 }
 
+/* The coding of a standalone stream of n elements: fused (one rANS
+ * symbol per element) from 1024 elements. */
+static int sa_coding(size_t n)
+{
+	return n >= 1024 ? ULP_SC_FUSED : ULP_SC_STANDALONE;
+}
+
+/* Skips the pair map of a fused stream (*pp just past the coding byte)
+ * and the escape count; returns the codes (0 for a malformed map) and
+ * the escapes in *nesc. */
+static unsigned fused_header(const uint8_t **pp, const uint8_t *end,
+                             uint64_t *nesc)
+{
+	uint64_t rows, ne;
+	unsigned k = 0;
+	TU_OK(ulp_varint_get(pp, end, &rows), "map rows");
+	cr_assert((uint64_t)(end - *pp) >= 3 * rows, "map of %" PRIu64 " rows",
+	          rows);
+	for (uint64_t r = 0; r < rows; r++, *pp += 3)
+		k += (unsigned)__builtin_popcount(ulp_le16(*pp + 1));
+	TU_OK(ulp_varint_get(pp, end, &ne), "escapes");
+	if (nesc)
+		*nesc = ne;
+	return k;
+}
+
 typedef struct frt {
 	int coding;
 	size_t len;
@@ -1175,12 +1201,13 @@ static frt float_rt(ulp_float_fmt f, const uint8_t *cur, const uint8_t *ref,
 	          res.len, nb);
 	TU_ASSERT(res.coding == ULP_SC_RAW || res.coding == ULP_SC_IDENTICAL ||
 	                  res.coding == ULP_SC_DELTA ||
-	                  res.coding == ULP_SC_STANDALONE,
+	                  res.coding == ULP_SC_STANDALONE ||
+	                  res.coding == ULP_SC_FUSED,
 	          "coding %d", res.coding);
 	if (!ref)
-		TU_ASSERT(res.coding == ULP_SC_RAW ||
-		                  res.coding == ULP_SC_STANDALONE,
-		          "coding %d without a reference", res.coding);
+		TU_ASSERT(
+			res.coding == ULP_SC_RAW || res.coding == sa_coding(n),
+			"coding %d without a reference (n %zu)", res.coding, n);
 	TU_ASSERT(res.st.elems == n && res.st.bytes_in == nb &&
 	                  res.st.bytes_out == res.len,
 	          "stats: elems %" PRIu64 " in %" PRIu64 " out %" PRIu64,
@@ -1329,7 +1356,7 @@ Test(floatcode, special_values)
 		free(ref);
 
 		/* the same, with the extreme pairs, buried in a random walk so
-		 * that DELTA (and, without reference, STANDALONE) is used */
+		 * that DELTA (and, without reference, FUSED) is used */
 		n = 4001;
 		cur = tu_xmalloc(n * B);
 		ref = tu_xmalloc(n * B);
@@ -1350,7 +1377,7 @@ Test(floatcode, special_values)
 		TU_ASSERT(d.coding == ULP_SC_DELTA, "%s: coding %d",
 		          ulp_dtype_name(FMTS[k].dt), d.coding);
 		frt s = float_rt(f, cur, NULL, n, 0);
-		TU_ASSERT(s.coding == ULP_SC_STANDALONE, "%s: coding %d",
+		TU_ASSERT(s.coding == sa_coding(n), "%s: coding %d",
 		          ulp_dtype_name(FMTS[k].dt), s.coding);
 		free(cur);
 		free(ref);
@@ -1508,7 +1535,7 @@ Test(floatcode, uncorrelated_with_reference)
 		TU_ASSERT(d.len <= s.len + s.len / 50 + 64,
 		          "%s: with ref %zu bytes, without %zu",
 		          ulp_dtype_name(FMTS[k].dt), d.len, s.len);
-		TU_ASSERT(s.coding == ULP_SC_STANDALONE && s.len < nb,
+		TU_ASSERT(s.coding == ULP_SC_FUSED && s.len < nb,
 		          "%s: weights not compressed (coding %d, %zu/%zu)",
 		          ulp_dtype_name(FMTS[k].dt), s.coding, s.len, nb);
 		/* uniformly random bits: stored raw, one byte of overhead */
@@ -1542,7 +1569,7 @@ Test(floatcode, sampled_choice_matches_full_pass)
 		tu_walk_weights(&r, f, cur, near, n);
 		const uint8_t *refs[2] = { ref, cur };
 		const uint8_t *curs[2] = { cur, near };
-		const int want[2] = { ULP_SC_STANDALONE, ULP_SC_DELTA };
+		const int want[2] = { sa_coding(n), ULP_SC_DELTA };
 		for (int c = 0; c < 2; c++) {
 			ulp_float_scratch *fs = ulp_float_scratch_new();
 			ulp_buf fast = { 0 }, full = { 0 };
@@ -1576,7 +1603,8 @@ Test(floatcode, sampled_choice_matches_full_pass)
 
 Test(floatcode, small_and_odd_n)
 {
-	static const size_t ns[] = { 0, 1, 2, 3, 5, 7, 9, 63, 255, 1023 };
+	static const size_t ns[] = { 0,  1,   2,    3,    5,    7,   9,
+		                     63, 255, 1023, 1024, 1025, 1031 };
 	tu_rng r;
 	tu_rng_init(&r, 0x464c4f415407ull);
 	for (size_t k = 0; k < NFMTS; k++) {
@@ -1604,6 +1632,66 @@ Test(floatcode, small_and_odd_n)
 			free(ref);
 		}
 	}
+}
+
+/* Fused standalone streams: bf16 weights (the pairs rarer than a table
+ * slot escaped), few pairs (no escapes), more frequent pairs than codes
+ * (the cut falls among equal counts), every element escaped, and every
+ * format; each through both kernels both ways (float_rt). */
+Test(floatcode, fused_codes_and_escapes)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x464c4f415411ull);
+	const size_t n = 65536 + 5;
+	ulp_float_fmt bf = ulp_dtype_fmt(ULP_DT_BF16);
+	uint8_t *cur = tu_xmalloc(n * 8);
+	struct {
+		const char *what;
+		int want_esc;   /* 1: some, 0: none */
+		unsigned min_k; /* codes at least */
+	} cases[] = {
+		{ "weights", 1, 64 },
+		{ "16 values", 0, 16 },
+		{ "304 equally frequent pairs", 1, 255 },
+		{ "2048 equally frequent pairs", 1, 0 },
+	};
+	for (int c = 0; c < 4; c++) {
+		if (c == 0)
+			tu_fill_weights(&r, bf, cur, n);
+		for (size_t i = 0; c > 0 && i < n; i++) {
+			/* B (sign, top mantissa bits), exponent, raw bits */
+			uint64_t b = tu_below(&r, 16);
+			uint64_t e = c == 1 ? 120 : 100 + tu_below(&r, 19);
+			uint64_t v = (b >> 3) << 15 | e << 7 | (b & 7) << 4 |
+			             tu_below(&r, 16);
+			/* 3: 2048 pairs, each rarer than a table slot */
+			tu_store(cur, i, c == 3 ? (i % 2048) << 4 : v, 16);
+		}
+		frt s = float_rt(bf, cur, NULL, n, 0);
+		TU_ASSERT(s.coding == ULP_SC_FUSED, "%s: coding %d",
+		          cases[c].what, s.coding);
+		ulp_float_scratch *fs = ulp_float_scratch_new();
+		ulp_buf out = { 0 };
+		uint64_t nesc;
+		TU_OK(ulp_float_encode(fs, bf, cur, NULL, n, 0, &out, NULL),
+		      "encode");
+		const uint8_t *p = out.p + 1;
+		unsigned k = fused_header(&p, out.p + out.len, &nesc);
+		TU_ASSERT((nesc > 0) == cases[c].want_esc &&
+		                  k >= cases[c].min_k && k <= 256 - (nesc > 0),
+		          "%s: %u codes, %" PRIu64 " escapes", cases[c].what, k,
+		          nesc);
+		ulp_buf_free(&out);
+		ulp_float_scratch_free(fs);
+	}
+	for (size_t k = 0; k < NFMTS; k++) {
+		ulp_float_fmt f = ulp_dtype_fmt(FMTS[k].dt);
+		tu_fill_weights(&r, f, cur, n);
+		frt s = float_rt(f, cur, NULL, n, 0);
+		TU_ASSERT(s.coding == ULP_SC_FUSED, "%s: coding %d",
+		          ulp_dtype_name(FMTS[k].dt), s.coding);
+	}
+	free(cur);
 }
 
 Test(floatcode, bad_format)
@@ -1808,12 +1896,14 @@ static void wide_streams_corrupted(size_t n, uint64_t seed)
 			TU_OK(ulp_float_encode(fs, f, cur, rp, n, 0, &out,
 			                       NULL),
 			      "encode");
-			TU_ASSERT(out.p[0] == (delta ? ULP_SC_DELTA
-			                             : ULP_SC_STANDALONE),
+			TU_ASSERT(out.p[0] ==
+			                  (delta ? ULP_SC_DELTA : ULP_SC_FUSED),
 			          "%s: coding %d", ulp_dtype_name(dts[k]),
 			          out.p[0]);
 			const uint8_t *bp = out.p + 1;
 			uint64_t blen;
+			if (!delta)
+				fused_header(&bp, out.p + out.len, NULL);
 			TU_OK(ulp_varint_get(&bp, out.p + out.len, &blen), "blo"
 			                                                   "ck "
 			                                                   "len"

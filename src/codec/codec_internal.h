@@ -185,9 +185,12 @@ void ulp_params_resolve(const ulp_params *in, ulp_params *out);
  * (rans.h: ulp_rans_encode_esc).  The hash kind is a header flag:
  * ULP_OBJ_FLAG_FLAT_HASH for versions that were committed with the
  * whole-file XXH3-128, which format 3's writer said by writing format 2.
- * Everything is written as format 4: a format-2 header on format-4 blocks
- * would promise format-2 readers an object they cannot decode. */
-#define ULP_OBJ_FORMAT 4
+ * Everything is written as the newest format: a format-2 header on
+ * format-4 blocks would promise format-2 readers an object they cannot
+ * decode.
+ * 5: standalone streams of at least 1024 elements are ULP_SC_FUSED, one
+ * rANS symbol per element (floatcode.c). */
+#define ULP_OBJ_FORMAT 5
 #define ULP_OBJ_FORMAT_MIN 1
 #define ULP_OBJ_HEADER_SIZE 48
 #define ULP_OBJ_INDEX_ENTRY 32
@@ -254,6 +257,7 @@ enum {
 	ULP_SC_IDENTICAL = 2,  /* equal to the reference bytes */
 	ULP_SC_DELTA = 3,      /* float ULP residuals against the reference */
 	ULP_SC_STANDALONE = 4, /* float exponent-coded, no reference */
+	ULP_SC_FUSED = 5,      /* STANDALONE with one symbol an element */
 };
 
 /* ------------------------------------------------------- pool.c */

@@ -64,6 +64,12 @@ struct ulp_float_scratch {
 	 * its rows to add (kept zero between calls like hist_d4) */
 	uint32_t hist_b4[ULP_RANS_NCTX * SA_MAX_NB * 4];
 	uint8_t bused[ULP_RANS_NCTX];
+	/* fused standalone coding: the code of each (A, B) pair, the codes'
+	 * counts, and the escaped elements' A then B symbols */
+	uint8_t pcode[ULP_RANS_NCTX * SA_MAX_NB];
+	uint32_t hist_f[ULP_RANS_MAXSYM];
+	uint8_t *esc;
+	size_t esc_cap;
 	uint32_t hist_pk[PK_BUCKETS * ULP_RANS_NCTX * MAX_DELTA_NSYM];
 };
 
@@ -87,6 +93,7 @@ void ulp_float_scratch_free(ulp_float_scratch *fs)
 	ulp_rans_scratch_free(fs->rs);
 	free(fs->sym);
 	free(fs->ctx);
+	free(fs->esc);
 	ulp_buf_free(&fs->raw);
 	free(fs);
 }
@@ -107,6 +114,19 @@ static int scratch_reserve(ulp_float_scratch *fs, size_t n)
 		return ULP_ERR_NOMEM;
 	}
 	fs->cap = n;
+	return ULP_OK;
+}
+
+/* Room for the A and B symbols of n escaped elements in fs->esc. */
+static int esc_reserve(ulp_float_scratch *fs, size_t n)
+{
+	if (fs->esc_cap >= n)
+		return ULP_OK;
+	uint8_t *p = realloc(fs->esc, 2 * n);
+	if (!p)
+		return ULP_ERR_NOMEM;
+	fs->esc = p;
+	fs->esc_cap = n;
 	return ULP_OK;
 }
 
@@ -676,6 +696,147 @@ static int emit_coding(uint8_t coding, ulp_buf *out)
 	return ULP_OK;
 }
 
+/* Fused standalone coding (format 5): one rANS symbol per element, the
+ * code of its (A, B) pair, so that decoding takes one step an element
+ * instead of two.  Codes go to the pairs in pair order (A, then B), to
+ * all of them when they are at most 256, else to the SA_FUSED_CODES most
+ * frequent; the others share the escape code K (the number of codes) and
+ * are coded after the codes as STANDALONE codes every element, over the
+ * escaped elements only.  Stream, after the coding byte:
+ *   [varint rows] rows x [u8 A][u16 mask of the B that have a code]
+ *   [varint nesc][varint len][codes' block, K + (nesc > 0) symbols]
+ *   nesc > 0: [varint len][A block][varint len][B block, A's context]
+ *   [raw bits, as STANDALONE's]
+ * Streams of fewer than SA_FUSED_MIN elements stay STANDALONE: the map
+ * and a table of up to 256 codes would cost more than the step saves. */
+#define SA_FUSED_CODES 255u
+#define SA_FUSED_MIN 1024u
+
+static int cmp_u32_desc(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	return (x < y) - (x > y);
+}
+
+/* Marks in pcode (1, else 0) the pairs counted in hist_b that get a
+ * code: those worth a slot of the table (at least n / ULP_RANS_M
+ * elements), at most SA_FUSED_CODES of them when they are more than 256.
+ * A table of 2^11 slots codes pairs rarer than that badly (measured on
+ * bf16 weights: 0.9% over the entropy with a code for every pair), and
+ * their escape costs the order-0 exponent and B in its context, which
+ * are as good as STANDALONE; returns how many. */
+static unsigned fused_pick(ulp_float_scratch *fs, unsigned npair, size_t n)
+{
+	const uint32_t *hb = fs->hist_b;
+	uint32_t v[ULP_RANS_NCTX * SA_MAX_NB];
+	const uint32_t min = (uint32_t)((n + ULP_RANS_M - 1) / ULP_RANS_M);
+	unsigned used = 0, rare = 0;
+	for (unsigned p = 0; p < npair; p++) {
+		if (hb[p] >= min && hb[p])
+			v[used++] = hb[p];
+		else
+			rare += hb[p] != 0;
+	}
+	/* the escape code needs a symbol of its own */
+	const unsigned cap = rare || used > ULP_RANS_MAXSYM ? SA_FUSED_CODES
+	                                                    : ULP_RANS_MAXSYM;
+	uint32_t cut = min ? min : 1;
+	unsigned ties = cap;
+	if (used > cap) {
+		/* the cap most frequent, ties in pair order */
+		qsort(v, used, sizeof(v[0]), cmp_u32_desc);
+		cut = v[cap - 1];
+		for (unsigned k = 0; k < cap; k++)
+			ties -= v[k] > cut;
+	}
+	unsigned k = 0;
+	for (unsigned p = 0; p < npair; p++) {
+		int tie = hb[p] == cut && ties;
+		int take = hb[p] > cut || tie;
+		ties -= (unsigned)tie;
+		fs->pcode[p] = (uint8_t)take;
+		k += (unsigned)take;
+	}
+	return k;
+}
+
+/* The fused stream of the symbols of a standalone pass (A in fs->sym, B
+ * in fs->ctx, exact counts in hist_b; hist_s and hist_b are spent). */
+static int emit_fused(ulp_float_scratch *fs, unsigned nsa, unsigned nb,
+                      size_t n, ulp_buf *out)
+{
+	const unsigned npair = nsa * nb;
+	uint32_t *hb = fs->hist_b, *hs = fs->hist_s;
+	const unsigned K = fused_pick(fs, npair, n);
+	size_t nesc = 0;
+	unsigned rows = 0, code = 0;
+	uint16_t mask[ULP_RANS_NCTX];
+	memset(fs->hist_f, 0, sizeof(fs->hist_f));
+	for (unsigned a = 0; a < nsa; a++) {
+		mask[a] = 0;
+		for (unsigned b = 0; b < nb; b++) {
+			unsigned p = a * nb + b;
+			if (fs->pcode[p]) {
+				fs->hist_f[code] = hb[p];
+				/* K may be 256 only without escapes, when no
+				 * element reads the code of a pair without */
+				fs->pcode[p] = (uint8_t)code++;
+				hb[p] = 0;
+				mask[a] |= (uint16_t)(1u << b);
+			} else {
+				fs->pcode[p] = (uint8_t)K;
+				nesc += hb[p];
+			}
+		}
+		rows += mask[a] != 0;
+	}
+	if (ulp_buf_reserve(out, out->len + 2 * ULP_VARINT_MAX + 3 * rows) ||
+	    esc_reserve(fs, nesc))
+		return ULP_ERR_NOMEM;
+	out->len += ulp_varint_put(out->p + out->len, rows);
+	for (unsigned a = 0; a < nsa; a++) {
+		if (!mask[a])
+			continue;
+		out->p[out->len++] = (uint8_t)a;
+		ulp_put16(out->p + out->len, mask[a]);
+		out->len += 2;
+	}
+	out->len += ulp_varint_put(out->p + out->len, nesc);
+
+	uint8_t *restrict sym = fs->sym;
+	const uint8_t *restrict bsym = fs->ctx;
+	const uint8_t *restrict pc = fs->pcode;
+	uint8_t *restrict ea = fs->esc, *restrict eb = fs->esc + nesc;
+	if (!nesc) {
+		for (size_t i = 0; i < n; i++)
+			sym[i] = pc[sym[i] * nb + bsym[i]];
+	} else {
+		for (size_t i = 0, j = 0; i < n; i++) {
+			uint8_t c = pc[sym[i] * nb + bsym[i]];
+			if (c == K) {
+				ea[j] = sym[i];
+				eb[j++] = bsym[i];
+			}
+			sym[i] = c;
+		}
+		fs->hist_f[K] = (uint32_t)nesc;
+	}
+	int rc = emit_block(fs, sym, NULL, n, K + (nesc > 0), 1, fs->hist_f,
+	                    NULL, out);
+	if (rc || !nesc)
+		return rc;
+	/* what is left in hist_b are the escaped pairs' counts */
+	for (unsigned a = 0; a < nsa; a++) {
+		hs[a] = 0;
+		for (unsigned b = 0; b < nb; b++)
+			hs[a] += hb[a * nb + b];
+	}
+	rc = emit_block(fs, ea, NULL, nesc, nsa, 1, hs, NULL, out);
+	if (!rc)
+		rc = emit_block(fs, eb, ea, nesc, nb, nsa, hb, NULL, out);
+	return rc;
+}
+
 int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
                      const uint8_t *ref, size_t n, int alt_stats, ulp_buf *out,
                      ulp_dtype_stats *st)
@@ -785,11 +946,14 @@ emit:
 		model_bits = hist2_bits(fs->hist_s, 1, snsym, NULL) +
 		             hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, NULL) +
 		             (double)n * sa_nraw(f);
-		rc = emit_coding(ULP_SC_STANDALONE, out);
-		if (!rc)
+		const int fused = n >= SA_FUSED_MIN;
+		rc = emit_coding(fused ? ULP_SC_FUSED : ULP_SC_STANDALONE, out);
+		if (!rc && fused)
+			rc = emit_fused(fs, snsym, nb, n, out);
+		if (!rc && !fused)
 			rc = emit_block(fs, fs->sym, NULL, n, snsym, 1,
 			                fs->hist_s, NULL, out);
-		if (!rc)
+		if (!rc && !fused)
 			rc = emit_block(fs, fs->ctx, fs->sym, n, nb,
 			                1u << sbits, fs->hist_b, NULL, out);
 	}
@@ -994,20 +1158,41 @@ ULP_INLINE void ctx_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		ctx[i] = (uint8_t)el_ctx(el_load(ref, i, W), f);
 }
 
+/* A standalone element from its raw bits: from the A and B symbols
+ * fs->sym[i] and fs->ctx[i], or (fused) from the code fs->sym[i], whose
+ * sign, exponent and top mantissa bits are base[code] (sa_join's with no
+ * raw bits): the raw bits go below the top mantissa bits and, for f64,
+ * below the exponent's top 8 bits. */
+ULP_INLINE uint64_t sa_elem(const ulp_float_scratch *fs, const uint64_t *base,
+                            size_t i, uint64_t raw, ulp_float_fmt f, unsigned W,
+                            int fused)
+{
+	if (!fused)
+		return sa_join(fs->sym[i], fs->ctx[i], raw, f, W);
+	const unsigned lowm = f.mbits - sa_topbits(f);
+	return base[fs->sym[i]] | ((raw >> lowm) << f.mbits) |
+	       (raw & ((1ull << lowm) - 1));
+}
+
 ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
                            const uint8_t *rawp, size_t rawlen, size_t n,
-                           uint8_t *dst, unsigned W)
+                           const uint64_t *base, uint8_t *dst, unsigned W,
+                           int fused)
 {
 	const unsigned nraw = sa_nraw(f);
 	const uint8_t *restrict a = fs->sym;
 	const uint8_t *restrict b = fs->ctx;
 	ulp_bitr br;
 	size_t i = 0;
-	if (W == 16 && ulp_rans_simd())
+	if (W == 16 && ulp_rans_simd() && !fused)
 		i = ulp_sa16_avx2(a, b, rawp, rawlen, n, f.mbits, sa_topbits(f),
 		                  dst);
-	if (W == 32 && ulp_rans_simd())
+	if (W == 32 && ulp_rans_simd() && !fused)
 		i = ulp_sa32_avx2(a, b, rawp, rawlen, n, dst);
+	if (W == 16 && ulp_rans_simd() && fused)
+		i = ulp_saf16_avx2(a, base, rawp, rawlen, n, nraw, dst);
+	if (W == 32 && ulp_rans_simd() && fused)
+		i = ulp_saf32_avx2(a, base, rawp, rawlen, n, dst);
 	if (W <= 32) {
 		/* element i's raw bits start at bit i * nraw: independent
 		 * loads instead of a serial bit reader, while 8 bytes remain */
@@ -1016,7 +1201,8 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 			uint64_t pos = (uint64_t)i * nraw, word;
 			memcpy(&word, rawp + (pos >> 3), 8);
 			uint64_t raw = (word >> (pos & 7)) & mask;
-			el_store(dst, i, sa_join(a[i], b[i], raw, f, W), W);
+			el_store(dst, i, sa_elem(fs, base, i, raw, f, W, fused),
+			         W);
 		}
 	}
 	uint64_t pos = (uint64_t)i * nraw;
@@ -1027,9 +1213,103 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		ulp_bitr_refill(&br);
 		uint64_t raw = W == 64 ? ulp_bitr_get64(&br, nraw)
 		                       : ulp_bitr_get(&br, nraw);
-		el_store(dst, i, sa_join(a[i], b[i], raw, f, W), W);
+		el_store(dst, i, sa_elem(fs, base, i, raw, f, W, fused), W);
 	}
 	return br.overrun || ulp_bitr_left(&br) ? ULP_ERR_CORRUPT : ULP_OK;
+}
+
+/* The escaped elements of a fused stream: their codes (esc) decoded with
+ * no sign, exponent or top mantissa bits, which come from the nesc A and
+ * B symbols ea and eb in order. */
+ULP_INLINE int sa_unescape_w(const uint8_t *code, size_t n, uint8_t esc,
+                             const uint8_t *ea, const uint8_t *eb, size_t nesc,
+                             uint8_t *dst, ulp_float_fmt f, unsigned W)
+{
+	size_t j = 0;
+	for (const uint8_t *c = code, *end = code + n;
+	     (c = memchr(c, esc, (size_t)(end - c))) != NULL; c++) {
+		if (j == nesc)
+			return ULP_ERR_CORRUPT;
+		size_t i = (size_t)(c - code);
+		el_store(dst, i,
+		         el_load(dst, i, W) | sa_join(ea[j], eb[j], 0, f, W),
+		         W);
+		j++;
+	}
+	return j == nesc ? ULP_OK : ULP_ERR_CORRUPT;
+}
+
+/* A fused stream from after its coding byte (see emit_fused). */
+static int fused_decode(ulp_float_scratch *fs, ulp_float_fmt f,
+                        const uint8_t *p, const uint8_t *end, size_t n,
+                        uint8_t *dst)
+{
+	const unsigned W = f.width;
+	const unsigned nsa = 1u << sa_symbits(f), nb = 2u << sa_topbits(f);
+	uint64_t base[ULP_RANS_MAXSYM];
+	uint64_t rows, nesc, blen;
+	unsigned K = 0;
+	size_t used;
+	int rc;
+	if (ulp_varint_get(&p, end, &rows) || rows > nsa ||
+	    (uint64_t)(end - p) < 3 * rows)
+		return ULP_ERR_CORRUPT;
+	for (unsigned r = 0, prev = 0; r < rows; r++, p += 3) {
+		unsigned a = p[0], mask = ulp_le16(p + 1);
+		if (a >= nsa || (r && a <= prev) || !mask || mask >> nb)
+			return ULP_ERR_CORRUPT;
+		prev = a;
+		for (unsigned b = 0; b < nb; b++) {
+			if (!(mask >> b & 1))
+				continue;
+			if (K == ULP_RANS_MAXSYM)
+				return ULP_ERR_CORRUPT;
+			base[K++] = sa_join(a, b, 0, f, W);
+		}
+	}
+	if (ulp_varint_get(&p, end, &nesc) || nesc > n ||
+	    (nesc && K >= ULP_RANS_MAXSYM) || (n && !K && !nesc))
+		return ULP_ERR_CORRUPT;
+	if (nesc)
+		base[K] = 0; /* sa_unescape_w adds what is missing */
+	if (ulp_varint_get(&p, end, &blen) || blen > (uint64_t)(end - p))
+		return ULP_ERR_CORRUPT;
+	if (scratch_reserve(fs, n) || esc_reserve(fs, nesc))
+		return ULP_ERR_NOMEM;
+	rc = ulp_rans_decode(fs->rs, p, blen, NULL, n, K + (nesc > 0), fs->sym,
+	                     &used);
+	if (rc || used != blen)
+		return rc ? rc : ULP_ERR_CORRUPT;
+	p += blen;
+	uint8_t *ea = fs->esc, *eb = fs->esc + nesc;
+	if (nesc) {
+		if (ulp_varint_get(&p, end, &blen) ||
+		    blen > (uint64_t)(end - p))
+			return ULP_ERR_CORRUPT;
+		rc = ulp_rans_decode(fs->rs, p, blen, NULL, nesc, nsa, ea,
+		                     &used);
+		if (rc || used != blen)
+			return rc ? rc : ULP_ERR_CORRUPT;
+		p += blen;
+		if (ulp_varint_get(&p, end, &blen) ||
+		    blen > (uint64_t)(end - p))
+			return ULP_ERR_CORRUPT;
+		rc = ulp_rans_decode(fs->rs, p, blen, ea, nesc, nb, eb, &used);
+		if (rc || used != blen)
+			return rc ? rc : ULP_ERR_CORRUPT;
+		p += blen;
+	}
+	const size_t rawlen = (size_t)(end - p);
+#define FUSED_SA_CALL(F, w)                                                \
+	do {                                                               \
+		rc = sa_decode_w(fs, F, p, rawlen, n, base, dst, w, 1);    \
+		if (!rc && nesc)                                           \
+			rc = sa_unescape_w(fs->sym, n, (uint8_t)K, ea, eb, \
+			                   nesc, dst, F, w);               \
+	} while (0)
+	ULP_DISPATCH_FMT(f, FUSED_SA_CALL);
+#undef FUSED_SA_CALL
+	return rc;
 }
 
 int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
@@ -1063,6 +1343,8 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 		/* fall through */
 	case ULP_SC_STANDALONE:
 		break;
+	case ULP_SC_FUSED:
+		return fused_decode(fs, f, p, end, n, dst);
 	default:
 		return ULP_ERR_CORRUPT;
 	}
@@ -1115,7 +1397,7 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 		return ULP_ERR_CORRUPT;
 	rawp = p + blen;
 	rawlen = (size_t)(end - rawp);
-#define SA_CALL(F, w) rc = sa_decode_w(fs, F, rawp, rawlen, n, dst, w)
+#define SA_CALL(F, w) rc = sa_decode_w(fs, F, rawp, rawlen, n, NULL, dst, w, 0)
 	ULP_DISPATCH_FMT(f, SA_CALL);
 	return rc;
 }

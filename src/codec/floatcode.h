@@ -9,12 +9,17 @@
  *              (bit length k of |d|, sign) is rANS-coded in the context of
  *              the reference's exponent, the k-1 bits below the leading
  *              one are stored raw;
- *   STANDALONE the exponent is rANS-coded, sign and mantissa stored raw
- *              (for data that decorrelates between versions, like Adam's
+ *   STANDALONE the exponent is rANS-coded, then the sign and top
+ *              mantissa bits in its context, the rest stored raw (for
+ *              data that decorrelates between versions, like Adam's
  *              first moment);
+ *   FUSED      STANDALONE with one rANS symbol per element, the code of
+ *              its (exponent, sign and top mantissa bits) pair, for
+ *              streams of 1024 elements or more (format 5);
  *   RAW        the bytes as they are, when nothing else is smaller.
- * Stream layout: [coding u8] then, for DELTA and STANDALONE,
- * [varint rans_len][rans block][raw bits].
+ * Stream layout: [coding u8] then, for DELTA,
+ * [varint rans_len][rans block][raw bits]; STANDALONE has two blocks
+ * before the raw bits, FUSED a pair map first (floatcode.c).
  */
 #ifndef ULP_FLOATCODE_H
 #define ULP_FLOATCODE_H
@@ -90,6 +95,17 @@ size_t ulp_sa16_avx2(const uint8_t *a, const uint8_t *b, const uint8_t *rawp,
  * bits). */
 size_t ulp_sa32_avx2(const uint8_t *a, const uint8_t *b, const uint8_t *rawp,
                      size_t rawlen, size_t n, uint8_t *dst);
+
+/* Fused standalone reconstruction (ULP_SC_FUSED) of a prefix of n
+ * elements from their codes: base[code] (the sign, exponent and top
+ * mantissa bits) or the element's lowm raw bits (16 bits; 20 for fp32);
+ * returns how many (a multiple of 8). */
+size_t ulp_saf16_avx2(const uint8_t *code, const uint64_t *base,
+                      const uint8_t *rawp, size_t rawlen, size_t n,
+                      unsigned lowm, uint8_t *dst);
+size_t ulp_saf32_avx2(const uint8_t *code, const uint64_t *base,
+                      const uint8_t *rawp, size_t rawlen, size_t n,
+                      uint8_t *dst);
 
 /* ulp_sa16_pass_avx2 (below) for fp32 (8 exponent bits, 3 top mantissa
  * bits). */

@@ -134,40 +134,52 @@ ULP_AVX2 size_t ulp_ctx_avx2(const uint8_t *ref, size_t n, unsigned width,
 	}
 	return i;
 }
+/* The lowm-bit raw fields of the eight standalone 16-bit elements from
+ * i (a multiple of 8): 8 x lowm <= 56 bits starting on a byte boundary,
+ * one 64-bit load. */
+ULP_AVX2_INLINE __m256i sa16_raw8(const uint8_t *rawp, size_t i, unsigned lowm)
+{
+	const __m256i lm = _mm256_set1_epi32((int)((1u << lowm) - 1));
+	const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+	const __m256i sh0 = _mm256_setr_epi64x(0, lowm, 2 * lowm, 3 * lowm);
+	const __m256i sh1 =
+		_mm256_setr_epi64x(4 * lowm, 5 * lowm, 6 * lowm, 7 * lowm);
+	uint64_t word;
+	memcpy(&word, rawp + (i / 8) * lowm, 8);
+	__m256i wv = _mm256_set1_epi64x((long long)word);
+	__m256i f0 =
+		_mm256_permutevar8x32_epi32(_mm256_srlv_epi64(wv, sh0), even);
+	__m256i f1 =
+		_mm256_permutevar8x32_epi32(_mm256_srlv_epi64(wv, sh1), even);
+	return _mm256_and_si256(
+		_mm256_inserti128_si256(f0, _mm256_castsi256_si128(f1), 1), lm);
+}
+
+/* The 20-bit raw fields of the eight standalone fp32 elements from i (a
+ * multiple of 8): 20 bytes from byte 20 * (i / 8), one 32-byte window. */
+ULP_AVX2_INLINE __m256i sa32_raw8(const uint8_t *rawp, size_t i)
+{
+	const __m256i off = _mm256_setr_epi32(0, 20, 40, 60, 80, 100, 120, 140);
+	__m256i win = _mm256_loadu_si256(
+		(const __m256i *)(const void *)(rawp + (i / 8) * 20));
+	return _mm256_and_si256(v8_window_bits(win, off),
+	                        _mm256_set1_epi32((1 << 20) - 1));
+}
+
 ULP_AVX2 size_t ulp_sa16_avx2(const uint8_t *a, const uint8_t *b,
                               const uint8_t *rawp, size_t rawlen, size_t n,
                               unsigned mbits, unsigned topbits, uint8_t *dst)
 {
 	const unsigned lowm = mbits - topbits;
-	const __m256i zero = _mm256_setzero_si256();
-	const __m256i lm = _mm256_set1_epi32((int)((1u << lowm) - 1));
 	const __m256i tm = _mm256_set1_epi32((int)((1u << topbits) - 1));
-	const __m256i even = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
-	const __m256i sh0 = _mm256_setr_epi64x(0, lowm, 2 * lowm, 3 * lowm);
-	const __m256i sh1 =
-		_mm256_setr_epi64x(4 * lowm, 5 * lowm, 6 * lowm, 7 * lowm);
 	const __m128i ct = _mm_cvtsi32_si128((int)topbits);
 	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
 	const __m128i cl = _mm_cvtsi32_si128((int)lowm);
 	size_t i = 0;
-	/* eight elements' raw bits are 8 x lowm <= 56 bits starting on a
-	 * byte boundary: one 64-bit load */
 	for (; i + 8 <= n && (i / 8) * lowm + 8 <= rawlen; i += 8) {
-		uint64_t word;
-		memcpy(&word, rawp + (i / 8) * lowm, 8);
-		__m256i wv = _mm256_set1_epi64x((long long)word);
-		__m256i f0 = _mm256_permutevar8x32_epi32(
-			_mm256_srlv_epi64(wv, sh0), even);
-		__m256i f1 = _mm256_permutevar8x32_epi32(
-			_mm256_srlv_epi64(wv, sh1), even);
-		__m256i raw = _mm256_and_si256(
-			_mm256_inserti128_si256(f0, _mm256_castsi256_si128(f1),
-		                                1),
-			lm);
-		__m256i av = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
-			(const __m128i *)(const void *)(a + i)));
-		__m256i bv = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
-			(const __m128i *)(const void *)(b + i)));
+		__m256i raw = sa16_raw8(rawp, i, lowm);
+		__m256i av = v8_u8(a + i);
+		__m256i bv = v8_u8(b + i);
 		__m256i c = _mm256_or_si256(
 			_mm256_or_si256(
 				_mm256_slli_epi32(_mm256_srl_epi32(bv, ct), 15),
@@ -175,10 +187,7 @@ ULP_AVX2 size_t ulp_sa16_avx2(const uint8_t *a, const uint8_t *b,
 			_mm256_or_si256(
 				_mm256_sll_epi32(_mm256_and_si256(bv, tm), cl),
 				raw));
-		c = _mm256_permute4x64_epi64(_mm256_packus_epi32(c, zero),
-		                             0x08);
-		_mm_storeu_si128((__m128i *)(void *)(dst + 2 * i),
-		                 _mm256_castsi256_si128(c));
+		v8_store_u16(dst + 2 * i, c);
 	}
 	return i;
 }
@@ -187,15 +196,9 @@ ULP_AVX2 size_t ulp_sa32_avx2(const uint8_t *a, const uint8_t *b,
                               const uint8_t *rawp, size_t rawlen, size_t n,
                               uint8_t *dst)
 {
-	const __m256i off = _mm256_setr_epi32(0, 20, 40, 60, 80, 100, 120, 140);
-	const __m256i lm = _mm256_set1_epi32((1 << 20) - 1);
 	size_t i = 0;
-	/* eight elements' 20-bit raw fields are 20 bytes from byte
-	 * 20 * (i / 8): one 32-byte window */
 	for (; i + 8 <= n && (i / 8) * 20 + 32 <= rawlen; i += 8) {
-		__m256i win = _mm256_loadu_si256(
-			(const __m256i *)(const void *)(rawp + (i / 8) * 20));
-		__m256i raw = _mm256_and_si256(v8_window_bits(win, off), lm);
+		__m256i raw = sa32_raw8(rawp, i);
 		__m256i av = v8_u8(a + i);
 		__m256i bv = v8_u8(b + i);
 		__m256i c = _mm256_or_si256(
@@ -210,5 +213,37 @@ ULP_AVX2 size_t ulp_sa32_avx2(const uint8_t *a, const uint8_t *b,
 				raw));
 		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i), c);
 	}
+	return i;
+}
+
+/* Fused: the top bits of each element are its code's, gathered from the
+ * low 32 bits of base[code] (little-endian, scale 8). */
+ULP_AVX2_INLINE __m256i saf_top8(const uint8_t *code, const uint64_t *base)
+{
+	return _mm256_i32gather_epi32((const int *)(const void *)base,
+	                              v8_u8(code), 8);
+}
+
+ULP_AVX2 size_t ulp_saf16_avx2(const uint8_t *code, const uint64_t *base,
+                               const uint8_t *rawp, size_t rawlen, size_t n,
+                               unsigned lowm, uint8_t *dst)
+{
+	size_t i = 0;
+	for (; i + 8 <= n && (i / 8) * lowm + 8 <= rawlen; i += 8)
+		v8_store_u16(dst + 2 * i,
+		             _mm256_or_si256(saf_top8(code + i, base),
+		                             sa16_raw8(rawp, i, lowm)));
+	return i;
+}
+
+ULP_AVX2 size_t ulp_saf32_avx2(const uint8_t *code, const uint64_t *base,
+                               const uint8_t *rawp, size_t rawlen, size_t n,
+                               uint8_t *dst)
+{
+	size_t i = 0;
+	for (; i + 8 <= n && (i / 8) * 20 + 32 <= rawlen; i += 8)
+		_mm256_storeu_si256((__m256i *)(void *)(dst + 4 * i),
+		                    _mm256_or_si256(saf_top8(code + i, base),
+		                                    sa32_raw8(rawp, i)));
 	return i;
 }
