@@ -369,6 +369,80 @@ Test(rans, escaped_symbols)
 	free(ctx);
 }
 
+/* ulp_rans_encode_map writes the bytes ulp_rans_encode writes for the
+ * codes themselves, with every lane count and kernel, and lists the
+ * pairs coded as its escape code in order; n of 5 and 40000 cover the
+ * ragged ends and the SIMD kernel. */
+Test(rans, mapped_codes)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x4d4150504544ull);
+	const size_t ns[] = { 5, 40000 };
+	const unsigned nsym = 16, nctx = 40, ncode = 200;
+	uint8_t code[40 * 16], used[40] = { 0 };
+	for (unsigned k = 0; k < nsym * nctx; k++)
+		code[k] = (uint8_t)tu_below(&r, ncode);
+	for (size_t t = 0; t < 2; t++) {
+		const size_t n = ns[t];
+		uint8_t *sym = tu_xmalloc(n), *ctx = tu_xmalloc(n);
+		uint8_t *codes = tu_xmalloc(n);
+		uint32_t *ev = tu_xmalloc(sizeof(uint32_t) * n);
+		uint32_t h[200] = { 0 };
+		size_t nesc = 0;
+		for (size_t i = 0; i < n; i++) {
+			/* contexts 30-39 never occur (their rows unbuilt) */
+			ctx[i] = (uint8_t)tu_below(&r, 30);
+			sym[i] = (uint8_t)tu_below(&r, nsym);
+			used[ctx[i]] = 1;
+			codes[i] = code[ctx[i] * nsym + sym[i]];
+			h[codes[i]]++;
+			nesc += codes[i] == 7;
+		}
+		for (unsigned lanes = 4; lanes <= 32; lanes *= 8) {
+			for (int simd = 0; simd < 2; simd++) {
+				int old = ulp_rans_set_simd(simd);
+				ulp_rans_scratch *sc = ulp_rans_scratch_new();
+				cr_assert(sc);
+				ulp_rans_scratch_set_lanes(sc, lanes);
+				ulp_buf a = { 0 }, b = { 0 };
+				TU_OK(ulp_rans_encode(sc, codes, NULL, n, ncode,
+				                      1, h, &a),
+				      "encode");
+				ulp_rans_map m = { code, nsym, nctx, used,
+					           7,    ev,   nesc };
+				TU_OK(ulp_rans_encode_map(sc, sym, ctx, n,
+				                          ncode, h, &m, &b),
+				      "encode_map");
+				TU_ASSERT(a.len == b.len,
+				          "n %zu lanes %u simd %d: %zu vs %zu",
+				          n, lanes, simd, a.len, b.len);
+				TU_MEMEQ(a.p, b.p, a.len, "mapped block");
+				TU_ASSERT(m.nesc == nesc, "%zu listed of %zu",
+				          m.nesc, nesc);
+				for (size_t i = 0, j = 0; i < n; i++)
+					if (codes[i] == 7)
+						TU_ASSERT(ev[j++] == i,
+						          "listed %zu", i);
+				/* no room for the list */
+				m.nesc = nesc ? nesc - 1 : 0;
+				if (nesc)
+					TU_RC(ulp_rans_encode_map(sc, sym, ctx,
+					                          n, ncode, h,
+					                          &m, &b),
+					      ULP_ERR_ARG, "short list");
+				ulp_buf_free(&a);
+				ulp_buf_free(&b);
+				ulp_rans_scratch_free(sc);
+				ulp_rans_set_simd(old);
+			}
+		}
+		free(sym);
+		free(ctx);
+		free(codes);
+		free(ev);
+	}
+}
+
 Test(rans, many_contexts_escape_and_own)
 {
 	tu_rng r;

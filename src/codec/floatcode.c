@@ -65,7 +65,8 @@ struct ulp_float_scratch {
 	uint32_t hist_b4[ULP_RANS_NCTX * SA_MAX_NB * 4];
 	uint8_t bused[ULP_RANS_NCTX];
 	/* fused standalone coding: the code of each (A, B) pair, the codes'
-	 * counts, and the escaped elements' A then B symbols */
+	 * counts, and for the escaped elements their indices (encoder: u32,
+	 * first) and their A and B symbols (fused_esc) */
 	uint8_t pcode[ULP_RANS_NCTX * SA_MAX_NB];
 	uint32_t hist_f[ULP_RANS_MAXSYM];
 	uint8_t *esc;
@@ -117,12 +118,18 @@ static int scratch_reserve(ulp_float_scratch *fs, size_t n)
 	return ULP_OK;
 }
 
-/* Room for the A and B symbols of n escaped elements in fs->esc. */
+/* The A symbols of the n escaped elements in fs->esc (then B's). */
+static uint8_t *fused_esc(ulp_float_scratch *fs, size_t n)
+{
+	return fs->esc + sizeof(uint32_t) * n;
+}
+
+/* Room for n escaped elements in fs->esc. */
 static int esc_reserve(ulp_float_scratch *fs, size_t n)
 {
 	if (fs->esc_cap >= n)
 		return ULP_OK;
-	uint8_t *p = realloc(fs->esc, 2 * n);
+	uint8_t *p = realloc(fs->esc, (sizeof(uint32_t) + 2) * (n ? n : 1));
 	if (!p)
 		return ULP_ERR_NOMEM;
 	fs->esc = p;
@@ -771,9 +778,11 @@ static int emit_fused(ulp_float_scratch *fs, unsigned nsa, unsigned nb,
 	size_t nesc = 0;
 	unsigned rows = 0, code = 0;
 	uint16_t mask[ULP_RANS_NCTX];
+	uint8_t used[ULP_RANS_NCTX];
 	memset(fs->hist_f, 0, sizeof(fs->hist_f));
 	for (unsigned a = 0; a < nsa; a++) {
 		mask[a] = 0;
+		used[a] = 0;
 		for (unsigned b = 0; b < nb; b++) {
 			unsigned p = a * nb + b;
 			if (fs->pcode[p]) {
@@ -787,6 +796,7 @@ static int emit_fused(ulp_float_scratch *fs, unsigned nsa, unsigned nb,
 				fs->pcode[p] = (uint8_t)K;
 				nesc += hb[p];
 			}
+			used[a] |= hb[p] != 0 || mask[a];
 		}
 		rows += mask[a] != 0;
 	}
@@ -803,28 +813,29 @@ static int emit_fused(ulp_float_scratch *fs, unsigned nsa, unsigned nb,
 	}
 	out->len += ulp_varint_put(out->p + out->len, nesc);
 
-	uint8_t *restrict sym = fs->sym;
-	const uint8_t *restrict bsym = fs->ctx;
-	const uint8_t *restrict pc = fs->pcode;
-	uint8_t *restrict ea = fs->esc, *restrict eb = fs->esc + nesc;
-	if (!nesc) {
-		for (size_t i = 0; i < n; i++)
-			sym[i] = pc[sym[i] * nb + bsym[i]];
-	} else {
-		for (size_t i = 0, j = 0; i < n; i++) {
-			uint8_t c = pc[sym[i] * nb + bsym[i]];
-			if (c == K) {
-				ea[j] = sym[i];
-				eb[j++] = bsym[i];
-			}
-			sym[i] = c;
-		}
+	/* the codes are never stored: the rANS coder reads them from
+	 * per-exponent rows of the codes' entries */
+	uint8_t *ea = fused_esc(fs, nesc), *eb = ea + nesc;
+	uint32_t *ev = (uint32_t *)(void *)fs->esc;
+	if (nesc)
 		fs->hist_f[K] = (uint32_t)nesc;
-	}
-	int rc = emit_block(fs, sym, NULL, n, K + (nesc > 0), 1, fs->hist_f,
-	                    NULL, out);
+	ulp_rans_map map = { fs->pcode, nb, nsa, used, K, ev, nesc };
+	size_t start = out->len;
+	size_t gap = ulp_buf_open_gap(out, ulp_rans_bound(n, K + 1));
+	if (!gap)
+		return ULP_ERR_NOMEM;
+	int rc = ulp_rans_encode_map(fs->rs, fs->ctx, fs->sym, n,
+	                             K + (nesc > 0), fs->hist_f, &map, out);
+	if (!rc)
+		rc = ulp_buf_close_gap(out, start, gap);
 	if (rc || !nesc)
 		return rc;
+	if (map.nesc != nesc)
+		return ULP_ERR_ARG;
+	for (size_t j = 0; j < nesc; j++) {
+		ea[j] = fs->sym[ev[j]];
+		eb[j] = fs->ctx[ev[j]];
+	}
 	/* what is left in hist_b are the escaped pairs' counts */
 	for (unsigned a = 0; a < nsa; a++) {
 		hs[a] = 0;
@@ -1281,7 +1292,7 @@ static int fused_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (rc || used != blen)
 		return rc ? rc : ULP_ERR_CORRUPT;
 	p += blen;
-	uint8_t *ea = fs->esc, *eb = fs->esc + nesc;
+	uint8_t *ea = fused_esc(fs, nesc), *eb = ea + nesc;
 	if (nesc) {
 		if (ulp_varint_get(&p, end, &blen) ||
 		    blen > (uint64_t)(end - p))

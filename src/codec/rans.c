@@ -39,6 +39,8 @@ struct ulp_rans_scratch {
 	uint32_t doff[ULP_RANS_NCTX]; /* context -> table offset in dtab */
 	uint32_t *escv; /* encoder: indices of the escaped symbols */
 	size_t escv_cap;
+	ulp_rans_esym *xsym; /* ulp_rans_encode_map: per context, a row */
+	size_t xsym_cap;
 };
 
 /* Block header byte 0: bit 0 an escape table follows the own tables,
@@ -110,6 +112,7 @@ void ulp_rans_scratch_free(ulp_rans_scratch *s)
 	free(s->dtab);
 	free(s->words);
 	free(s->escv);
+	free(s->xsym);
 	free(s);
 }
 
@@ -374,10 +377,46 @@ static void rans_esym_table(ulp_rans_esym *e, const uint16_t *f, unsigned nt,
 		}
 }
 
+/* The rows of ulp_rans_encode_map: entry s of context c's row is the
+ * entry of its code in the block's one table e (nt codes), marked when
+ * it is map->esc; rows only for the contexts map->used names. */
+static int rans_map_rows(ulp_rans_scratch *sc, const ulp_rans_esym *e,
+                         unsigned nt, const ulp_rans_map *map)
+{
+	const size_t cells = (size_t)map->nctx * map->nsym;
+	if (sc->xsym_cap < cells) {
+		free(sc->xsym);
+		sc->xsym = malloc(sizeof(ulp_rans_esym) * cells);
+		sc->xsym_cap = sc->xsym ? cells : 0;
+		if (!sc->xsym)
+			return ULP_ERR_NOMEM;
+	}
+	for (unsigned c = 0; c < map->nctx; c++) {
+		ulp_rans_esym *row = sc->xsym + (size_t)c * map->nsym;
+		sc->ebase[c] = row;
+		if (!map->used[c])
+			continue;
+		for (unsigned s = 0; s < map->nsym; s++) {
+			unsigned k = map->code[(size_t)c * map->nsym + s];
+			if (k >= nt) {
+				/* a pair that does not occur */
+				memset(&row[s], 0, sizeof(row[s]));
+				continue;
+			}
+			row[s] = e[k];
+			if (k == map->esc)
+				row[s].shift |= ULP_RANS_ESYM_ESC;
+		}
+	}
+	return ULP_OK;
+}
+
+/* map (ulp_rans_encode_map): sym and ctx are the pairs that map codes,
+ * nsym and nctx the codes' alphabet and 1. */
 static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
                             const uint8_t *ctx, size_t n, unsigned nsym,
                             unsigned nctx, const uint32_t *hist, int esc,
-                            ulp_buf *out, size_t *nesc_out)
+                            ulp_buf *out, size_t *nesc_out, ulp_rans_map *map)
 {
 	uint32_t ctx_count[ULP_RANS_NCTX] = { 0 };
 	uint8_t own[ULP_RANS_NCTX];
@@ -395,7 +434,9 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	/* the tables' alphabet: the escape symbol is nsym */
 	const unsigned nt = nsym + (unsigned)esc;
 	size_t nesc = 0;
-	if (esc && sc->escv_cap < n) {
+	/* the indices of map's escape code are listed as escapes are */
+	const int list = esc || (map && map->esc < nsym);
+	if (list && sc->escv_cap < n) {
 		/* one index per escaped symbol: only the ones used are
 		 * touched */
 		free(sc->escv);
@@ -443,6 +484,9 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	 * words of scratch suffice. */
 	for (unsigned c = 0; c < nctx; c++)
 		sc->ebase[c] = sc->esym + (size_t)sc->remap[c] * nt;
+	if (map && rans_map_rows(sc, sc->ebase[0], nt, map))
+		return ULP_ERR_NOMEM;
+	const unsigned lsym = map ? map->nsym : nsym;
 	/* 32 final states cost 112 bytes more than 4: small blocks, which
 	 * decode fast either way, keep four lanes */
 	const unsigned lanes = sc->lanes                ? sc->lanes
@@ -451,11 +495,11 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	uint32_t x[ULP_RANS_MAX_LANES];
 	uint16_t *wend = sc->words + ULP_RANS_WORDS_SLACK + n;
 	uint16_t *w = lanes == ULP_RANS_WAYS
-	                      ? rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
-	                                       wend, x, esc ? sc->escv : NULL,
+	                      ? rans_enc_lanes(sc->ebase, sym, ctx, n, lsym,
+	                                       wend, x, list ? sc->escv : NULL,
 	                                       &nesc, ULP_RANS_WAYS)
-	                      : rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
-	                                       wend, x, esc ? sc->escv : NULL,
+	                      : rans_enc_lanes(sc->ebase, sym, ctx, n, lsym,
+	                                       wend, x, list ? sc->escv : NULL,
 	                                       &nesc, 32);
 	size_t nwords = (size_t)(wend - w);
 	p[0] |= lanes == 32 ? RANS_HDR_LANES32 : 0;
@@ -467,6 +511,14 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 		for (size_t k = 0; k < nesc; k++)
 			p[hn++] = sym[sc->escv[k]];
 	}
+	if (map && list) {
+		if (nesc > map->nesc)
+			return ULP_ERR_ARG;
+		qsort(sc->escv, nesc, sizeof(uint32_t), cmp_u32);
+		memcpy(map->escv, sc->escv, sizeof(uint32_t) * nesc);
+	}
+	if (map)
+		map->nesc = list ? nesc : 0;
 	if (nesc_out)
 		*nesc_out = nesc;
 	uint8_t *dst = p + hn;
@@ -481,8 +533,18 @@ int ulp_rans_encode(ulp_rans_scratch *sc, const uint8_t *sym,
                     const uint8_t *ctx, size_t n, unsigned nsym, unsigned nctx,
                     const uint32_t *hist, ulp_buf *out)
 {
-	return rans_encode_impl(sc, sym, ctx, n, nsym, nctx, hist, 0, out,
+	return rans_encode_impl(sc, sym, ctx, n, nsym, nctx, hist, 0, out, NULL,
 	                        NULL);
+}
+
+int ulp_rans_encode_map(ulp_rans_scratch *sc, const uint8_t *sym,
+                        const uint8_t *ctx, size_t n, unsigned ncode,
+                        const uint32_t *hist, ulp_rans_map *map, ulp_buf *out)
+{
+	if (!map->nctx || map->nctx > ULP_RANS_NCTX)
+		return ULP_ERR_ARG;
+	return rans_encode_impl(sc, sym, ctx, n, ncode, 1, hist, 0, out, NULL,
+	                        map);
 }
 
 int ulp_rans_encode_esc(ulp_rans_scratch *sc, const uint8_t *sym,
@@ -490,8 +552,8 @@ int ulp_rans_encode_esc(ulp_rans_scratch *sc, const uint8_t *sym,
                         unsigned nctx, const uint32_t *hist, ulp_buf *out,
                         size_t *nesc)
 {
-	return rans_encode_impl(sc, sym, ctx, n, nsym, nctx, hist, 1, out,
-	                        nesc);
+	return rans_encode_impl(sc, sym, ctx, n, nsym, nctx, hist, 1, out, nesc,
+	                        NULL);
 }
 
 int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,

@@ -79,6 +79,24 @@ int ulp_rans_encode_esc(ulp_rans_scratch *sc, const uint8_t *sym,
                         unsigned nctx, const uint32_t *hist, ulp_buf *out,
                         size_t *nesc);
 
+/* ulp_rans_encode_map's codes of (context, symbol) pairs. */
+typedef struct ulp_rans_map {
+	const uint8_t *code; /* pair (c, s) codes as code[c * nsym + s] */
+	unsigned nsym, nctx; /* the pairs' symbols and contexts */
+	const uint8_t *used; /* per context: nonzero if it occurs */
+	unsigned esc;        /* the code whose elements are listed */
+	uint32_t *escv;      /* receives their indices, increasing */
+	size_t nesc;         /* in: room in escv; out: how many */
+} ulp_rans_map;
+
+/* The block ulp_rans_encode writes for the codes of the n pairs (ctx[i],
+ * sym[i]) over ncode values with no context (hist: the codes' counts),
+ * without an array of the codes: per context a row of the codes'
+ * encoding entries (ULP_ERR_ARG if more than map->nesc are esc). */
+int ulp_rans_encode_map(ulp_rans_scratch *sc, const uint8_t *sym,
+                        const uint8_t *ctx, size_t n, unsigned ncode,
+                        const uint32_t *hist, ulp_rans_map *map, ulp_buf *out);
+
 /* Decode n symbols from in[0..len) into sym, given the same contexts the
  * encoder saw.  *used receives the bytes the block occupied.  Returns
  * ULP_ERR_CORRUPT for any inconsistency (bad tables, running out of input,
