@@ -514,8 +514,18 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	if (map && list) {
 		if (nesc > map->nesc)
 			return ULP_ERR_ARG;
-		qsort(sc->escv, nesc, sizeof(uint32_t), cmp_u32);
-		memcpy(map->escv, sc->escv, sizeof(uint32_t) * nesc);
+		/* the coders list a group of lanes at a time from the end,
+		 * so reversed the list is out of order only within a group:
+		 * an insertion sort beats qsort by far (measured: qsort was
+		 * 2% of a keyframe's encoding) */
+		uint32_t *ev = map->escv;
+		for (size_t k = 0; k < nesc; k++) {
+			uint32_t v = sc->escv[nesc - 1 - k];
+			size_t j = k;
+			for (; j > 0 && ev[j - 1] > v; j--)
+				ev[j] = ev[j - 1];
+			ev[j] = v;
+		}
 	}
 	if (map)
 		map->nesc = list ? nesc : 0;
