@@ -1206,22 +1206,20 @@ static int sa_coding(size_t n)
 	return n >= 1024 ? ULP_SC_FUSED : ULP_SC_STANDALONE;
 }
 
-/* Skips the pair map of a fused stream (*pp just past the coding byte)
- * and the escape count; returns the codes (0 for a malformed map) and
- * the escapes in *nesc. */
-static unsigned fused_header(const uint8_t **pp, const uint8_t *end,
-                             uint64_t *nesc)
+/* Skips the pair map of a fused stream (*pp just past the coding byte,
+ * then at the codes' block); returns the codes, and in *esc whether
+ * there is an escape code. */
+static unsigned fused_header(const uint8_t **pp, const uint8_t *end, int *esc)
 {
-	uint64_t rows, ne;
+	uint64_t rows;
 	unsigned k = 0;
 	TU_OK(ulp_varint_get(pp, end, &rows), "map rows");
+	*esc = (int)(rows & 1);
+	rows >>= 1;
 	cr_assert((uint64_t)(end - *pp) >= 3 * rows, "map of %" PRIu64 " rows",
 	          rows);
 	for (uint64_t r = 0; r < rows; r++, *pp += 3)
 		k += (unsigned)__builtin_popcount(ulp_le16(*pp + 1));
-	TU_OK(ulp_varint_get(pp, end, &ne), "escapes");
-	if (nesc)
-		*nesc = ne;
 	return k;
 }
 
@@ -1710,15 +1708,17 @@ Test(floatcode, small_and_odd_n)
 
 /* Fused standalone streams: bf16 weights (the pairs rarer than a table
  * slot escaped), few pairs (no escapes), more frequent pairs than codes
- * (the cut falls among equal counts), every element escaped, and every
- * format; each through both kernels both ways (float_rt). */
+ * (the cut falls among equal counts) and nearly every element escaped;
+ * every format, with a sample's counts (and so an escape code) for 64 Ki
+ * elements or more of 32 bits or more; each through both kernels both
+ * ways (float_rt). */
 Test(floatcode, fused_codes_and_escapes)
 {
 	tu_rng r;
 	tu_rng_init(&r, 0x464c4f415411ull);
-	const size_t n = 65536 + 5;
+	static const size_t ns[] = { 40000 + 5, 65536 + 5 };
 	ulp_float_fmt bf = ulp_dtype_fmt(ULP_DT_BF16);
-	uint8_t *cur = tu_xmalloc(n * 8);
+	uint8_t *cur = tu_xmalloc(ns[1] * 8);
 	struct {
 		const char *what;
 		int want_esc;   /* 1: some, 0: none */
@@ -1729,41 +1729,71 @@ Test(floatcode, fused_codes_and_escapes)
 		{ "304 equally frequent pairs", 1, 255 },
 		{ "2048 equally frequent pairs", 1, 0 },
 	};
-	for (int c = 0; c < 4; c++) {
-		if (c == 0)
-			tu_fill_weights(&r, bf, cur, n);
-		for (size_t i = 0; c > 0 && i < n; i++) {
-			/* B (sign, top mantissa bits), exponent, raw bits */
-			uint64_t b = tu_below(&r, 16);
-			uint64_t e = c == 1 ? 120 : 100 + tu_below(&r, 19);
-			uint64_t v = (b >> 3) << 15 | e << 7 | (b & 7) << 4 |
-			             tu_below(&r, 16);
-			/* 3: 2048 pairs, each rarer than a table slot */
-			tu_store(cur, i, c == 3 ? (i % 2048) << 4 : v, 16);
+	for (int t = 0; t < 2; t++) {
+		const size_t n = ns[t];
+		for (int c = 0; c < 4; c++) {
+			if (c == 0)
+				tu_fill_weights(&r, bf, cur, n);
+			for (size_t i = 0; c > 0 && i < n; i++) {
+				/* B (sign, top mantissa bits), exponent, raw */
+				uint64_t b = tu_below(&r, 16);
+				uint64_t e = c == 1 ? 120
+				                    : 100 + tu_below(&r, 19);
+				uint64_t v = (b >> 3) << 15 | e << 7 |
+				             (b & 7) << 4 | tu_below(&r, 16);
+				/* 3: 2048 pairs, each rarer than a slot */
+				tu_store(cur, i, c == 3 ? (i % 2048) << 4 : v,
+				         16);
+			}
+			frt s = float_rt(bf, cur, NULL, n, 0);
+			TU_ASSERT(s.coding == ULP_SC_FUSED, "%s: coding %d",
+			          cases[c].what, s.coding);
+			ulp_float_scratch *fs = ulp_float_scratch_new();
+			ulp_buf out = { 0 };
+			TU_OK(ulp_float_encode(fs, bf, cur, NULL, n, 0, &out,
+			                       NULL),
+			      "encode");
+			const uint8_t *p = out.p + 1, *end = out.p + out.len;
+			uint64_t blen, nesc = 0;
+			int esc;
+			unsigned k = fused_header(&p, end, &esc);
+			TU_OK(ulp_varint_get(&p, end, &blen), "block length");
+			p += blen;
+			if (esc)
+				TU_OK(ulp_varint_get(&p, end, &nesc), "escape"
+				                                      "s");
+			TU_ASSERT((nesc > 0) == cases[c].want_esc &&
+			                  k >= cases[c].min_k &&
+			                  k <= 256 - (unsigned)esc &&
+			                  (esc || !nesc),
+			          "%s n %zu: %u codes, escape code %d, %" PRIu64
+			          " escapes",
+			          cases[c].what, n, k, esc, nesc);
+			ulp_buf_free(&out);
+			ulp_float_scratch_free(fs);
 		}
-		frt s = float_rt(bf, cur, NULL, n, 0);
-		TU_ASSERT(s.coding == ULP_SC_FUSED, "%s: coding %d",
-		          cases[c].what, s.coding);
-		ulp_float_scratch *fs = ulp_float_scratch_new();
-		ulp_buf out = { 0 };
-		uint64_t nesc;
-		TU_OK(ulp_float_encode(fs, bf, cur, NULL, n, 0, &out, NULL),
-		      "encode");
-		const uint8_t *p = out.p + 1;
-		unsigned k = fused_header(&p, out.p + out.len, &nesc);
-		TU_ASSERT((nesc > 0) == cases[c].want_esc &&
-		                  k >= cases[c].min_k && k <= 256 - (nesc > 0),
-		          "%s: %u codes, %" PRIu64 " escapes", cases[c].what, k,
-		          nesc);
-		ulp_buf_free(&out);
-		ulp_float_scratch_free(fs);
 	}
 	for (size_t k = 0; k < NFMTS; k++) {
 		ulp_float_fmt f = ulp_dtype_fmt(FMTS[k].dt);
-		tu_fill_weights(&r, f, cur, n);
-		frt s = float_rt(f, cur, NULL, n, 0);
-		TU_ASSERT(s.coding == ULP_SC_FUSED, "%s: coding %d",
-		          ulp_dtype_name(FMTS[k].dt), s.coding);
+		for (int t = 0; t < 2; t++) {
+			tu_fill_weights(&r, f, cur, ns[t]);
+			frt s = float_rt(f, cur, NULL, ns[t], 0);
+			TU_ASSERT(s.coding == ULP_SC_FUSED, "%s: coding %d",
+			          ulp_dtype_name(FMTS[k].dt), s.coding);
+			ulp_float_scratch *fs = ulp_float_scratch_new();
+			ulp_buf out = { 0 };
+			int esc;
+			TU_OK(ulp_float_encode(fs, f, cur, NULL, ns[t], 0, &out,
+			                       NULL),
+			      "encode");
+			const uint8_t *p = out.p + 1;
+			fused_header(&p, out.p + out.len, &esc);
+			if (t && f.width >= 32)
+				TU_ASSERT(esc, "%s: sampled without an escape",
+				          ulp_dtype_name(FMTS[k].dt));
+			ulp_buf_free(&out);
+			ulp_float_scratch_free(fs);
+		}
 	}
 	free(cur);
 }
@@ -1977,7 +2007,7 @@ static void wide_streams_corrupted(size_t n, uint64_t seed)
 			const uint8_t *bp = out.p + 1;
 			uint64_t blen;
 			if (!delta)
-				fused_header(&bp, out.p + out.len, NULL);
+				fused_header(&bp, out.p + out.len, &(int){ 0 });
 			TU_OK(ulp_varint_get(&bp, out.p + out.len, &blen), "blo"
 			                                                   "ck "
 			                                                   "len"

@@ -440,10 +440,14 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 }
 
 /* Standalone pass: A symbols into sym[], B symbols into ctx[] (the
- * second rANS block codes ctx[] in the context of sym[]), raw bits. */
+ * second rANS block codes ctx[] in the context of sym[]), raw bits; the
+ * histograms of every element, or with sampled of the groups
+ * ulp_delta_group_counted picks (scaled up). */
 ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
-                            const uint8_t *cur, size_t n, unsigned W)
+                            const uint8_t *cur, size_t n, int sampled,
+                            unsigned W)
 {
+	const uint32_t scale = sampled ? ULP_DELTA_SAMPLE_SCALE : 1;
 	const unsigned nraw = sa_nraw(f);
 	const unsigned nb = 2u << sa_topbits(f);
 	uint8_t *restrict a = fs->sym;
@@ -455,10 +459,10 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (W == 16 && ulp_rans_simd())
 		i = ulp_sa16_pass_avx2(cur, n, f.mbits, (1u << f.ebits) - 1,
 		                       sa_topbits(f), a, b, &bw, fs->hist_b4,
-		                       fs->bused);
+		                       fs->bused, sampled);
 	if (W == 32 && ulp_rans_simd())
 		i = ulp_sa32_pass_avx2(cur, n, a, b, &bw, fs->hist_b4,
-		                       fs->bused);
+		                       fs->bused, sampled);
 	const size_t counted = i;
 	for (; i < n; i++) {
 		sa_parts sp = sa_split(el_load(cur, i, W), f, W);
@@ -472,12 +476,13 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	/* the exponent histogram is the row sums of the pair histogram:
 	 * one counter per element, whose updates chain less often */
 	for (i = counted; i < n; i++)
-		hb[a[i] * nb + b[i]]++;
+		if (!sampled || ulp_delta_group_counted(i / 8))
+			hb[a[i] * nb + b[i]] += scale;
 	for (unsigned e = 0; e < ULP_RANS_NCTX; e++) {
 		if (!fs->bused[e])
 			continue;
 		hist_ways_sum(hb + e * nb, fs->hist_b4 + (size_t)e * nb * 4, nb,
-		              1, 1);
+		              1, scale);
 		fs->bused[e] = 0;
 	}
 	for (unsigned e = 0; e < (1u << sa_symbits(f)); e++)
@@ -551,10 +556,10 @@ static uint64_t delta_sample_any(ulp_float_scratch *fs, ulp_float_fmt f,
 }
 
 static size_t sa_pass_any(ulp_float_scratch *fs, ulp_float_fmt f,
-                          const uint8_t *cur, size_t n)
+                          const uint8_t *cur, size_t n, int sampled)
 {
 	size_t r;
-#define SA_PASS(F, w) r = sa_pass_w(fs, F, cur, n, w)
+#define SA_PASS(F, w) r = sa_pass_w(fs, F, cur, n, sampled, w)
 	ULP_DISPATCH_FMT(f, SA_PASS);
 #undef SA_PASS
 	return r;
@@ -710,14 +715,22 @@ static int emit_coding(uint8_t coding, ulp_buf *out)
  * frequent; the others share the escape code K (the number of codes) and
  * are coded after the codes as STANDALONE codes every element, over the
  * escaped elements only.  Stream, after the coding byte:
- *   [varint rows] rows x [u8 A][u16 mask of the B that have a code]
- *   [varint nesc][varint len][codes' block, K + (nesc > 0) symbols]
- *   nesc > 0: [varint len][A block][varint len][B block, A's context]
+ *   [varint 2 * rows + esc] rows x [u8 A][u16 mask of the B with a code]
+ *   [varint len][codes' block, K + esc symbols]
+ *   esc: [varint nesc], nesc > 0: [varint len][A block][varint len][B
+ *   block, in A's context]
  *   [raw bits, as STANDALONE's]
  * Streams of fewer than SA_FUSED_MIN elements stay STANDALONE: the map
- * and a table of up to 256 codes would cost more than the step saves. */
+ * and a table of up to 256 codes would cost more than the step saves.
+ * Streams of SA_SAMPLED_MIN elements or more of 32 bits or more take
+ * their codes and table from the pairs of a quarter of the elements (the
+ * groups ulp_delta_group_counted picks), with an escape code for the
+ * pairs the sample missed: counting every pair was 40% of the fp32 pass
+ * (measured).  The 16-bit passes wait on their loads instead, and came
+ * out 10% slower with the sample's escapes and rows (measured). */
 #define SA_FUSED_CODES 255u
 #define SA_FUSED_MIN 1024u
+#define SA_SAMPLED_MIN (64u << 10)
 
 static int cmp_u32_desc(const void *a, const void *b)
 {
@@ -727,12 +740,15 @@ static int cmp_u32_desc(const void *a, const void *b)
 
 /* Marks in pcode (1, else 0) the pairs counted in hist_b that get a
  * code: those worth a slot of the table (at least n / ULP_RANS_M
- * elements), at most SA_FUSED_CODES of them when they are more than 256.
- * A table of 2^11 slots codes pairs rarer than that badly (measured on
- * bf16 weights: 0.9% over the entropy with a code for every pair), and
- * their escape costs the order-0 exponent and B in its context, which
- * are as good as STANDALONE; returns how many. */
-static unsigned fused_pick(ulp_float_scratch *fs, unsigned npair, size_t n)
+ * elements), at most SA_FUSED_CODES of them when they are more than 256
+ * or some pair needs the escape code (always so for counts of a sample,
+ * esc).  A table of 2^11 slots codes pairs rarer than that badly
+ * (measured on bf16 weights: 0.9% over the entropy with a code for every
+ * pair), and their escape costs the order-0 exponent and B in its
+ * context, which are as good as STANDALONE; returns how many, and in
+ * *esc whether there is an escape code. */
+static unsigned fused_pick(ulp_float_scratch *fs, unsigned npair, size_t n,
+                           int *esc)
 {
 	const uint32_t *hb = fs->hist_b;
 	uint32_t v[ULP_RANS_NCTX * SA_MAX_NB];
@@ -744,9 +760,9 @@ static unsigned fused_pick(ulp_float_scratch *fs, unsigned npair, size_t n)
 		else
 			rare += hb[p] != 0;
 	}
+	*esc |= rare || used > ULP_RANS_MAXSYM;
 	/* the escape code needs a symbol of its own */
-	const unsigned cap = rare || used > ULP_RANS_MAXSYM ? SA_FUSED_CODES
-	                                                    : ULP_RANS_MAXSYM;
+	const unsigned cap = *esc ? SA_FUSED_CODES : ULP_RANS_MAXSYM;
 	uint32_t cut = min ? min : 1;
 	unsigned ties = cap;
 	if (used > cap) {
@@ -768,21 +784,23 @@ static unsigned fused_pick(ulp_float_scratch *fs, unsigned npair, size_t n)
 }
 
 /* The fused stream of the symbols of a standalone pass (A in fs->sym, B
- * in fs->ctx, exact counts in hist_b; hist_s and hist_b are spent). */
+ * in fs->ctx, counts in hist_b, of a sample with sampled; hist_s and
+ * hist_b are spent). */
 static int emit_fused(ulp_float_scratch *fs, unsigned nsa, unsigned nb,
-                      size_t n, ulp_buf *out)
+                      size_t n, int sampled, ulp_buf *out)
 {
 	const unsigned npair = nsa * nb;
 	uint32_t *hb = fs->hist_b, *hs = fs->hist_s;
-	const unsigned K = fused_pick(fs, npair, n);
-	size_t nesc = 0;
+	int esc = sampled;
+	const unsigned K = fused_pick(fs, npair, n, &esc);
 	unsigned rows = 0, code = 0;
 	uint16_t mask[ULP_RANS_NCTX];
 	uint8_t used[ULP_RANS_NCTX];
 	memset(fs->hist_f, 0, sizeof(fs->hist_f));
 	for (unsigned a = 0; a < nsa; a++) {
 		mask[a] = 0;
-		used[a] = 0;
+		/* a sample may miss an exponent that occurs */
+		used[a] = (uint8_t)sampled;
 		for (unsigned b = 0; b < nb; b++) {
 			unsigned p = a * nb + b;
 			if (fs->pcode[p]) {
@@ -790,20 +808,24 @@ static int emit_fused(ulp_float_scratch *fs, unsigned nsa, unsigned nb,
 				/* K may be 256 only without escapes, when no
 				 * element reads the code of a pair without */
 				fs->pcode[p] = (uint8_t)code++;
-				hb[p] = 0;
 				mask[a] |= (uint16_t)(1u << b);
 			} else {
 				fs->pcode[p] = (uint8_t)K;
-				nesc += hb[p];
+				if (hb[p]) /* then K < 256 */
+					fs->hist_f[K] += hb[p];
 			}
-			used[a] |= hb[p] != 0 || mask[a];
+			used[a] |= hb[p] != 0;
 		}
 		rows += mask[a] != 0;
 	}
-	if (ulp_buf_reserve(out, out->len + 2 * ULP_VARINT_MAX + 3 * rows) ||
-	    esc_reserve(fs, nesc))
+	if (esc && !fs->hist_f[K])
+		fs->hist_f[K] = 1; /* the pairs a sample missed */
+	/* a sample's escapes are known after coding: room for all */
+	const size_t room = sampled ? n : esc ? fs->hist_f[K] : 0;
+	if (ulp_buf_reserve(out, out->len + ULP_VARINT_MAX + 3 * rows) ||
+	    esc_reserve(fs, room))
 		return ULP_ERR_NOMEM;
-	out->len += ulp_varint_put(out->p + out->len, rows);
+	out->len += ulp_varint_put(out->p + out->len, 2 * rows + (unsigned)esc);
 	for (unsigned a = 0; a < nsa; a++) {
 		if (!mask[a])
 			continue;
@@ -811,36 +833,36 @@ static int emit_fused(ulp_float_scratch *fs, unsigned nsa, unsigned nb,
 		ulp_put16(out->p + out->len, mask[a]);
 		out->len += 2;
 	}
-	out->len += ulp_varint_put(out->p + out->len, nesc);
 
 	/* the codes are never stored: the rANS coder reads them from
 	 * per-exponent rows of the codes' entries */
-	uint8_t *ea = fused_esc(fs, nesc), *eb = ea + nesc;
 	uint32_t *ev = (uint32_t *)(void *)fs->esc;
-	if (nesc)
-		fs->hist_f[K] = (uint32_t)nesc;
-	ulp_rans_map map = { fs->pcode, nb, nsa, used, K, ev, nesc };
+	ulp_rans_map map = { fs->pcode, nb, nsa, used, esc ? K : 256, ev, room };
 	size_t start = out->len;
 	size_t gap = ulp_buf_open_gap(out, ulp_rans_bound(n, K + 1));
 	if (!gap)
 		return ULP_ERR_NOMEM;
 	int rc = ulp_rans_encode_map(fs->rs, fs->ctx, fs->sym, n,
-	                             K + (nesc > 0), fs->hist_f, &map, out);
+	                             K + (unsigned)esc, fs->hist_f, &map, out);
 	if (!rc)
 		rc = ulp_buf_close_gap(out, start, gap);
-	if (rc || !nesc)
+	if (rc || !esc)
 		return rc;
-	if (map.nesc != nesc)
-		return ULP_ERR_ARG;
+	const size_t nesc = map.nesc;
+	if (ulp_buf_reserve(out, out->len + ULP_VARINT_MAX))
+		return ULP_ERR_NOMEM;
+	out->len += ulp_varint_put(out->p + out->len, nesc);
+	if (!nesc)
+		return ULP_OK;
+	/* the escaped elements' exact counts, their symbols after the list */
+	uint8_t *ea = fused_esc(fs, nesc), *eb = ea + nesc;
+	memset(hs, 0, sizeof(uint32_t) * nsa);
+	memset(hb, 0, sizeof(uint32_t) * npair);
 	for (size_t j = 0; j < nesc; j++) {
 		ea[j] = fs->sym[ev[j]];
 		eb[j] = fs->ctx[ev[j]];
-	}
-	/* what is left in hist_b are the escaped pairs' counts */
-	for (unsigned a = 0; a < nsa; a++) {
-		hs[a] = 0;
-		for (unsigned b = 0; b < nb; b++)
-			hs[a] += hb[a * nb + b];
+		hs[ea[j]]++;
+		hb[ea[j] * nb + eb[j]]++;
 	}
 	rc = emit_block(fs, ea, NULL, nesc, nsa, 1, hs, NULL, out);
 	if (!rc)
@@ -953,14 +975,16 @@ emit:
 	} else {
 		memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
 		memset(fs->hist_b, 0, sizeof(uint32_t) * ULP_RANS_NCTX * nb);
-		raw_bytes = sa_pass_any(fs, f, cur, n);
+		const int fused = n >= SA_FUSED_MIN;
+		const int sa_sampled = n >= SA_SAMPLED_MIN && W >= 32;
+		raw_bytes = sa_pass_any(fs, f, cur, n, sa_sampled);
+		/* (of the sample's counts for large streams) */
 		model_bits = hist2_bits(fs->hist_s, 1, snsym, NULL) +
 		             hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, NULL) +
 		             (double)n * sa_nraw(f);
-		const int fused = n >= SA_FUSED_MIN;
 		rc = emit_coding(fused ? ULP_SC_FUSED : ULP_SC_STANDALONE, out);
 		if (!rc && fused)
-			rc = emit_fused(fs, snsym, nb, n, out);
+			rc = emit_fused(fs, snsym, nb, n, sa_sampled, out);
 		if (!rc && !fused)
 			rc = emit_block(fs, fs->sym, NULL, n, snsym, 1,
 			                fs->hist_s, NULL, out);
@@ -1258,13 +1282,15 @@ static int fused_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 	const unsigned W = f.width;
 	const unsigned nsa = 1u << sa_symbits(f), nb = 2u << sa_topbits(f);
 	uint64_t base[ULP_RANS_MAXSYM];
-	uint64_t rows, nesc, blen;
+	uint64_t rows, nesc = 0, blen;
 	unsigned K = 0;
 	size_t used;
 	int rc;
-	if (ulp_varint_get(&p, end, &rows) || rows > nsa ||
-	    (uint64_t)(end - p) < 3 * rows)
+	if (ulp_varint_get(&p, end, &rows) || rows >> 1 > nsa ||
+	    (uint64_t)(end - p) < 3 * (rows >> 1))
 		return ULP_ERR_CORRUPT;
+	const unsigned esc = rows & 1;
+	rows >>= 1;
 	for (unsigned r = 0, prev = 0; r < rows; r++, p += 3) {
 		unsigned a = p[0], mask = ulp_le16(p + 1);
 		if (a >= nsa || (r && a <= prev) || !mask || mask >> nb)
@@ -1278,20 +1304,22 @@ static int fused_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 			base[K++] = sa_join(a, b, 0, f, W);
 		}
 	}
-	if (ulp_varint_get(&p, end, &nesc) || nesc > n ||
-	    (nesc && K >= ULP_RANS_MAXSYM) || (n && !K && !nesc))
+	if ((esc && K >= ULP_RANS_MAXSYM) || (n && !K && !esc))
 		return ULP_ERR_CORRUPT;
-	if (nesc)
+	if (esc)
 		base[K] = 0; /* sa_unescape_w adds what is missing */
 	if (ulp_varint_get(&p, end, &blen) || blen > (uint64_t)(end - p))
 		return ULP_ERR_CORRUPT;
-	if (scratch_reserve(fs, n) || esc_reserve(fs, nesc))
+	if (scratch_reserve(fs, n))
 		return ULP_ERR_NOMEM;
-	rc = ulp_rans_decode(fs->rs, p, blen, NULL, n, K + (nesc > 0), fs->sym,
-	                     &used);
+	rc = ulp_rans_decode(fs->rs, p, blen, NULL, n, K + esc, fs->sym, &used);
 	if (rc || used != blen)
 		return rc ? rc : ULP_ERR_CORRUPT;
 	p += blen;
+	if (esc && (ulp_varint_get(&p, end, &nesc) || nesc > n))
+		return ULP_ERR_CORRUPT;
+	if (esc_reserve(fs, nesc))
+		return ULP_ERR_NOMEM;
 	uint8_t *ea = fused_esc(fs, nesc), *eb = ea + nesc;
 	if (nesc) {
 		if (ulp_varint_get(&p, end, &blen) ||
@@ -1319,6 +1347,8 @@ static int fused_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 			                   nesc, dst, F, w);               \
 	} while (0)
 	ULP_DISPATCH_FMT(f, FUSED_SA_CALL);
+	if (!rc && esc && !nesc && memchr(fs->sym, (int)K, n))
+		rc = ULP_ERR_CORRUPT; /* an escape code without escapes */
 #undef FUSED_SA_CALL
 	return rc;
 }

@@ -110,7 +110,8 @@ size_t ulp_saf32_avx2(const uint8_t *code, const uint64_t *base,
 /* ulp_sa16_pass_avx2 (below) for fp32 (8 exponent bits, 3 top mantissa
  * bits). */
 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a, uint8_t *b,
-                          struct ulp_bitw *bw, uint32_t *h4, uint8_t *used);
+                          struct ulp_bitw *bw, uint32_t *h4, uint8_t *used,
+                          int sampled);
 
 /* The encoder's delta pass over 16-bit elements with AVX2: symbols and
  * contexts (exponent (r >> mbits) & emask) of a prefix of the n elements,
@@ -135,12 +136,13 @@ size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
  * exponents into a, sign and topbits mantissa bits into b, the other
  * mantissa bits (at most 7) appended to bw, for a prefix of the n
  * elements; returns how many.  Each pair is counted at
- * h4[(a * nb + b) * 4 + i % 4] (nb = 2 << topbits) and used[a] set for
- * every exponent between the lowest and the highest seen.  Does nothing
+ * h4[(a * nb + b) * 4 + i % 4] (nb = 2 << topbits; with sampled, only
+ * in the groups ulp_delta_group_counted picks) and used[a] set for every
+ * exponent between the lowest and the highest counted.  Does nothing
  * unless bw is at a byte boundary, since it writes whole bytes. */
 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
                           unsigned emask, unsigned topbits, uint8_t *a,
                           uint8_t *b, struct ulp_bitw *bw, uint32_t *h4,
-                          uint8_t *used);
+                          uint8_t *used, int sampled);
 
 #endif /* ULP_FLOATCODE_H */

@@ -200,7 +200,7 @@ ULP_AVX2 size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref,
 ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
                                    unsigned emask, unsigned topbits, uint8_t *a,
                                    uint8_t *b, ulp_bitw *bw, uint32_t *h4,
-                                   uint8_t *used)
+                                   uint8_t *used, int sampled)
 {
 	if (bw->fill || mbits - topbits > 7)
 		return 0; /* the steps below write whole bytes */
@@ -227,7 +227,8 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 		__m256i low = _mm256_and_si256(m, lm);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
-		count8(&dc, e, sb, 0);
+		if (!sampled || ulp_delta_group_counted(i / 8))
+			count8(&dc, e, sb, 0);
 		/* eight fixed-width fields (8 x 7 bits at most for the 16-bit
 		 * formats) are lowm whole bytes: one store, and no bit
 		 * writer's chain from one step to the next */
@@ -250,7 +251,7 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 }
 ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
                                    uint8_t *b, ulp_bitw *bw, uint32_t *h4,
-                                   uint8_t *used)
+                                   uint8_t *used, int sampled)
 {
 	if (bw->fill)
 		return 0; /* the steps below write whole bytes */
@@ -272,7 +273,8 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 		__m256i low = _mm256_and_si256(c, m20);
 		v8_store_u8(a + i, e);
 		v8_store_u8(b + i, sb);
-		count8(&dc, e, sb, 0);
+		if (!sampled || ulp_delta_group_counted(i / 8))
+			count8(&dc, e, sb, 0);
 		/* pairs of 20-bit fields into four runs of 40 bits, five
 		 * whole bytes each: four stores (each one's zero top bytes
 		 * overwritten by the next), no bit writer's chain */
