@@ -1304,7 +1304,7 @@ static int fused_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 			base[K++] = sa_join(a, b, 0, f, W);
 		}
 	}
-	if ((esc && K >= ULP_RANS_MAXSYM) || (n && !K && !esc))
+	if ((esc && K >= ULP_RANS_MAXSYM) || (!K && !esc))
 		return ULP_ERR_CORRUPT;
 	if (esc)
 		base[K] = 0; /* sa_unescape_w adds what is missing */
