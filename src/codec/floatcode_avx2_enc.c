@@ -216,6 +216,10 @@ ULP_AVX2 size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
 	uint8_t *op = bw->p; /* a local: the byte stores would reload bw->p */
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
+		/* 512 elements ahead: the hardware's prefetch alone left
+		 * this pass waiting on its loads (measured: 4% of the bf16
+		 * encoding, 24% of fp32's with the same in its pass) */
+		_mm_prefetch((const char *)(cur + 2 * i + 1024), _MM_HINT_T0);
 		__m256i c = _mm256_cvtepu16_epi32(_mm_loadu_si128(
 			(const __m128i *)(const void *)(cur + 2 * i)));
 		__m256i e = _mm256_and_si256(_mm256_srl_epi32(c, cm), em);
@@ -262,6 +266,8 @@ ULP_AVX2 size_t ulp_sa32_pass_avx2(const uint8_t *cur, size_t n, uint8_t *a,
 	uint8_t *op = bw->p; /* as in ulp_sa16_pass_avx2 */
 	size_t i = 0;
 	for (; i + 8 <= n; i += 8) {
+		/* as in ulp_sa16_pass_avx2 */
+		_mm_prefetch((const char *)(cur + 4 * i + 2048), _MM_HINT_T0);
 		__m256i c = _mm256_loadu_si256(
 			(const __m256i *)(const void *)(cur + 4 * i));
 		__m256i e = _mm256_and_si256(_mm256_srli_epi32(c, 23),
