@@ -722,12 +722,11 @@ static int emit_coding(uint8_t coding, ulp_buf *out)
  *   [raw bits, as STANDALONE's]
  * Streams of fewer than SA_FUSED_MIN elements stay STANDALONE: the map
  * and a table of up to 256 codes would cost more than the step saves.
- * Streams of SA_SAMPLED_MIN elements or more of 32 bits or more take
- * their codes and table from the pairs of a quarter of the elements (the
- * groups ulp_delta_group_counted picks), with an escape code for the
- * pairs the sample missed: counting every pair was 40% of the fp32 pass
- * (measured).  The 16-bit passes wait on their loads instead, and came
- * out 10% slower with the sample's escapes and rows (measured). */
+ * Streams of SA_SAMPLED_MIN elements or more take their codes and table
+ * from the pairs of a quarter of the elements (the groups
+ * ulp_delta_group_counted picks), with an escape code for the pairs the
+ * sample missed: counting every pair was 40% of the fp32 pass, and with
+ * the passes' prefetch it costs the 16-bit encoding 13% (measured). */
 #define SA_FUSED_CODES 255u
 #define SA_FUSED_MIN 1024u
 #define SA_SAMPLED_MIN (64u << 10)
@@ -976,7 +975,7 @@ emit:
 		memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
 		memset(fs->hist_b, 0, sizeof(uint32_t) * ULP_RANS_NCTX * nb);
 		const int fused = n >= SA_FUSED_MIN;
-		const int sa_sampled = n >= SA_SAMPLED_MIN && W >= 32;
+		const int sa_sampled = n >= SA_SAMPLED_MIN;
 		raw_bytes = sa_pass_any(fs, f, cur, n, sa_sampled);
 		/* (of the sample's counts for large streams) */
 		model_bits = hist2_bits(fs->hist_s, 1, snsym, NULL) +
