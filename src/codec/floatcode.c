@@ -977,7 +977,7 @@ emit:
 		const int fused = n >= SA_FUSED_MIN;
 		const int sa_sampled = n >= SA_SAMPLED_MIN;
 		raw_bytes = sa_pass_any(fs, f, cur, n, sa_sampled);
-		/* (of the sample's counts for large streams) */
+		/* for large streams, the entropy of the sample's counts */
 		model_bits = hist2_bits(fs->hist_s, 1, snsym, NULL) +
 		             hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, NULL) +
 		             (double)n * sa_nraw(f);
