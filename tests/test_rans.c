@@ -118,17 +118,40 @@ static size_t rans_rt_path(const uint8_t *sym, const uint8_t *ctx, size_t n,
 }
 
 /* Every code path: the encoder's choice, 4 and 32 lanes forced, each
- * decoded by the portable and (where the CPU has it) the AVX2 kernels.
+ * decoded by the portable and (where the CPU has them) the AVX2 and
+ * AVX-512 kernels.
  * Returns the size of the block the encoder chose. */
 static size_t rans_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
                       unsigned nsym, unsigned nctx)
 {
 	size_t blen = rans_rt_path(sym, ctx, n, nsym, nctx, 0, 0);
-	rans_rt_path(sym, ctx, n, nsym, nctx, 0, 1);
+	for (int simd = 1; simd <= ULP_SIMD_AVX512; simd++)
+		rans_rt_path(sym, ctx, n, nsym, nctx, 0, simd);
 	for (unsigned lanes = 4; lanes <= 32; lanes *= 8)
-		for (int simd = 0; simd < 2; simd++)
+		for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++)
 			rans_rt_path(sym, ctx, n, nsym, nctx, lanes, simd);
 	return blen;
+}
+
+/* A level the CPU cannot run gives the highest it can; levels are
+ * ordered, so forcing one never runs a higher one. */
+Test(rans, simd_levels)
+{
+	int old = ulp_rans_set_simd(ULP_SIMD_AVX512);
+	int max = ulp_rans_simd();
+	TU_ASSERT(max >= ULP_SIMD_NONE && max <= ULP_SIMD_AVX512, "max %d",
+	          max);
+	TU_ASSERT(ulp_rans_set_simd(99) == max && ulp_rans_simd() == max, "leve"
+	                                                                  "l "
+	                                                                  "99");
+	ulp_rans_set_simd(-1);
+	TU_ASSERT(ulp_rans_simd() == ULP_SIMD_NONE, "level -1");
+	for (int l = ULP_SIMD_NONE; l <= ULP_SIMD_AVX512; l++) {
+		ulp_rans_set_simd(l);
+		TU_ASSERT(ulp_rans_simd() == (l < max ? l : max),
+		          "level %d: %d", l, ulp_rans_simd());
+	}
+	ulp_rans_set_simd(old);
 }
 
 Test(rans, hist_bits)
@@ -292,7 +315,7 @@ static void esc_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
 		TU_ASSERT(want_esc ? nesc[0] > 0 : nesc[0] == 0, "%zu escapes",
 		          nesc[0]);
 		uint8_t *dec = tu_xmalloc(n);
-		for (int simd = 0; simd < 2; simd++) {
+		for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
 			int old = ulp_rans_set_simd(simd);
 			size_t used = 0;
 			memset(dec, 0xee, n);
@@ -1221,7 +1244,7 @@ static frt float_rt(ulp_float_fmt f, const uint8_t *cur, const uint8_t *ref,
 	uint8_t *rc_ref = ref ? tu_dup(ref, nb) : NULL;
 	uint8_t *dst = tu_xmalloc(nb);
 	/* every stream through the portable and the SIMD kernels */
-	for (int simd = 0; simd < 2; simd++) {
+	for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
 		int old = ulp_rans_set_simd(simd);
 		memset(dst, 0xcd, nb);
 		TU_OK(ulp_float_decode(ds, f, in, res.len, rc_ref, n, dst),
@@ -1843,7 +1866,7 @@ static void wide_streams_corrupted(size_t n, uint64_t seed)
 				TU_MEMEQ(o2.p, out.p, out.len, "alt stats");
 				ulp_buf_free(&o2);
 			}
-			for (int simd = 0; simd < 2; simd++) {
+			for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
 				int old = ulp_rans_set_simd(simd);
 				uint8_t *in = tu_dup(out.p, out.len);
 				TU_OK(ulp_float_decode(fs, f, in, out.len, rp,

@@ -68,13 +68,29 @@ int ulp_rans_block_escapes(const uint8_t *in, size_t len)
 /* -1 until the CPU is asked; atomics keep concurrent first calls clean. */
 static int rans_simd_state = -1;
 
+/* The highest kernel level this CPU runs: AVX-512 needs F, BW, VL and
+ * VBMI (byte permutations) besides what the AVX2 kernels need. */
+static int rans_simd_max(void)
+{
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("bmi2"))
+		return ULP_SIMD_NONE;
+	if (__builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512vbmi"))
+		return ULP_SIMD_AVX512;
+	return ULP_SIMD_AVX2;
+}
+
 static int rans_simd_detect(void)
 {
+	int max = rans_simd_max();
 	const char *env = getenv("ULPFS_SIMD");
-	if (env && strcmp(env, "0") == 0)
-		return 0;
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+	if (env && env[0] >= '0' && env[0] <= '9' && !env[1] &&
+	    env[0] - '0' < max)
+		return env[0] - '0';
+	return max;
 }
 
 int ulp_rans_simd(void)
@@ -87,13 +103,12 @@ int ulp_rans_simd(void)
 	return v;
 }
 
-int ulp_rans_set_simd(int on)
+int ulp_rans_set_simd(int level)
 {
 	int old = ulp_rans_simd();
-	__builtin_cpu_init();
-	int can = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi"
-	                                                                   "2");
-	__atomic_store_n(&rans_simd_state, on && can, __ATOMIC_RELAXED);
+	int max = rans_simd_max();
+	level = level < 0 ? 0 : level > max ? max : level;
+	__atomic_store_n(&rans_simd_state, level, __ATOMIC_RELAXED);
 	return old;
 }
 
@@ -648,9 +663,11 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		return ULP_ERR_CORRUPT;
 	const uint32_t *const *db = d.tab;
 	if (d.lanes == 32) {
-		size_t i = ulp_rans_simd()
-		                   ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
-		                   : rans_dec32(&d, ctx, n, sym);
+		const int simd = ulp_rans_simd();
+		size_t i = simd >= ULP_SIMD_AVX512
+		                   ? ulp_rans_dec32_avx512(&d, ctx, n, sym)
+		           : simd ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
+		                  : rans_dec32(&d, ctx, n, sym);
 		for (; i < n; i++) {
 			unsigned s;
 			if (ulp_rans_dec_step_checked(&d, &d.x[i % 32],

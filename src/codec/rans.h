@@ -51,12 +51,18 @@ void ulp_rans_scratch_free(ulp_rans_scratch *s);
  * whatever the sizes). */
 void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
 
-/* Whether the AVX2 kernels run (1) or the portable ones (0): chosen once
- * from the CPU, ULPFS_SIMD=0 in the environment forces the portable ones,
- * and tests switch with ulp_rans_set_simd (returns the previous value; a
- * request the CPU cannot honour leaves it at 0). */
+/* Which kernels run: ULP_SIMD_NONE the portable ones, ULP_SIMD_AVX2 the
+ * AVX2 ones, ULP_SIMD_AVX512 also the AVX-512 ones where there are (the
+ * others stay AVX2).  Chosen once from the CPU, the highest it runs;
+ * ULPFS_SIMD=N in the environment caps it at level N, and tests switch
+ * with ulp_rans_set_simd (returns the previous level; a level the CPU
+ * cannot run gives the highest it can).  Every level reads and writes
+ * the same bytes. */
+#define ULP_SIMD_NONE 0
+#define ULP_SIMD_AVX2 1
+#define ULP_SIMD_AVX512 2
 int ulp_rans_simd(void);
-int ulp_rans_set_simd(int on);
+int ulp_rans_set_simd(int level);
 
 /* Upper bound of the encoded size of n symbols over nsym values. */
 size_t ulp_rans_bound(size_t n, unsigned nsym);
@@ -192,6 +198,11 @@ uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
  * and returns the symbols done.  Only when ulp_rans_simd(). */
 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                            uint8_t *sym);
+
+/* The same with AVX-512 (rans_avx512.c): two registers of 16 lanes.
+ * Only when ulp_rans_simd() >= ULP_SIMD_AVX512. */
+size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
+                             uint8_t *sym);
 
 /* Empirical entropy in bits of a histogram: sum c * log2(total / c). */
 double ulp_hist_bits(const uint32_t *h, unsigned nsym);
