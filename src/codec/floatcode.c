@@ -855,10 +855,15 @@ ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp,
 		 * so each is one independent unaligned load instead of a
 		 * serial bit-reader chain.  Runs while 8 bytes are readable. */
 		uint64_t pos = 0;
-		if (W == 16 && ulp_rans_simd())
-			i = ulp_delta16_avx2(sym, rawp, rawlen, ref, n, dst,
-			                     &pos);
-		if (W == 32 && ulp_rans_simd())
+		const int simd = ulp_rans_simd();
+		if (W == 16 && simd >= ULP_SIMD_AVX512)
+			i = ulp_delta16_avx512(sym, rawp, rawlen, ref, n, dst,
+			                       &pos);
+		if (W == 16 && simd)
+			i += ulp_delta16_avx2(sym + i, rawp, rawlen,
+			                      ref + 2 * i, n - i, dst + 2 * i,
+			                      &pos);
+		if (W == 32 && simd)
 			i = ulp_delta32_avx2(sym, rawp, rawlen, ref, n, dst,
 			                     &pos);
 		for (; i < n; i++) {

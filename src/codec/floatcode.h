@@ -69,6 +69,12 @@ size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
                         const uint8_t *ref, size_t n, uint8_t *dst,
                         uint64_t *pos);
 
+/* ulp_delta16_avx2 with AVX-512 (floatcode_avx512.c; only when
+ * ulp_rans_simd() >= ULP_SIMD_AVX512): 32 elements a step. */
+size_t ulp_delta16_avx512(const uint8_t *sym, const uint8_t *rawp,
+                          size_t rawlen, const uint8_t *ref, size_t n,
+                          uint8_t *dst, uint64_t *pos);
+
 /* The same for fp32 elements. */
 size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
                         const uint8_t *ref, size_t n, uint8_t *dst,

@@ -1,0 +1,113 @@
+/*
+ * floatcode_avx512.c - AVX-512 reconstruction of 16-bit delta elements.
+ *
+ * The AVX2 kernel's method (floatcode_avx2.c) on sixteen lanes: the
+ * symbol gives the residual's leading bits, sign and raw bit count
+ * arithmetically, a prefix sum of the counts gives each element's bit
+ * position, and the raw bits are cut out of one 32-byte load.  Masks
+ * take the place of the blends and sign arithmetic, ternary logic joins
+ * the order-preserving maps' steps, and one byte permutation (VBMI)
+ * packs two registers' residuals into 32 16-bit lanes.  Same results as
+ * the portable loop, which finishes what this leaves.
+ *
+ * Compiled for the baseline target; only these functions are built for
+ * AVX-512, and they run only where ulp_rans_simd() found it.
+ */
+#include <immintrin.h>
+
+#include "floatcode.h"
+#include "rans.h"
+
+#define ULP_AVX512 \
+	__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,bmi2")))
+#define ULP_AVX512_INLINE \
+	static inline __attribute__((always_inline)) ULP_AVX512
+
+/* The residuals of sixteen 16-bit delta elements with symbols
+ * sym[0..16), one per 32-bit lane (the low 16 bits count), their raw
+ * bits from bit *pos of rawp (in the 32 bytes from *pos / 8: at most
+ * 7 + 16 x 14 bits), advancing *pos. */
+ULP_AVX512_INLINE __m512i v16_residuals16(const uint8_t *sym,
+                                          const uint8_t *rawp, uint64_t *pos)
+{
+	const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
+	__m512i s = _mm512_cvtepu8_epi32(
+		_mm_loadu_si128((const __m128i *)(const void *)sym));
+	__m512i t = _mm512_add_epi32(s, _mm512_set1_epi32(5));
+	/* raw bit count max(k - 2, 0) */
+	__m512i nraw = _mm512_max_epi32(
+		_mm512_sub_epi32(_mm512_srli_epi32(t, 2), _mm512_set1_epi32(2)),
+		zero);
+	/* inclusive prefix sum: lanes shifted up by 1, 2, 4, 8 */
+	__m512i inc =
+		_mm512_add_epi32(nraw, _mm512_alignr_epi32(nraw, zero, 15));
+	inc = _mm512_add_epi32(inc, _mm512_alignr_epi32(inc, zero, 14));
+	inc = _mm512_add_epi32(inc, _mm512_alignr_epi32(inc, zero, 12));
+	inc = _mm512_add_epi32(inc, _mm512_alignr_epi32(inc, zero, 8));
+	__m512i off = _mm512_add_epi32(_mm512_set1_epi32((int)(*pos & 7)),
+	                               _mm512_sub_epi32(inc, nraw));
+	/* bits off .. off + 31 of the window; a field ends by bit 231, so
+	 * the second dword read is at most dword 7 */
+	__m512i win = _mm512_zextsi256_si512(_mm256_loadu_si256(
+		(const __m256i *)(const void *)(rawp + (*pos >> 3))));
+	__m512i w = _mm512_srli_epi32(off, 5);
+	__m512i lo = _mm512_permutexvar_epi32(w, win);
+	__m512i hi = _mm512_permutexvar_epi32(_mm512_add_epi32(w, one), win);
+	__m512i sh = _mm512_and_si512(off, _mm512_set1_epi32(31));
+	__m512i bits = _mm512_or_si512(
+		_mm512_srlv_epi32(lo, sh),
+		_mm512_sllv_epi32(hi,
+	                          _mm512_sub_epi32(_mm512_set1_epi32(32), sh)));
+	*pos += (uint32_t)_mm_extract_epi32(_mm512_extracti32x4_epi32(inc, 3),
+	                                    3);
+	/* k >= 2: (2 | b) << nraw; s 1 and 2: 1; s 0: 0 */
+	__m512i lead = _mm512_sllv_epi32(
+		_mm512_or_si512(_mm512_set1_epi32(2), _mm512_and_si512(t, one)),
+		nraw);
+	lead = _mm512_mask_min_epi32(
+		lead, _mm512_cmplt_epi32_mask(s, _mm512_set1_epi32(3)), s, one);
+	/* lead | (bits & ((1 << nraw) - 1)) */
+	__m512i mag = _mm512_ternarylogic_epi32(
+		lead, bits, _mm512_sub_epi32(_mm512_sllv_epi32(one, nraw), one),
+		0xf8);
+	/* negative: bit 1 of t, except for s = 1 */
+	__mmask16 neg = _mm512_mask_test_epi32_mask(
+		_mm512_cmpneq_epi32_mask(s, one), t, _mm512_set1_epi32(2));
+	return _mm512_mask_sub_epi32(mag, neg, zero, mag);
+}
+
+ULP_AVX512 size_t ulp_delta16_avx512(const uint8_t *sym, const uint8_t *rawp,
+                                     size_t rawlen, const uint8_t *ref,
+                                     size_t n, uint8_t *dst, uint64_t *posp)
+{
+	const __m512i h7 = _mm512_set1_epi16(0x7fff);
+	const __m512i h8 = _mm512_set1_epi16((short)0x8000);
+	/* bytes 0-1 of each 32-bit lane of two registers, in lane order */
+	uint8_t pk[64];
+	for (unsigned j = 0; j < 32; j++) {
+		pk[2 * j] = (uint8_t)(4 * j);
+		pk[2 * j + 1] = (uint8_t)(4 * j + 1);
+	}
+	const __m512i pick = _mm512_loadu_si512((const void *)pk);
+	uint64_t pos = *posp;
+	size_t i = 0;
+	/* 32 elements a step; the second half's bits start at most 28
+	 * bytes further */
+	for (; i + 32 <= n && (pos >> 3) + 60 <= rawlen; i += 32) {
+		__m512i d0 = v16_residuals16(sym + i, rawp, &pos);
+		__m512i d1 = v16_residuals16(sym + i + 16, rawp, &pos);
+		__m512i d = _mm512_permutex2var_epi8(d0, pick, d1);
+		__m512i u = _mm512_loadu_si512((const void *)(ref + 2 * i));
+		/* ord: u ^ ((u >> 15 arithmetic) | 0x8000), plus d */
+		__m512i o = _mm512_add_epi16(
+			_mm512_ternarylogic_epi32(u, _mm512_srai_epi16(u, 15),
+		                                  h8, 0x1e),
+			d);
+		/* unord: o ^ ~((o >> 15 arithmetic) & 0x7fff) */
+		__m512i c = _mm512_ternarylogic_epi32(
+			o, _mm512_srai_epi16(o, 15), h7, 0x87);
+		_mm512_storeu_si512((void *)(dst + 2 * i), c);
+	}
+	*posp = pos;
+	return i;
+}
