@@ -1597,6 +1597,37 @@ Test(floatcode, sampled_choice_matches_full_pass)
 	}
 }
 
+/* Streams large enough for 32-lane blocks, whose symbols are decoded in
+ * bulk and reconstructed by the SIMD kernels of each width (float_rt
+ * decodes at every level), with an odd tail for the portable loop: the
+ * residuals of random sizes up to 2^(W - 8) ULPs, so that the raw bits
+ * fill the kernels' windows. */
+Test(floatcode, large_deltas_every_kernel)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x464c4f415408ull);
+	for (size_t k = 0; k < NFMTS; k++) {
+		ulp_float_fmt f = ulp_dtype_fmt(FMTS[k].dt);
+		const unsigned W = f.width;
+		if (W < 16) /* too few bits for both kinds of residual */
+			continue;
+		size_t n = 3 * ULP_RANS_WIDE_MIN + 13, nb = n * (W / 8);
+		uint8_t *cur = tu_xmalloc(nb), *ref = tu_xmalloc(nb);
+		tu_fill_weights(&r, f, ref, n);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t o = tu_ord(tu_load(ref, i, W), W);
+			uint64_t d = tu_below(&r, 1ull << tu_below(&r, W - 7));
+			o = o + d <= tu_wmask(W) ? o + d : o - d;
+			tu_store(cur, i, tu_unord(o, W), W);
+		}
+		frt d = float_rt(f, cur, ref, n, 0);
+		TU_ASSERT(d.coding == ULP_SC_DELTA, "%s: coding %d",
+		          ulp_dtype_name(FMTS[k].dt), d.coding);
+		free(cur);
+		free(ref);
+	}
+}
+
 Test(floatcode, small_and_odd_n)
 {
 	static const size_t ns[] = { 0, 1, 2, 3, 5, 7, 9, 63, 255, 1023 };

@@ -863,9 +863,13 @@ ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp,
 			i += ulp_delta16_avx2(sym + i, rawp, rawlen,
 			                      ref + 2 * i, n - i, dst + 2 * i,
 			                      &pos);
+		if (W == 32 && simd >= ULP_SIMD_AVX512)
+			i = ulp_delta32_avx512(sym, rawp, rawlen, ref, n, dst,
+			                       &pos);
 		if (W == 32 && simd)
-			i = ulp_delta32_avx2(sym, rawp, rawlen, ref, n, dst,
-			                     &pos);
+			i += ulp_delta32_avx2(sym + i, rawp, rawlen,
+			                      ref + 4 * i, n - i, dst + 4 * i,
+			                      &pos);
 		for (; i < n; i++) {
 			const dsym_info *si = &info[sym[i]];
 			if ((pos >> 3) + 8 > rawlen)

@@ -1,5 +1,6 @@
 /*
- * floatcode_avx512.c - AVX-512 reconstruction of 16-bit delta elements.
+ * floatcode_avx512.c - AVX-512 reconstruction of 16- and 32-bit delta
+ * elements.
  *
  * The AVX2 kernel's method (floatcode_avx2.c) on sixteen lanes: the
  * symbol gives the residual's leading bits, sign and raw bit count
@@ -23,16 +24,14 @@
 #define ULP_AVX512_INLINE \
 	static inline __attribute__((always_inline)) ULP_AVX512
 
-/* The residuals of sixteen 16-bit delta elements with symbols
- * sym[0..16), one per 32-bit lane (the low 16 bits count), their raw
- * bits from bit *pos of rawp (in the 32 bytes from *pos / 8: at most
- * 7 + 16 x 14 bits), advancing *pos. */
-ULP_AVX512_INLINE __m512i v16_residuals16(const uint8_t *sym,
-                                          const uint8_t *rawp, uint64_t *pos)
+/* The signed residuals of sixteen delta elements with symbols s, one per
+ * 32-bit lane, their raw bits from bit pos of rawp: win holds the bytes
+ * from pos / 8, where every field must end (the 16-bit kernel loads only
+ * the low 8 dwords).  *total receives the sixteen's raw bit count. */
+ULP_AVX512_INLINE __m512i v16_residuals(__m512i s, uint64_t pos, __m512i win,
+                                        uint32_t *total)
 {
 	const __m512i one = _mm512_set1_epi32(1), zero = _mm512_setzero_si512();
-	__m512i s = _mm512_cvtepu8_epi32(
-		_mm_loadu_si128((const __m128i *)(const void *)sym));
 	__m512i t = _mm512_add_epi32(s, _mm512_set1_epi32(5));
 	/* raw bit count max(k - 2, 0) */
 	__m512i nraw = _mm512_max_epi32(
@@ -44,12 +43,11 @@ ULP_AVX512_INLINE __m512i v16_residuals16(const uint8_t *sym,
 	inc = _mm512_add_epi32(inc, _mm512_alignr_epi32(inc, zero, 14));
 	inc = _mm512_add_epi32(inc, _mm512_alignr_epi32(inc, zero, 12));
 	inc = _mm512_add_epi32(inc, _mm512_alignr_epi32(inc, zero, 8));
-	__m512i off = _mm512_add_epi32(_mm512_set1_epi32((int)(*pos & 7)),
+	*total = (uint32_t)_mm_extract_epi32(_mm512_extracti32x4_epi32(inc, 3),
+	                                     3);
+	/* bits off .. off + 31 of the window, from two of its dwords */
+	__m512i off = _mm512_add_epi32(_mm512_set1_epi32((int)(pos & 7)),
 	                               _mm512_sub_epi32(inc, nraw));
-	/* bits off .. off + 31 of the window; a field ends by bit 231, so
-	 * the second dword read is at most dword 7 */
-	__m512i win = _mm512_zextsi256_si512(_mm256_loadu_si256(
-		(const __m256i *)(const void *)(rawp + (*pos >> 3))));
 	__m512i w = _mm512_srli_epi32(off, 5);
 	__m512i lo = _mm512_permutexvar_epi32(w, win);
 	__m512i hi = _mm512_permutexvar_epi32(_mm512_add_epi32(w, one), win);
@@ -58,8 +56,6 @@ ULP_AVX512_INLINE __m512i v16_residuals16(const uint8_t *sym,
 		_mm512_srlv_epi32(lo, sh),
 		_mm512_sllv_epi32(hi,
 	                          _mm512_sub_epi32(_mm512_set1_epi32(32), sh)));
-	*pos += (uint32_t)_mm_extract_epi32(_mm512_extracti32x4_epi32(inc, 3),
-	                                    3);
 	/* k >= 2: (2 | b) << nraw; s 1 and 2: 1; s 0: 0 */
 	__m512i lead = _mm512_sllv_epi32(
 		_mm512_or_si512(_mm512_set1_epi32(2), _mm512_and_si512(t, one)),
@@ -74,6 +70,26 @@ ULP_AVX512_INLINE __m512i v16_residuals16(const uint8_t *sym,
 	__mmask16 neg = _mm512_mask_test_epi32_mask(
 		_mm512_cmpneq_epi32_mask(s, one), t, _mm512_set1_epi32(2));
 	return _mm512_mask_sub_epi32(mag, neg, zero, mag);
+}
+
+ULP_AVX512_INLINE __m512i v16_u8(const uint8_t *p)
+{
+	return _mm512_cvtepu8_epi32(
+		_mm_loadu_si128((const __m128i *)(const void *)p));
+}
+
+/* The residuals of sixteen 16-bit delta elements (symbols sym[0..16)):
+ * their raw bits, at most 7 + 16 x 14 bits from *pos / 8, lie in 32
+ * bytes.  Advances *pos. */
+ULP_AVX512_INLINE __m512i v16_residuals16(const uint8_t *sym,
+                                          const uint8_t *rawp, uint64_t *pos)
+{
+	uint32_t total;
+	__m512i win = _mm512_zextsi256_si512(_mm256_loadu_si256(
+		(const __m256i *)(const void *)(rawp + (*pos >> 3))));
+	__m512i d = v16_residuals(v16_u8(sym), *pos, win, &total);
+	*pos += total;
+	return d;
 }
 
 ULP_AVX512 size_t ulp_delta16_avx512(const uint8_t *sym, const uint8_t *rawp,
@@ -107,6 +123,37 @@ ULP_AVX512 size_t ulp_delta16_avx512(const uint8_t *sym, const uint8_t *rawp,
 		__m512i c = _mm512_ternarylogic_epi32(
 			o, _mm512_srai_epi16(o, 15), h7, 0x87);
 		_mm512_storeu_si512((void *)(dst + 2 * i), c);
+	}
+	*posp = pos;
+	return i;
+}
+
+ULP_AVX512 size_t ulp_delta32_avx512(const uint8_t *sym, const uint8_t *rawp,
+                                     size_t rawlen, const uint8_t *ref,
+                                     size_t n, uint8_t *dst, uint64_t *posp)
+{
+	const __m512i sb = _mm512_set1_epi32((int)0x80000000u);
+	uint64_t pos = *posp;
+	size_t i = 0;
+	/* a step's raw bits (at most 7 + 16 x 30) lie in the 64 bytes from
+	 * pos / 8 */
+	for (; i + 16 <= n && (pos >> 3) + 64 <= rawlen; i += 16) {
+		uint32_t total;
+		__m512i win =
+			_mm512_loadu_si512((const void *)(rawp + (pos >> 3)));
+		__m512i d = v16_residuals(v16_u8(sym + i), pos, win, &total);
+		pos += total;
+		__m512i u = _mm512_loadu_si512((const void *)(ref + 4 * i));
+		/* ord: u ^ ((u >> 31 arithmetic) | sign), plus d; unord:
+		 * o ^ ~((o >> 31 arithmetic) & ~sign) */
+		__m512i o = _mm512_add_epi32(
+			_mm512_ternarylogic_epi32(u, _mm512_srai_epi32(u, 31),
+		                                  sb, 0x1e),
+			d);
+		__m512i c = _mm512_ternarylogic_epi32(
+			o, _mm512_srai_epi32(o, 31),
+			_mm512_set1_epi32(0x7fffffff), 0x87);
+		_mm512_storeu_si512((void *)(dst + 4 * i), c);
 	}
 	*posp = pos;
 	return i;
