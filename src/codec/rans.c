@@ -553,6 +553,7 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	}
 	if (ntab == 0) /* only valid for zero symbols: a table that fails */
 		memset(sc->dtab[0].e, 0, sizeof(sc->dtab[0].e));
+	const int simd = ulp_rans_simd();
 	for (unsigned t = 0; t < ntab; t++) {
 		ulp_rans_dtab *dt = &sc->dtab[t];
 		uint16_t f[ULP_RANS_MAXSYM];
@@ -560,6 +561,10 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		rc = rans_get_table(&p, end, nsym, esc, f);
 		if (rc)
 			return rc;
+		if (simd >= ULP_SIMD_AVX512) {
+			ulp_rans_fill_avx512(dt->e, f, nt);
+			continue;
+		}
 		for (unsigned s = 0; s < nt; s++) {
 			uint32_t hi = (uint32_t)s << 24 | (f[s] - 1u);
 			for (uint32_t k = 0; k < f[s]; k++)

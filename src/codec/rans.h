@@ -204,6 +204,12 @@ size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                              uint8_t *sym);
 
+/* A decoding table's ULP_RANS_M entries from the normalised frequencies
+ * f[0..nt) (which sum to ULP_RANS_M): entry cum(s) + k of symbol s is
+ * s << 24 | k << 12 | (f[s] - 1).  AVX-512 (rans_avx512.c), 16 entries a
+ * store instead of one; only when ulp_rans_simd() >= ULP_SIMD_AVX512. */
+void ulp_rans_fill_avx512(uint32_t *e, const uint16_t *f, unsigned nt);
+
 /* Empirical entropy in bits of a histogram: sum c * log2(total / c). */
 double ulp_hist_bits(const uint32_t *h, unsigned nsym);
 

@@ -117,3 +117,30 @@ ULP_AVX512 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx,
 	d->p = p;
 	return i;
 }
+
+ULP_AVX512 void ulp_rans_fill_avx512(uint32_t *e, const uint16_t *f,
+                                     unsigned nt)
+{
+	const __m512i step = _mm512_set1_epi32(16 << 12);
+	const __m512i iota =
+		_mm512_slli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8,
+	                                           7, 6, 5, 4, 3, 2, 1, 0),
+	                          12);
+	uint32_t cum = 0;
+	for (unsigned s = 0; s < nt; s++) {
+		uint32_t fs = f[s];
+		__m512i v = _mm512_add_epi32(
+			_mm512_set1_epi32((int)((uint32_t)s << 24 | (fs - 1u))),
+			iota);
+		uint32_t k = 0;
+		for (; k + 16 <= fs; k += 16) {
+			_mm512_storeu_si512((void *)(e + cum + k), v);
+			v = _mm512_add_epi32(v, step);
+		}
+		if (k < fs)
+			_mm512_mask_storeu_epi32(
+				(void *)(e + cum + k),
+				(__mmask16)((1u << (fs - k)) - 1), v);
+		cum += fs;
+	}
+}
