@@ -1094,10 +1094,20 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 		return rc;
 	}
 	if (in[0] == ULP_SC_DELTA) {
+		if (W == 16 && f.ebits <= 8 &&
+		    ulp_rans_simd() >= ULP_SIMD_AVX512 &&
+		    ulp_rans_block_lanes(p, blen) == 32) {
+			/* the contexts computed with the symbols */
+			rc = ulp_rans_decode_ref16(fs->rs, p, blen, ref,
+			                           f.mbits, (1u << f.ebits) - 1,
+			                           fs->ctx, n, DELTA_NSYM(W),
+			                           fs->sym, &used);
+		} else {
 #define CTX_CALL(F, w) ctx_pass_w(fs, F, ref, n, w)
-		ULP_DISPATCH_FMT(f, CTX_CALL);
-		rc = ulp_rans_decode(fs->rs, p, blen, fs->ctx, n, DELTA_NSYM(W),
-		                     fs->sym, &used);
+			ULP_DISPATCH_FMT(f, CTX_CALL);
+			rc = ulp_rans_decode(fs->rs, p, blen, fs->ctx, n,
+			                     DELTA_NSYM(W), fs->sym, &used);
+		}
 		if (rc)
 			return rc;
 		if (used != blen)

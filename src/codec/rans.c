@@ -656,9 +656,12 @@ static size_t rans_dec32(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
 	return i;
 }
 
-int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
-                    const uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
-                    size_t *used)
+/* ulp_rans_decode, and with ref16 ulp_rans_decode_ref16 where the
+ * AVX-512 kernel runs (a 32-lane block). */
+static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                       uint8_t *ctx, const uint8_t *ref16, unsigned shift,
+                       unsigned emask, size_t n, unsigned nsym, uint8_t *sym,
+                       size_t *used)
 {
 	ulp_rans_dec d;
 	int rc = ulp_rans_dec_begin(sc, in, len, nsym, &d);
@@ -669,10 +672,20 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	const uint32_t *const *db = d.tab;
 	if (d.lanes == 32) {
 		const int simd = ulp_rans_simd();
-		size_t i = simd >= ULP_SIMD_AVX512
-		                   ? ulp_rans_dec32_avx512(&d, ctx, n, sym)
-		           : simd ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
-		                  : rans_dec32(&d, ctx, n, sym);
+		size_t i;
+		if (ref16) {
+			i = ulp_rans_dec32_ref16_avx512(&d, ref16, shift, emask,
+			                                n, sym);
+			/* the tail's contexts */
+			for (size_t j = i; j < n; j++)
+				ctx[j] = (uint8_t)((ulp_le16(ref16 + 2 * j) >>
+				                    shift) &
+				                   emask);
+		} else
+			i = simd >= ULP_SIMD_AVX512
+			            ? ulp_rans_dec32_avx512(&d, ctx, n, sym)
+			    : simd ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
+			           : rans_dec32(&d, ctx, n, sym);
 		for (; i < n; i++) {
 			unsigned s;
 			if (ulp_rans_dec_step_checked(&d, &d.x[i % 32],
@@ -717,4 +730,27 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	}
 	rc = ulp_rans_unescape(&d, sym, n);
 	return rc ? rc : ulp_rans_dec_end(&d, in, used);
+}
+
+int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                    const uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
+                    size_t *used)
+{
+	/* ctx is only read without ref16 */
+	return rans_decode(sc, in, len, (uint8_t *)(uintptr_t)ctx, NULL, 0, 0,
+	                   n, nsym, sym, used);
+}
+
+int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                          const uint8_t *ref, unsigned shift, unsigned emask,
+                          uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
+                          size_t *used)
+{
+	if (ulp_rans_simd() >= ULP_SIMD_AVX512 &&
+	    ulp_rans_block_lanes(in, len) == 32)
+		return rans_decode(sc, in, len, ctx, ref, shift, emask, n, nsym,
+		                   sym, used);
+	for (size_t i = 0; i < n; i++)
+		ctx[i] = (uint8_t)((ulp_le16(ref + 2 * i) >> shift) & emask);
+	return ulp_rans_decode(sc, in, len, ctx, n, nsym, sym, used);
 }

@@ -93,6 +93,17 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                     const uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
                     size_t *used);
 
+/* ulp_rans_decode with the contexts of 16-bit reference elements ref,
+ * ctx[i] = (ref[i] >> shift) & emask (emask < ULP_RANS_NCTX): the
+ * AVX-512 kernel computes them as it decodes a 32-lane block instead of
+ * reading them from a pass of their own; ctx (n bytes of scratch)
+ * receives those computed apart (all of them, by a portable loop, where
+ * that kernel does not run). */
+int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in,
+                          size_t len, const uint8_t *ref, unsigned shift,
+                          unsigned emask, uint8_t *ctx, size_t n,
+                          unsigned nsym, uint8_t *sym, size_t *used);
+
 /* Incremental decoding, for callers that fuse symbol decoding with their
  * own per-element work (and compute contexts on the fly).  After
  * ulp_rans_dec_begin, symbol i is decoded by state x[i % lanes] with
@@ -203,6 +214,11 @@ size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
  * Only when ulp_rans_simd() >= ULP_SIMD_AVX512. */
 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                              uint8_t *sym);
+
+/* ulp_rans_dec32_avx512 with the contexts of ulp_rans_decode_ref16. */
+size_t ulp_rans_dec32_ref16_avx512(ulp_rans_dec *d, const uint8_t *ref,
+                                   unsigned shift, unsigned emask, size_t n,
+                                   uint8_t *sym);
 
 /* A decoding table's ULP_RANS_M entries from the normalised frequencies
  * f[0..nt) (which sum to ULP_RANS_M): entry cum(s) + k of symbol s is

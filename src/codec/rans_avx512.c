@@ -63,8 +63,12 @@ dec16(__m512i x, __m512i base, const uint32_t *flat, const uint8_t **pp,
 	                       _mm512_maskz_expand_epi32(need, w));
 }
 
-ULP_AVX512 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx,
-                                        size_t n, uint8_t *sym)
+/* The 32-lane loop, with the contexts read from ctx, or (ctx NULL and
+ * ref16 set) computed from 16-bit reference elements as
+ * (r >> shift) & emask, or all 0. */
+static inline __attribute__((always_inline)) ULP_AVX512 size_t
+dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
+      unsigned emask, size_t n, uint8_t *sym)
 {
 	const uint32_t *flat = d->flat;
 	const uint8_t *p = d->p;
@@ -76,6 +80,8 @@ ULP_AVX512 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx,
 	const __m512i m1 = _mm512_load_si512((const void *)(map + 64));
 	const __m512i m2 = _mm512_load_si512((const void *)(map + 128));
 	const __m512i m3 = _mm512_load_si512((const void *)(map + 192));
+	const __m128i sh = _mm_cvtsi32_si128((int)shift);
+	const __m512i em = _mm512_set1_epi16((short)emask);
 	/* byte 3 of each entry of two registers: the 32 symbols (the upper
 	 * half of the result is not stored) */
 	const __m512i pick = _mm512_set_epi8(
@@ -90,9 +96,22 @@ ULP_AVX512 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx,
 	/* each register step reads 32 bytes and consumes at most 32: two
 	 * of them stay within 64 */
 	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
-		if (ctx) {
-			__m512i c = _mm512_zextsi256_si512(_mm256_loadu_si256(
-				(const __m256i *)(const void *)(ctx + i)));
+		if (ctx || ref16) {
+			__m512i c;
+			if (ctx)
+				c = _mm512_zextsi256_si512(_mm256_loadu_si256(
+					(const __m256i *)(const void *)(ctx +
+				                                        i)));
+			else
+				c = _mm512_zextsi256_si512(
+					_mm512_cvtepi16_epi8(_mm512_and_si512(
+						_mm512_srl_epi16(
+							_mm512_loadu_si512((
+								const void
+									*)(ref16 +
+				                                           2 * i)),
+							sh),
+						em)));
 			__m512i lo = _mm512_permutex2var_epi8(m0, c, m1);
 			__m512i hi = _mm512_permutex2var_epi8(m2, c, m3);
 			__m512i t = _mm512_mask_blend_epi8(
@@ -116,6 +135,21 @@ ULP_AVX512 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx,
 	_mm512_storeu_si512((void *)(d->x + 16), x1);
 	d->p = p;
 	return i;
+}
+
+ULP_AVX512 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx,
+                                        size_t n, uint8_t *sym)
+{
+	return ctx ? dec32(d, ctx, NULL, 0, 0, n, sym)
+	           : dec32(d, NULL, NULL, 0, 0, n, sym);
+}
+
+ULP_AVX512 size_t ulp_rans_dec32_ref16_avx512(ulp_rans_dec *d,
+                                              const uint8_t *ref,
+                                              unsigned shift, unsigned emask,
+                                              size_t n, uint8_t *sym)
+{
+	return dec32(d, NULL, ref, shift, emask, n, sym);
 }
 
 ULP_AVX512 void ulp_rans_fill_avx512(uint32_t *e, const uint16_t *f,
