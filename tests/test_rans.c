@@ -133,6 +133,64 @@ static size_t rans_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
 	return blen;
 }
 
+/* Contexts cut from 16-bit reference elements (ulp_rans_decode_ref16)
+ * decode as the same contexts given in an array, for both lane counts
+ * (the AVX-512 kernel computes them for 32-lane blocks, the others take
+ * them from a pass) at every level, and the truncated blocks fail. */
+Test(rans, contexts_from_16bit_reference)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x52414e530010ull);
+	const size_t n = 3 * 4096 + 21;
+	const unsigned nsym = 63, shift = 7, emask = 0xff;
+	uint8_t *ref = tu_xmalloc(2 * n), *ctx = tu_xmalloc(n);
+	uint8_t *sym = tu_xmalloc(n), *dec = tu_xmalloc(n),
+		*scr = tu_xmalloc(n);
+	for (size_t i = 0; i < n; i++) {
+		/* exponents over the whole byte, most of them near 120 */
+		unsigned e = tu_chance(&r, 1, 8)
+		                     ? (unsigned)tu_below(&r, 256)
+		                     : 116 + (unsigned)tu_below(&r, 8);
+		uint16_t v = (uint16_t)(tu_below(&r, 2) << 15 | e << shift |
+		                        tu_below(&r, 1u << shift));
+		memcpy(ref + 2 * i, &v, 2);
+		ctx[i] = (uint8_t)((v >> shift) & emask);
+		sym[i] = (uint8_t)((ctx[i] + tu_below(&r, 5)) % nsym);
+	}
+	for (unsigned lanes = 4; lanes <= 32; lanes *= 8) {
+		ulp_rans_scratch *sc = ulp_rans_scratch_new();
+		cr_assert(sc);
+		ulp_rans_scratch_set_lanes(sc, lanes);
+		ulp_buf b = rans_enc(sc, sym, ctx, n, nsym, 256);
+		for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
+			int old = ulp_rans_set_simd(simd);
+			size_t used = 0;
+			memset(dec, 0xee, n);
+			TU_OK(ulp_rans_decode_ref16(sc, b.p, b.len, ref, shift,
+			                            emask, scr, n, nsym, dec,
+			                            &used),
+			      "lanes %u simd %d", lanes, simd);
+			TU_ASSERT(used == b.len, "used %zu of %zu", used,
+			          b.len);
+			TU_MEMEQ(dec, sym, n, "lanes %u simd %d", lanes, simd);
+			for (size_t len = 0; len < b.len; len += 1 + b.len / 37)
+				TU_RC(ulp_rans_decode_ref16(
+					      sc, b.p, len, ref, shift, emask,
+					      scr, n, nsym, dec, &used),
+				      ULP_ERR_CORRUPT, "%zu of %zu bytes", len,
+				      b.len);
+			ulp_rans_set_simd(old);
+		}
+		ulp_buf_free(&b);
+		ulp_rans_scratch_free(sc);
+	}
+	free(ref);
+	free(ctx);
+	free(sym);
+	free(dec);
+	free(scr);
+}
+
 /* A level the CPU cannot run gives the highest it can; levels are
  * ordered, so forcing one never runs a higher one. */
 Test(rans, simd_levels)
