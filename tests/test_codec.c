@@ -1472,8 +1472,8 @@ static int zero_pad_read(void *opaque, uint64_t off, void *buf, size_t len)
 /* Decode every chunk of o against a reference: a chunk may fail with
  * ULP_ERR_CORRUPT but must never return wrong bytes.  Returns the
  * number of chunks that failed. */
-static size_t decode_chunks_wrong_ref(const tu_buf *o, const tu_file *want,
-                                      ulp_ref_read_fn fn, void *opaque)
+static size_t decode_chunks_refs(const tu_buf *o, const tu_file *want,
+                                 const ulp_refs *refs)
 {
 	tu_mem m;
 	ulp_object *obj = open_buf(o, &m);
@@ -1484,7 +1484,7 @@ static size_t decode_chunks_wrong_ref(const tu_buf *o, const tu_file *want,
 		uint64_t off;
 		uint32_t len;
 		ulp_object_chunk_range(obj, i, &off, &len);
-		int rc = ulp_chunk_decode(d, obj, i, fn, opaque, buf);
+		int rc = ulp_chunk_decode_refs(d, obj, i, refs, buf);
 		if (rc) {
 			TU_RC(rc, ULP_ERR_CORRUPT, "chunk %zu, wrong reference",
 			      i);
@@ -1497,14 +1497,21 @@ static size_t decode_chunks_wrong_ref(const tu_buf *o, const tu_file *want,
 		}
 	}
 	if (failed) {
-		int rc =
-			ulp_object_read(d, obj, 0, buf, want->size, fn, opaque);
+		int rc = ulp_object_read(d, obj, 0, buf, want->size,
+		                         refs->ref_read, refs->ref_opaque);
 		TU_RC(rc, ULP_ERR_CORRUPT, "whole object, wrong reference");
 	}
 	free(buf);
 	ulp_dctx_free(d);
 	ulp_object_close(obj);
 	return failed;
+}
+
+static size_t decode_chunks_wrong_ref(const tu_buf *o, const tu_file *want,
+                                      ulp_ref_read_fn fn, void *opaque)
+{
+	const ulp_refs refs = { .ref_read = fn, .ref_opaque = opaque };
+	return decode_chunks_refs(o, want, &refs);
 }
 
 Test(codec, wrong_reference_never_gives_wrong_bytes)
@@ -1586,36 +1593,14 @@ static int map_ref_read(void *opaque, uint64_t off, void *buf, size_t len)
 }
 
 /* Every chunk of o decoded with the reference mapped (ulp_refs.ref_map)
- * where r allows, read elsewhere; returns the chunks that failed, which
- * may only fail with ULP_ERR_CORRUPT, never give wrong bytes. */
+ * where r allows, read elsewhere (decode_chunks_refs). */
 static size_t decode_chunks_mapped(const tu_buf *o, const tu_file *want,
                                    map_ref *r)
 {
-	tu_mem m;
-	ulp_object *obj = open_buf(o, &m);
-	ulp_dctx *d = ulp_dctx_new();
 	const ulp_refs refs = { .ref_read = map_ref_read,
 		                .ref_map = map_ref_map,
 		                .ref_opaque = r };
-	size_t n = ulp_object_chunk_count(obj), failed = 0;
-	uint8_t *buf = tu_xmalloc(want->size);
-	for (size_t i = 0; i < n; i++) {
-		uint64_t off;
-		uint32_t len;
-		ulp_object_chunk_range(obj, i, &off, &len);
-		int rc = ulp_chunk_decode_refs(d, obj, i, &refs, buf);
-		if (rc) {
-			TU_RC(rc, ULP_ERR_CORRUPT, "chunk %zu, mapped", i);
-			failed++;
-		} else {
-			TU_MEMEQ(buf, want->data + off, len,
-			         "chunk %zu, mapped reference", i);
-		}
-	}
-	free(buf);
-	ulp_dctx_free(d);
-	ulp_object_close(obj);
-	return failed;
+	return decode_chunks_refs(o, want, &refs);
 }
 
 /* The reference read in place decodes as the copied one, a map that
