@@ -103,6 +103,18 @@ int ulp_rans_simd(void)
 	return v;
 }
 
+int ulp_rans_gathers(void)
+{
+	static int state = -1;
+	int v = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	if (v < 0) {
+		__builtin_cpu_init();
+		v = !__builtin_cpu_is("amd");
+		__atomic_store_n(&state, v, __ATOMIC_RELAXED);
+	}
+	return v && ulp_rans_simd() >= ULP_SIMD_AVX512;
+}
+
 int ulp_rans_set_simd(int level)
 {
 	int old = ulp_rans_simd();
@@ -682,7 +694,7 @@ static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 				                    shift) &
 				                   emask);
 		} else
-			i = simd >= ULP_SIMD_AVX512
+			i = ulp_rans_gathers()
 			            ? ulp_rans_dec32_avx512(&d, ctx, n, sym)
 			    : simd ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
 			           : rans_dec32(&d, ctx, n, sym);
@@ -746,8 +758,7 @@ int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                           uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
                           size_t *used)
 {
-	if (ulp_rans_simd() >= ULP_SIMD_AVX512 &&
-	    ulp_rans_block_lanes(in, len) == 32)
+	if (ulp_rans_gathers() && ulp_rans_block_lanes(in, len) == 32)
 		return rans_decode(sc, in, len, ctx, ref, shift, emask, n, nsym,
 		                   sym, used);
 	for (size_t i = 0; i < n; i++)

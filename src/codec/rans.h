@@ -64,6 +64,14 @@ void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
 int ulp_rans_simd(void);
 int ulp_rans_set_simd(int level);
 
+/* Whether the AVX-512 rANS decoder runs (level ULP_SIMD_AVX512, and not
+ * on AMD): it loads its table entries by vpgatherdd, which beats scalar
+ * loads on the Intel cores measured, while on AMD Zen 4 a gather cost
+ * about 3 ns and halved the AVX2 kernel's speed (bench/README.md); there
+ * the AVX2 kernel decodes the symbols and the other AVX-512 kernels
+ * still run. */
+int ulp_rans_gathers(void);
+
 /* Upper bound of the encoded size of n symbols over nsym values. */
 size_t ulp_rans_bound(size_t n, unsigned nsym);
 
@@ -95,14 +103,14 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 
 /* ulp_rans_decode with the contexts of 16-bit reference elements ref,
  * ctx[i] = (ref[i] >> shift) & emask (emask < ULP_RANS_NCTX): the
- * AVX-512 kernel computes them as it decodes a 32-lane block instead of
- * reading them from a pass of their own; ctx (n bytes of scratch)
- * receives those computed apart (all of them, by a portable loop, where
- * that kernel does not run). */
-int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in,
-                          size_t len, const uint8_t *ref, unsigned shift,
-                          unsigned emask, uint8_t *ctx, size_t n,
-                          unsigned nsym, uint8_t *sym, size_t *used);
+ * AVX-512 kernel (where ulp_rans_gathers()) computes them as it decodes
+ * a 32-lane block instead of reading them from a pass of their own; ctx
+ * (n bytes of scratch) receives those computed apart (all of them, by a
+ * portable loop, where that kernel does not run). */
+int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                          const uint8_t *ref, unsigned shift, unsigned emask,
+                          uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
+                          size_t *used);
 
 /* Incremental decoding, for callers that fuse symbol decoding with their
  * own per-element work (and compute contexts on the fly).  After
@@ -211,7 +219,7 @@ size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                            uint8_t *sym);
 
 /* The same with AVX-512 (rans_avx512.c): two registers of 16 lanes.
- * Only when ulp_rans_simd() >= ULP_SIMD_AVX512. */
+ * Only when ulp_rans_gathers(). */
 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                              uint8_t *sym);
 

@@ -10,7 +10,8 @@
  *    load per lane;
  *  - each register's sixteen entries come by one vpgatherdd, which on
  *    the Intel cores with AVX-512 measured beats sixteen scalar loads
- *    and inserts (on AMD Zen 4 it does not: bench/README.md);
+ *    and inserts (on AMD Zen 4 it does not: bench/README.md, so this
+ *    kernel does not run there, ulp_rans_gathers);
  *  - the lanes below L take the next words in lane order by vpexpandd
  *    from one 32-byte load, instead of PDEP and a permutation.
  *
