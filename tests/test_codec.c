@@ -1472,8 +1472,8 @@ static int zero_pad_read(void *opaque, uint64_t off, void *buf, size_t len)
 /* Decode every chunk of o against a reference: a chunk may fail with
  * ULP_ERR_CORRUPT but must never return wrong bytes.  Returns the
  * number of chunks that failed. */
-static size_t decode_chunks_wrong_ref(const tu_buf *o, const tu_file *want,
-                                      ulp_ref_read_fn fn, void *opaque)
+static size_t decode_chunks_refs(const tu_buf *o, const tu_file *want,
+                                 const ulp_refs *refs)
 {
 	tu_mem m;
 	ulp_object *obj = open_buf(o, &m);
@@ -1484,7 +1484,7 @@ static size_t decode_chunks_wrong_ref(const tu_buf *o, const tu_file *want,
 		uint64_t off;
 		uint32_t len;
 		ulp_object_chunk_range(obj, i, &off, &len);
-		int rc = ulp_chunk_decode(d, obj, i, fn, opaque, buf);
+		int rc = ulp_chunk_decode_refs(d, obj, i, refs, buf);
 		if (rc) {
 			TU_RC(rc, ULP_ERR_CORRUPT, "chunk %zu, wrong reference",
 			      i);
@@ -1497,14 +1497,21 @@ static size_t decode_chunks_wrong_ref(const tu_buf *o, const tu_file *want,
 		}
 	}
 	if (failed) {
-		int rc =
-			ulp_object_read(d, obj, 0, buf, want->size, fn, opaque);
+		int rc = ulp_object_read(d, obj, 0, buf, want->size,
+		                         refs->ref_read, refs->ref_opaque);
 		TU_RC(rc, ULP_ERR_CORRUPT, "whole object, wrong reference");
 	}
 	free(buf);
 	ulp_dctx_free(d);
 	ulp_object_close(obj);
 	return failed;
+}
+
+static size_t decode_chunks_wrong_ref(const tu_buf *o, const tu_file *want,
+                                      ulp_ref_read_fn fn, void *opaque)
+{
+	const ulp_refs refs = { .ref_read = fn, .ref_opaque = opaque };
+	return decode_chunks_refs(o, want, &refs);
 }
 
 Test(codec, wrong_reference_never_gives_wrong_bytes)
@@ -1560,6 +1567,81 @@ Test(codec, wrong_reference_never_gives_wrong_bytes)
 	TU_ASSERT(detected > 100, "only %u of 150 changes detected", detected);
 	free(bad);
 	tu_buf_free(&o);
+	free_versions(v);
+}
+
+/* A reference held in memory, counting the times it is mapped; with
+ * none_from set, offsets from there on are refused (NULL). */
+typedef struct map_ref {
+	tu_mem m;
+	uint64_t none_from;
+	unsigned long maps;
+} map_ref;
+
+static const void *map_ref_map(void *opaque, uint64_t off, size_t len)
+{
+	map_ref *r = opaque;
+	if (off >= r->none_from || off > r->m.size || len > r->m.size - off)
+		return NULL;
+	r->maps++;
+	return r->m.p + off;
+}
+
+static int map_ref_read(void *opaque, uint64_t off, void *buf, size_t len)
+{
+	return tu_mem_read(&((map_ref *)opaque)->m, off, buf, len);
+}
+
+/* Every chunk of o decoded with the reference mapped (ulp_refs.ref_map)
+ * where r allows, read elsewhere (decode_chunks_refs). */
+static size_t decode_chunks_mapped(const tu_buf *o, const tu_file *want,
+                                   map_ref *r)
+{
+	const ulp_refs refs = { .ref_read = map_ref_read,
+		                .ref_map = map_ref_map,
+		                .ref_opaque = r };
+	return decode_chunks_refs(o, want, &refs);
+}
+
+/* The reference read in place decodes as the copied one, a map that
+ * refuses falls back to reading, and a wrong mapped reference is
+ * caught like a wrong read one. */
+Test(codec, reference_read_in_place)
+{
+	tu_file v[3];
+	build_versions(v, 1, 0xc0dec090ull);
+	static const uint32_t sizes[] = { 0, 4099 };
+	for (int s = 0; s < 2; s++) {
+		tu_buf o;
+		tu_encode_ok(&v[1], &v[0], sizes[s], 2, &o, NULL);
+		map_ref r = { tu_mem_of(v[0].data, v[0].size), UINT64_MAX, 0 };
+		TU_ASSERT(decode_chunks_mapped(&o, &v[1], &r) == 0,
+		          "chunk size %u", sizes[s]);
+		TU_ASSERT(r.maps > 0, "chunk size %u: never mapped", sizes[s]);
+		/* refused from the middle on: read there */
+		map_ref half = { tu_mem_of(v[0].data, v[0].size), v[0].size / 2,
+			         0 };
+		TU_ASSERT(decode_chunks_mapped(&o, &v[1], &half) == 0, "half "
+		                                                       "mappe"
+		                                                       "d");
+		TU_ASSERT(half.maps < r.maps && half.m.calls > r.m.calls,
+		          "half mapped: %lu maps, %lu reads", half.maps,
+		          half.m.calls);
+		/* one element of each matched tensor changed */
+		uint8_t *bad = tu_dup(v[0].data, v[0].size);
+		for (size_t i = 0; i < v[0].map.n; i++) {
+			const ulp_tensor *t = &v[0].map.v[i];
+			if (t->nbytes)
+				bad[t->offset + t->nbytes / 2] ^= 0x10;
+		}
+		map_ref wb = { tu_mem_of(bad, v[0].size), UINT64_MAX, 0 };
+		TU_ASSERT(decode_chunks_mapped(&o, &v[1], &wb) > 0, "modified "
+		                                                    "mapped "
+		                                                    "reference "
+		                                                    "accepted");
+		free(bad);
+		tu_buf_free(&o);
+	}
 	free_versions(v);
 }
 

@@ -110,7 +110,7 @@ static void check_every_byte(const fixture *fx, const uint8_t *masks,
 	ulp_dctx *d = ulp_dctx_new();
 	uint8_t *c = tu_xmalloc(len);
 	unsigned at_open = 0, at_decode = 0;
-	for (int simd = 0; simd < 2; simd++) {
+	for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
 		int old = ulp_rans_set_simd(simd);
 		for (size_t pos = 0; pos < len; pos++)
 			for (size_t k = 0; k < nmasks; k++) {

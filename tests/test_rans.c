@@ -118,17 +118,100 @@ static size_t rans_rt_path(const uint8_t *sym, const uint8_t *ctx, size_t n,
 }
 
 /* Every code path: the encoder's choice, 4 and 32 lanes forced, each
- * decoded by the portable and (where the CPU has it) the AVX2 kernels.
+ * decoded by the portable and (where the CPU has them) the AVX2 and
+ * AVX-512 kernels.
  * Returns the size of the block the encoder chose. */
 static size_t rans_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
                       unsigned nsym, unsigned nctx)
 {
 	size_t blen = rans_rt_path(sym, ctx, n, nsym, nctx, 0, 0);
-	rans_rt_path(sym, ctx, n, nsym, nctx, 0, 1);
+	for (int simd = 1; simd <= ULP_SIMD_AVX512; simd++)
+		rans_rt_path(sym, ctx, n, nsym, nctx, 0, simd);
 	for (unsigned lanes = 4; lanes <= 32; lanes *= 8)
-		for (int simd = 0; simd < 2; simd++)
+		for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++)
 			rans_rt_path(sym, ctx, n, nsym, nctx, lanes, simd);
 	return blen;
+}
+
+/* Contexts cut from 16-bit reference elements (ulp_rans_decode_ref16)
+ * decode as the same contexts given in an array, for both lane counts
+ * (the AVX-512 kernel computes them for 32-lane blocks, the others take
+ * them from a pass) at every level, and the truncated blocks fail. */
+Test(rans, contexts_from_16bit_reference)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x52414e530010ull);
+	const size_t n = 3 * 4096 + 21;
+	const unsigned nsym = 63, shift = 7, emask = 0xff;
+	uint8_t *ref = tu_xmalloc(2 * n), *ctx = tu_xmalloc(n);
+	uint8_t *sym = tu_xmalloc(n), *dec = tu_xmalloc(n),
+		*scr = tu_xmalloc(n);
+	for (size_t i = 0; i < n; i++) {
+		/* exponents over the whole byte, most of them near 120 */
+		unsigned e = tu_chance(&r, 1, 8)
+		                     ? (unsigned)tu_below(&r, 256)
+		                     : 116 + (unsigned)tu_below(&r, 8);
+		uint16_t v = (uint16_t)(tu_below(&r, 2) << 15 | e << shift |
+		                        tu_below(&r, 1u << shift));
+		memcpy(ref + 2 * i, &v, 2);
+		ctx[i] = (uint8_t)((v >> shift) & emask);
+		sym[i] = (uint8_t)((ctx[i] + tu_below(&r, 5)) % nsym);
+	}
+	for (unsigned lanes = 4; lanes <= 32; lanes *= 8) {
+		ulp_rans_scratch *sc = ulp_rans_scratch_new();
+		cr_assert(sc);
+		ulp_rans_scratch_set_lanes(sc, lanes);
+		ulp_buf b = rans_enc(sc, sym, ctx, n, nsym, 256);
+		for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
+			int old = ulp_rans_set_simd(simd);
+			size_t used = 0;
+			memset(dec, 0xee, n);
+			TU_OK(ulp_rans_decode_ref16(sc, b.p, b.len, ref, shift,
+			                            emask, scr, n, nsym, dec,
+			                            &used),
+			      "lanes %u simd %d", lanes, simd);
+			TU_ASSERT(used == b.len, "used %zu of %zu", used,
+			          b.len);
+			TU_MEMEQ(dec, sym, n, "lanes %u simd %d", lanes, simd);
+			for (size_t len = 0; len < b.len; len += 1 + b.len / 37)
+				TU_RC(ulp_rans_decode_ref16(
+					      sc, b.p, len, ref, shift, emask,
+					      scr, n, nsym, dec, &used),
+				      ULP_ERR_CORRUPT, "%zu of %zu bytes", len,
+				      b.len);
+			ulp_rans_set_simd(old);
+		}
+		ulp_buf_free(&b);
+		ulp_rans_scratch_free(sc);
+	}
+	free(ref);
+	free(ctx);
+	free(sym);
+	free(dec);
+	free(scr);
+}
+
+/* A level the CPU cannot run gives the highest it can; levels are
+ * ordered, so forcing one never runs a higher one. */
+Test(rans, simd_levels)
+{
+	int old = ulp_rans_set_simd(ULP_SIMD_AVX512);
+	int max = ulp_rans_simd();
+	TU_ASSERT(max >= ULP_SIMD_NONE && max <= ULP_SIMD_AVX512, "max %d",
+	          max);
+	int prev = ulp_rans_set_simd(99);
+	TU_ASSERT(prev == max && ulp_rans_simd() == max, "too high a level");
+	ulp_rans_set_simd(-1);
+	TU_ASSERT(ulp_rans_simd() == ULP_SIMD_NONE, "level -1");
+	for (int l = ULP_SIMD_NONE; l <= ULP_SIMD_AVX512; l++) {
+		ulp_rans_set_simd(l);
+		int got = ulp_rans_simd();
+		TU_ASSERT(got == (l < max ? l : max), "level %d: %d", l, got);
+		/* the gathering decoder only at the AVX-512 level */
+		TU_ASSERT(!ulp_rans_gathers() || got == ULP_SIMD_AVX512,
+		          "gathers at level %d", got);
+	}
+	ulp_rans_set_simd(old);
 }
 
 Test(rans, hist_bits)
@@ -292,7 +375,7 @@ static void esc_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
 		TU_ASSERT(want_esc ? nesc[0] > 0 : nesc[0] == 0, "%zu escapes",
 		          nesc[0]);
 		uint8_t *dec = tu_xmalloc(n);
-		for (int simd = 0; simd < 2; simd++) {
+		for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
 			int old = ulp_rans_set_simd(simd);
 			size_t used = 0;
 			memset(dec, 0xee, n);
@@ -1320,7 +1403,7 @@ static frt float_rt(ulp_float_fmt f, const uint8_t *cur, const uint8_t *ref,
 	uint8_t *rc_ref = ref ? tu_dup(ref, nb) : NULL;
 	uint8_t *dst = tu_xmalloc(nb);
 	/* every stream through the portable and the SIMD kernels */
-	for (int simd = 0; simd < 2; simd++) {
+	for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
 		int old = ulp_rans_set_simd(simd);
 		memset(dst, 0xcd, nb);
 		TU_OK(ulp_float_decode(ds, f, in, res.len, rc_ref, n, dst),
@@ -1670,6 +1753,37 @@ Test(floatcode, sampled_choice_matches_full_pass)
 		free(cur);
 		free(ref);
 		free(near);
+	}
+}
+
+/* Streams large enough for 32-lane blocks, whose symbols are decoded in
+ * bulk and reconstructed by the SIMD kernels of each width (float_rt
+ * decodes at every level), with an odd tail for the portable loop: the
+ * residuals of random sizes up to 2^(W - 8) ULPs, so that the raw bits
+ * fill the kernels' windows. */
+Test(floatcode, large_deltas_every_kernel)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x464c4f415408ull);
+	for (size_t k = 0; k < NFMTS; k++) {
+		ulp_float_fmt f = ulp_dtype_fmt(FMTS[k].dt);
+		const unsigned W = f.width;
+		if (W < 16) /* too few bits for both kinds of residual */
+			continue;
+		size_t n = 3 * ULP_RANS_WIDE_MIN + 13, nb = n * (W / 8);
+		uint8_t *cur = tu_xmalloc(nb), *ref = tu_xmalloc(nb);
+		tu_fill_weights(&r, f, ref, n);
+		for (size_t i = 0; i < n; i++) {
+			uint64_t o = tu_ord(tu_load(ref, i, W), W);
+			uint64_t d = tu_below(&r, 1ull << tu_below(&r, W - 7));
+			o = o + d <= tu_wmask(W) ? o + d : o - d;
+			tu_store(cur, i, tu_unord(o, W), W);
+		}
+		frt d = float_rt(f, cur, ref, n, 0);
+		TU_ASSERT(d.coding == ULP_SC_DELTA, "%s: coding %d",
+		          ulp_dtype_name(FMTS[k].dt), d.coding);
+		free(cur);
+		free(ref);
 	}
 }
 
@@ -2036,7 +2150,7 @@ static void wide_streams_corrupted(size_t n, uint64_t seed)
 				TU_MEMEQ(o2.p, out.p, out.len, "alt stats");
 				ulp_buf_free(&o2);
 			}
-			for (int simd = 0; simd < 2; simd++) {
+			for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
 				int old = ulp_rans_set_simd(simd);
 				uint8_t *in = tu_dup(out.p, out.len);
 				TU_OK(ulp_float_decode(fs, f, in, out.len, rp,

@@ -183,6 +183,13 @@ size_t ulp_pool_group_pending(ulp_pool_group *g);
 typedef int (*ulp_ref_read_fn)(void *opaque, uint64_t off, void *buf,
                                size_t len);
 
+/* Optional, for callers that hold the reference in memory: a pointer to
+ * its bytes [off, off+len), valid until the call that asked returns, or
+ * NULL (the codec then reads them with the ulp_ref_read_fn).  Decoding
+ * reads a delta stream's reference through it in place instead of
+ * copying it first. */
+typedef const void *(*ulp_ref_map_fn)(void *opaque, uint64_t off, size_t len);
+
 /* ------------------------------------------- contexts from another file */
 
 /* How the bytes of a side tensor become the reference of a tensor of the
@@ -319,6 +326,7 @@ int ulp_chunk_encode(ulp_cctx *cctx, const ulp_plan *plan, size_t i,
 typedef struct ulp_refs {
 	ulp_ref_read_fn ref_read;
 	void *ref_opaque;
+	ulp_ref_map_fn ref_map; /* optional, with ref_opaque */
 	ulp_ref_read_fn side_read;
 	void *side_opaque;
 	const uint8_t *side_hash;

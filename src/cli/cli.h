@@ -25,6 +25,8 @@ void cli_map_close(cli_map *m);
 
 /* ulp_ref_read_fn over a cli_map. */
 int cli_map_read(void *opaque, uint64_t off, void *buf, size_t len);
+/* ulp_ref_map_fn over a cli_map. */
+const void *cli_map_map(void *opaque, uint64_t off, size_t len);
 
 /* An object file opened for random reads (pread on a descriptor). */
 typedef struct cli_objfile {

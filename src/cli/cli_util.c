@@ -86,6 +86,14 @@ int cli_map_read(void *opaque, uint64_t off, void *buf, size_t len)
 	return ULP_OK;
 }
 
+const void *cli_map_map(void *opaque, uint64_t off, size_t len)
+{
+	const cli_map *m = opaque;
+	if (off > m->size || len > m->size - off)
+		return NULL;
+	return m->data + off;
+}
+
 int cli_fd_read_at(void *opaque, uint64_t off, void *buf, size_t len)
 {
 	int fd = *(const int *)opaque;
@@ -324,6 +332,7 @@ int cli_decode_all_side(const ulp_object *obj, const cli_map *ref,
 	int rc = ULP_OK;
 
 	p.refs.ref_read = ref ? cli_map_read : NULL;
+	p.refs.ref_map = ref ? cli_map_map : NULL;
 	p.refs.ref_opaque = (void *)ref;
 	if (side && ulp_object_has_side(obj)) {
 		side_hash_of(obj, side, p.side_hash);

@@ -763,9 +763,19 @@ static int decode_payload(ulp_dctx *d, const ulp_object *obj, size_t i,
 		if (ulp_varint_get(&p, end, &slen) ||
 		    slen > (uint64_t)(end - p))
 			return ULP_ERR_CORRUPT;
-		rc = gather(s, s->runs, nruns, id, NULL, obj->ref_size, refs);
-		if (rc)
-			return rc;
+		/* A float stream of one run coded against the reference
+		 * reads it in place where the caller can map it. */
+		const ulp_run *r0 = &s->runs[first];
+		const void *ref = NULL;
+		if (id != 0 && nin == 1 && r0->has_ref && refs->ref_map)
+			ref = refs->ref_map(refs->ref_opaque, r0->ref_off, n);
+		if (!ref) {
+			rc = gather(s, s->runs, nruns, id, NULL, obj->ref_size,
+			            refs);
+			if (rc)
+				return rc;
+			ref = s->ref.len ? s->ref.p : NULL;
+		}
 		/* A stream made of one run decodes in place. */
 		uint8_t *to = dst + first_pos;
 		if (nin > 1) {
@@ -777,8 +787,7 @@ static int decode_payload(ulp_dctx *d, const ulp_object *obj, size_t i,
 			rc = generic_decode(d, p, slen, to, n);
 		else
 			rc = ulp_float_decode(s->fs, ulp_dtype_fmt(dt), p, slen,
-			                      s->ref.len ? s->ref.p : NULL,
-			                      n / ulp_dtype_size(dt), to);
+			                      ref, n / ulp_dtype_size(dt), to);
 		if (rc)
 			return rc;
 		if (nin > 1)

@@ -1053,12 +1053,21 @@ ULP_INLINE int delta_decode_w(ulp_float_scratch *fs, const uint8_t *rawp,
 		 * so each is one independent unaligned load instead of a
 		 * serial bit-reader chain.  Runs while 8 bytes are readable. */
 		uint64_t pos = 0;
-		if (W == 16 && ulp_rans_simd())
-			i = ulp_delta16_avx2(sym, rawp, rawlen, ref, n, dst,
-			                     &pos);
-		if (W == 32 && ulp_rans_simd())
-			i = ulp_delta32_avx2(sym, rawp, rawlen, ref, n, dst,
-			                     &pos);
+		const int simd = ulp_rans_simd();
+		if (W == 16 && simd >= ULP_SIMD_AVX512)
+			i = ulp_delta16_avx512(sym, rawp, rawlen, ref, n, dst,
+			                       &pos);
+		if (W == 16 && simd)
+			i += ulp_delta16_avx2(sym + i, rawp, rawlen,
+			                      ref + 2 * i, n - i, dst + 2 * i,
+			                      &pos);
+		if (W == 32 && simd >= ULP_SIMD_AVX512)
+			i = ulp_delta32_avx512(sym, rawp, rawlen, ref, n, dst,
+			                       &pos);
+		if (W == 32 && simd)
+			i += ulp_delta32_avx2(sym + i, rawp, rawlen,
+			                      ref + 4 * i, n - i, dst + 4 * i,
+			                      &pos);
 		for (; i < n; i++) {
 			const dsym_info *si = &info[sym[i]];
 			if ((pos >> 3) + 8 > rawlen)
@@ -1407,10 +1416,19 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 		return rc;
 	}
 	if (in[0] == ULP_SC_DELTA) {
+		if (W == 16 && f.ebits <= 8 && ulp_rans_gathers() &&
+		    ulp_rans_block_lanes(p, blen) == 32) {
+			/* the contexts computed with the symbols */
+			rc = ulp_rans_decode_ref16(fs->rs, p, blen, ref,
+			                           f.mbits, (1u << f.ebits) - 1,
+			                           fs->ctx, n, DELTA_NSYM(W),
+			                           fs->sym, &used);
+		} else {
 #define CTX_CALL(F, w) ctx_pass_w(fs, F, ref, n, w)
-		ULP_DISPATCH_FMT(f, CTX_CALL);
-		rc = ulp_rans_decode(fs->rs, p, blen, fs->ctx, n, DELTA_NSYM(W),
-		                     fs->sym, &used);
+			ULP_DISPATCH_FMT(f, CTX_CALL);
+			rc = ulp_rans_decode(fs->rs, p, blen, fs->ctx, n,
+			                     DELTA_NSYM(W), fs->sym, &used);
+		}
 		if (rc)
 			return rc;
 		if (used != blen)

@@ -74,10 +74,21 @@ size_t ulp_delta16_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
                         const uint8_t *ref, size_t n, uint8_t *dst,
                         uint64_t *pos);
 
+/* ulp_delta16_avx2 with AVX-512 (floatcode_avx512.c; only when
+ * ulp_rans_simd() >= ULP_SIMD_AVX512): 32 elements a step. */
+size_t ulp_delta16_avx512(const uint8_t *sym, const uint8_t *rawp,
+                          size_t rawlen, const uint8_t *ref, size_t n,
+                          uint8_t *dst, uint64_t *pos);
+
 /* The same for fp32 elements. */
 size_t ulp_delta32_avx2(const uint8_t *sym, const uint8_t *rawp, size_t rawlen,
                         const uint8_t *ref, size_t n, uint8_t *dst,
                         uint64_t *pos);
+
+/* The same with AVX-512, 16 elements a step (floatcode_avx512.c). */
+size_t ulp_delta32_avx512(const uint8_t *sym, const uint8_t *rawp,
+                          size_t rawlen, const uint8_t *ref, size_t n,
+                          uint8_t *dst, uint64_t *pos);
 
 /* The contexts (r >> mbits) & emask of a prefix of n 16- or 32-bit
  * reference elements (exponents of at most 8 bits); returns how many. */

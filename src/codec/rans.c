@@ -70,13 +70,29 @@ int ulp_rans_block_escapes(const uint8_t *in, size_t len)
 /* -1 until the CPU is asked; atomics keep concurrent first calls clean. */
 static int rans_simd_state = -1;
 
+/* The highest kernel level this CPU runs: AVX-512 needs F, BW, VL and
+ * VBMI (byte permutations) besides what the AVX2 kernels need. */
+static int rans_simd_max(void)
+{
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("bmi2"))
+		return ULP_SIMD_NONE;
+	if (__builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512vbmi"))
+		return ULP_SIMD_AVX512;
+	return ULP_SIMD_AVX2;
+}
+
 static int rans_simd_detect(void)
 {
+	int max = rans_simd_max();
 	const char *env = getenv("ULPFS_SIMD");
-	if (env && strcmp(env, "0") == 0)
-		return 0;
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+	if (env && env[0] >= '0' && env[0] <= '9' && !env[1] &&
+	    env[0] - '0' < max)
+		return env[0] - '0';
+	return max;
 }
 
 int ulp_rans_simd(void)
@@ -89,13 +105,24 @@ int ulp_rans_simd(void)
 	return v;
 }
 
-int ulp_rans_set_simd(int on)
+int ulp_rans_gathers(void)
+{
+	static int state = -1;
+	int v = __atomic_load_n(&state, __ATOMIC_RELAXED);
+	if (v < 0) {
+		__builtin_cpu_init();
+		v = !__builtin_cpu_is("amd");
+		__atomic_store_n(&state, v, __ATOMIC_RELAXED);
+	}
+	return v && ulp_rans_simd() >= ULP_SIMD_AVX512;
+}
+
+int ulp_rans_set_simd(int level)
 {
 	int old = ulp_rans_simd();
-	__builtin_cpu_init();
-	int can = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi"
-	                                                                   "2");
-	__atomic_store_n(&rans_simd_state, on && can, __ATOMIC_RELAXED);
+	int max = rans_simd_max();
+	level = level < 0 ? 0 : level > max ? max : level;
+	__atomic_store_n(&rans_simd_state, level, __ATOMIC_RELAXED);
 	return old;
 }
 
@@ -610,6 +637,7 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	}
 	if (ntab == 0) /* only valid for zero symbols: a table that fails */
 		memset(sc->dtab[0].e, 0, sizeof(sc->dtab[0].e));
+	const int simd = ulp_rans_simd();
 	for (unsigned t = 0; t < ntab; t++) {
 		ulp_rans_dtab *dt = &sc->dtab[t];
 		uint16_t f[ULP_RANS_MAXSYM];
@@ -617,6 +645,10 @@ int ulp_rans_dec_begin(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		rc = rans_get_table(&p, end, nsym, esc, f);
 		if (rc)
 			return rc;
+		if (simd >= ULP_SIMD_AVX512) {
+			ulp_rans_fill_avx512(dt->e, f, nt);
+			continue;
+		}
 		for (unsigned s = 0; s < nt; s++) {
 			uint32_t hi = (uint32_t)s << 24 | (f[s] - 1u);
 			for (uint32_t k = 0; k < f[s]; k++)
@@ -708,9 +740,12 @@ static size_t rans_dec32(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
 	return i;
 }
 
-int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
-                    const uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
-                    size_t *used)
+/* ulp_rans_decode, and with ref16 ulp_rans_decode_ref16 where the
+ * AVX-512 kernel runs (a 32-lane block). */
+static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                       uint8_t *ctx, const uint8_t *ref16, unsigned shift,
+                       unsigned emask, size_t n, unsigned nsym, uint8_t *sym,
+                       size_t *used)
 {
 	ulp_rans_dec d;
 	int rc = ulp_rans_dec_begin(sc, in, len, nsym, &d);
@@ -720,9 +755,21 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		return ULP_ERR_CORRUPT;
 	const uint32_t *const *db = d.tab;
 	if (d.lanes == 32) {
-		size_t i = ulp_rans_simd()
-		                   ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
-		                   : rans_dec32(&d, ctx, n, sym);
+		const int simd = ulp_rans_simd();
+		size_t i;
+		if (ref16) {
+			i = ulp_rans_dec32_ref16_avx512(&d, ref16, shift, emask,
+			                                n, sym);
+			/* the tail's contexts */
+			for (size_t j = i; j < n; j++)
+				ctx[j] = (uint8_t)((ulp_le16(ref16 + 2 * j) >>
+				                    shift) &
+				                   emask);
+		} else
+			i = ulp_rans_gathers()
+			            ? ulp_rans_dec32_avx512(&d, ctx, n, sym)
+			    : simd ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
+			           : rans_dec32(&d, ctx, n, sym);
 		for (; i < n; i++) {
 			unsigned s;
 			if (ulp_rans_dec_step_checked(&d, &d.x[i % 32],
@@ -767,4 +814,26 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	}
 	rc = ulp_rans_unescape(&d, sym, n);
 	return rc ? rc : ulp_rans_dec_end(&d, in, used);
+}
+
+int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                    const uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
+                    size_t *used)
+{
+	/* ctx is only read without ref16 */
+	return rans_decode(sc, in, len, (uint8_t *)(uintptr_t)ctx, NULL, 0, 0,
+	                   n, nsym, sym, used);
+}
+
+int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                          const uint8_t *ref, unsigned shift, unsigned emask,
+                          uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
+                          size_t *used)
+{
+	if (ulp_rans_gathers() && ulp_rans_block_lanes(in, len) == 32)
+		return rans_decode(sc, in, len, ctx, ref, shift, emask, n, nsym,
+		                   sym, used);
+	for (size_t i = 0; i < n; i++)
+		ctx[i] = (uint8_t)((ulp_le16(ref + 2 * i) >> shift) & emask);
+	return ulp_rans_decode(sc, in, len, ctx, n, nsym, sym, used);
 }

@@ -51,12 +51,26 @@ void ulp_rans_scratch_free(ulp_rans_scratch *s);
  * whatever the sizes). */
 void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
 
-/* Whether the AVX2 kernels run (1) or the portable ones (0): chosen once
- * from the CPU, ULPFS_SIMD=0 in the environment forces the portable ones,
- * and tests switch with ulp_rans_set_simd (returns the previous value; a
- * request the CPU cannot honour leaves it at 0). */
+/* Which kernels run: ULP_SIMD_NONE the portable ones, ULP_SIMD_AVX2 the
+ * AVX2 ones, ULP_SIMD_AVX512 also the AVX-512 ones where there are (the
+ * others stay AVX2).  Chosen once from the CPU, the highest it runs;
+ * ULPFS_SIMD=N in the environment caps it at level N, and tests switch
+ * with ulp_rans_set_simd (returns the previous level; a level the CPU
+ * cannot run gives the highest it can).  Every level reads and writes
+ * the same bytes. */
+#define ULP_SIMD_NONE 0
+#define ULP_SIMD_AVX2 1
+#define ULP_SIMD_AVX512 2
 int ulp_rans_simd(void);
-int ulp_rans_set_simd(int on);
+int ulp_rans_set_simd(int level);
+
+/* Whether the AVX-512 rANS decoder runs (level ULP_SIMD_AVX512, and not
+ * on AMD): it loads its table entries by vpgatherdd, which beats scalar
+ * loads on the Intel cores measured, while on AMD Zen 4 a gather cost
+ * about 3 ns and halved the AVX2 kernel's speed (bench/README.md); there
+ * the AVX2 kernel decodes the symbols and the other AVX-512 kernels
+ * still run. */
+int ulp_rans_gathers(void);
 
 /* Upper bound of the encoded size of n symbols over nsym values. */
 size_t ulp_rans_bound(size_t n, unsigned nsym);
@@ -104,6 +118,17 @@ int ulp_rans_encode_map(ulp_rans_scratch *sc, const uint8_t *sym,
 int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                     const uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
                     size_t *used);
+
+/* ulp_rans_decode with the contexts of 16-bit reference elements ref,
+ * ctx[i] = (ref[i] >> shift) & emask (emask < ULP_RANS_NCTX): the
+ * AVX-512 kernel (where ulp_rans_gathers()) computes them as it decodes
+ * a 32-lane block instead of reading them from a pass of their own; ctx
+ * (n bytes of scratch) receives those computed apart (all of them, by a
+ * portable loop, where that kernel does not run). */
+int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
+                          const uint8_t *ref, unsigned shift, unsigned emask,
+                          uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
+                          size_t *used);
 
 /* Incremental decoding, for callers that fuse symbol decoding with their
  * own per-element work (and compute contexts on the fly).  After
@@ -210,6 +235,22 @@ uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
  * and returns the symbols done.  Only when ulp_rans_simd(). */
 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                            uint8_t *sym);
+
+/* The same with AVX-512 (rans_avx512.c): two registers of 16 lanes.
+ * Only when ulp_rans_gathers(). */
+size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
+                             uint8_t *sym);
+
+/* ulp_rans_dec32_avx512 with the contexts of ulp_rans_decode_ref16. */
+size_t ulp_rans_dec32_ref16_avx512(ulp_rans_dec *d, const uint8_t *ref,
+                                   unsigned shift, unsigned emask, size_t n,
+                                   uint8_t *sym);
+
+/* A decoding table's ULP_RANS_M entries from the normalised frequencies
+ * f[0..nt) (which sum to ULP_RANS_M): entry cum(s) + k of symbol s is
+ * s << 24 | k << 12 | (f[s] - 1).  AVX-512 (rans_avx512.c), 16 entries a
+ * store instead of one; only when ulp_rans_simd() >= ULP_SIMD_AVX512. */
+void ulp_rans_fill_avx512(uint32_t *e, const uint16_t *f, unsigned nt);
 
 /* Empirical entropy in bits of a histogram: sum c * log2(total / c). */
 double ulp_hist_bits(const uint32_t *h, unsigned nsym);

@@ -1,0 +1,181 @@
+/*
+ * rans_avx512.c - 32-lane rANS decoding with AVX-512: two registers of
+ * sixteen states.
+ *
+ * The bitstream is the portable coder's (rans.h): symbol i is coded by
+ * lane i % 32 and the renormalisation words are read in symbol order.
+ * Against the AVX2 kernel (rans_avx2.c):
+ *  - the contexts become table offsets by byte permutations (VBMI) of a
+ *    256-byte context -> table map, 32 at a time, instead of a scalar
+ *    load per lane;
+ *  - each register's sixteen entries come by one vpgatherdd, which on
+ *    the Intel cores with AVX-512 measured beats sixteen scalar loads
+ *    and inserts (on AMD Zen 4 it does not: bench/README.md, so this
+ *    kernel does not run there, ulp_rans_gathers);
+ *  - the lanes below L take the next words in lane order by vpexpandd
+ *    from one 32-byte load, instead of PDEP and a permutation.
+ *
+ * Compiled for the baseline target; only these functions are built for
+ * AVX-512, and they run only where ulp_rans_simd() found it.
+ */
+#include <immintrin.h>
+
+#include "rans.h"
+
+#define ULP_AVX512                                                    \
+	__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi," \
+	                      "bmi2,popcnt")))
+
+/* One decoding step of sixteen lanes whose tables start at entries base
+ * (multiples of ULP_RANS_M): returns the new states, the entries (symbol
+ * in bits 24-31) in *e.  The 32 lanes are two chains of dependent steps,
+ * so a step's latency is what counts: the slot joins the base by one
+ * ternary OR, the product goes through vpmuludq (5 cycles against
+ * vpmulld's 10), and the words are widened before the expansion that
+ * waits for the lane mask. */
+static inline __attribute__((always_inline)) ULP_AVX512 __m512i
+dec16(__m512i x, __m512i base, const uint32_t *flat, const uint8_t **pp,
+      __m512i *e)
+{
+	const __m512i m12 = _mm512_set1_epi32(0xfff);
+	/* (x & (M - 1)) | base */
+	__m512i idx = _mm512_ternarylogic_epi32(
+		x, _mm512_set1_epi32(ULP_RANS_M - 1), base, 0xea);
+	__m512i w = _mm512_cvtepu16_epi32(
+		_mm256_loadu_si256((const __m256i *)(const void *)*pp));
+	__m512i q = _mm512_srli_epi32(x, ULP_RANS_SCALE);
+	__m512i t = _mm512_i32gather_epi32(idx, (const void *)flat, 4);
+	*e = t;
+	__m512i freq = _mm512_add_epi32(_mm512_and_si512(t, m12),
+	                                _mm512_set1_epi32(1));
+	__m512i bias = _mm512_and_si512(_mm512_srli_epi32(t, 12), m12);
+	/* freq * q + bias < 2^32 in each lane: the even lanes' products
+	 * fill their quadwords' low halves, the odd ones' are shifted up */
+	__m512i pe = _mm512_mul_epu32(freq, q);
+	__m512i po = _mm512_mul_epu32(_mm512_srli_epi64(freq, 32),
+	                              _mm512_srli_epi64(q, 32));
+	x = _mm512_add_epi32(_mm512_add_epi32(pe, bias),
+	                     _mm512_slli_epi64(po, 32));
+	/* lanes with x < L take the next words, in lane order */
+	__mmask16 need =
+		_mm512_cmplt_epu32_mask(x, _mm512_set1_epi32(ULP_RANS_L));
+	*pp += 2 * (unsigned)__builtin_popcount(need);
+	return _mm512_or_si512(_mm512_mask_slli_epi32(x, need, x, 16),
+	                       _mm512_maskz_expand_epi32(need, w));
+}
+
+/* The 32-lane loop, with the contexts read from ctx, or (ctx NULL and
+ * ref16 set) computed from 16-bit reference elements as
+ * (r >> shift) & emask, or all 0. */
+static inline __attribute__((always_inline)) ULP_AVX512 size_t
+dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
+      unsigned emask, size_t n, uint8_t *sym)
+{
+	const uint32_t *flat = d->flat;
+	const uint8_t *p = d->p;
+	/* context -> table index, as four 64-byte permutation sources */
+	uint8_t map[ULP_RANS_NCTX] __attribute__((aligned(64)));
+	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
+		map[c] = (uint8_t)(d->off[c] / ULP_RANS_M);
+	const __m512i m0 = _mm512_load_si512((const void *)map);
+	const __m512i m1 = _mm512_load_si512((const void *)(map + 64));
+	const __m512i m2 = _mm512_load_si512((const void *)(map + 128));
+	const __m512i m3 = _mm512_load_si512((const void *)(map + 192));
+	const __m128i sh = _mm_cvtsi32_si128((int)shift);
+	const __m512i em = _mm512_set1_epi16((short)emask);
+	/* byte 3 of each entry of two registers: the 32 symbols (the upper
+	 * half of the result is not stored) */
+	const __m512i pick = _mm512_set_epi8(
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 127, 123, 119, 115, 111, 107,
+		103, 99, 95, 91, 87, 83, 79, 75, 71, 67, 63, 59, 55, 51, 47, 43,
+		39, 35, 31, 27, 23, 19, 15, 11, 7, 3);
+	__m512i x0 = _mm512_loadu_si512((const void *)d->x);
+	__m512i x1 = _mm512_loadu_si512((const void *)(d->x + 16));
+	__m512i b0 = _mm512_set1_epi32((int)d->off[0]), b1 = b0;
+	size_t i = 0;
+	/* each register step reads 32 bytes and consumes at most 32: two
+	 * of them stay within 64 */
+	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
+		if (ctx || ref16) {
+			__m512i c;
+			if (ctx)
+				c = _mm512_zextsi256_si512(_mm256_loadu_si256(
+					(const __m256i *)(const void *)(ctx +
+				                                        i)));
+			else
+				c = _mm512_zextsi256_si512(
+					_mm512_cvtepi16_epi8(_mm512_and_si512(
+						_mm512_srl_epi16(
+							_mm512_loadu_si512((
+								const void
+									*)(ref16 +
+				                                           2 * i)),
+							sh),
+						em)));
+			__m512i lo = _mm512_permutex2var_epi8(m0, c, m1);
+			__m512i hi = _mm512_permutex2var_epi8(m2, c, m3);
+			__m512i t = _mm512_mask_blend_epi8(
+				_mm512_movepi8_mask(c), lo, hi);
+			b0 = _mm512_slli_epi32(
+				_mm512_cvtepu8_epi32(_mm512_castsi512_si128(t)),
+				ULP_RANS_SCALE);
+			b1 = _mm512_slli_epi32(
+				_mm512_cvtepu8_epi32(
+					_mm512_extracti32x4_epi32(t, 1)),
+				ULP_RANS_SCALE);
+		}
+		__m512i e0, e1;
+		x0 = dec16(x0, b0, flat, &p, &e0);
+		x1 = dec16(x1, b1, flat, &p, &e1);
+		__m512i s = _mm512_permutex2var_epi8(e0, pick, e1);
+		_mm256_storeu_si256((__m256i *)(void *)(sym + i),
+		                    _mm512_castsi512_si256(s));
+	}
+	_mm512_storeu_si512((void *)d->x, x0);
+	_mm512_storeu_si512((void *)(d->x + 16), x1);
+	d->p = p;
+	return i;
+}
+
+ULP_AVX512 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx,
+                                        size_t n, uint8_t *sym)
+{
+	return ctx ? dec32(d, ctx, NULL, 0, 0, n, sym)
+	           : dec32(d, NULL, NULL, 0, 0, n, sym);
+}
+
+ULP_AVX512 size_t ulp_rans_dec32_ref16_avx512(ulp_rans_dec *d,
+                                              const uint8_t *ref,
+                                              unsigned shift, unsigned emask,
+                                              size_t n, uint8_t *sym)
+{
+	return dec32(d, NULL, ref, shift, emask, n, sym);
+}
+
+ULP_AVX512 void ulp_rans_fill_avx512(uint32_t *e, const uint16_t *f,
+                                     unsigned nt)
+{
+	const __m512i step = _mm512_set1_epi32(16 << 12);
+	const __m512i iota =
+		_mm512_slli_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8,
+	                                           7, 6, 5, 4, 3, 2, 1, 0),
+	                          12);
+	uint32_t cum = 0;
+	for (unsigned s = 0; s < nt; s++) {
+		uint32_t fs = f[s];
+		__m512i v = _mm512_add_epi32(
+			_mm512_set1_epi32((int)((uint32_t)s << 24 | (fs - 1u))),
+			iota);
+		uint32_t k = 0;
+		for (; k + 16 <= fs; k += 16) {
+			_mm512_storeu_si512((void *)(e + cum + k), v);
+			v = _mm512_add_epi32(v, step);
+		}
+		if (k < fs)
+			_mm512_mask_storeu_epi32(
+				(void *)(e + cum + k),
+				(__mmask16)((1u << (fs - k)) - 1), v);
+		cum += fs;
+	}
+}
