@@ -68,13 +68,30 @@ int ulp_rans_block_escapes(const uint8_t *in, size_t len)
 /* -1 until the CPU is asked; atomics keep concurrent first calls clean. */
 static int rans_simd_state = -1;
 
+/* The highest level this CPU runs. */
+static int rans_simd_cpu(void)
+{
+	__builtin_cpu_init();
+	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("bmi2"))
+		return 0;
+	if (__builtin_cpu_supports("avx512f") &&
+	    __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512vbmi") &&
+	    __builtin_cpu_supports("avx512vbmi2"))
+		return ULP_SIMD_AVX512;
+	return ULP_SIMD_AVX2;
+}
+
 static int rans_simd_detect(void)
 {
 	const char *env = getenv("ULPFS_SIMD");
+	int cpu = rans_simd_cpu();
 	if (env && strcmp(env, "0") == 0)
 		return 0;
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2");
+	if (env && strcmp(env, "1") == 0 && cpu > ULP_SIMD_AVX2)
+		return ULP_SIMD_AVX2;
+	return cpu;
 }
 
 int ulp_rans_simd(void)
@@ -90,10 +107,9 @@ int ulp_rans_simd(void)
 int ulp_rans_set_simd(int on)
 {
 	int old = ulp_rans_simd();
-	__builtin_cpu_init();
-	int can = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi"
-	                                                                   "2");
-	__atomic_store_n(&rans_simd_state, on && can, __ATOMIC_RELAXED);
+	int cpu = rans_simd_cpu();
+	int level = on < 0 ? 0 : on < cpu ? on : cpu;
+	__atomic_store_n(&rans_simd_state, level, __ATOMIC_RELAXED);
 	return old;
 }
 
@@ -304,10 +320,11 @@ static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
  * lanes' steps are independent, so they overlap).  Returns the first
  * word written (words end at wend). */
 static inline __attribute__((always_inline)) uint16_t *
-rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
+rans_enc_lanes(const ulp_rans_scratch *sc, unsigned nt, const uint8_t *sym,
                const uint8_t *ctx, size_t n, unsigned nsym, uint16_t *wend,
                uint32_t *xout, uint32_t *escv, size_t *nesc, const unsigned N)
 {
+	const ulp_rans_esym *const *eb = sc->ebase;
 	uint16_t *w = wend;
 	uint32_t x[ULP_RANS_MAX_LANES];
 	(void)nsym;
@@ -333,7 +350,12 @@ rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
 		RANS_ENC_STEP(x[i % N], i);
 	}
 	if (N == 32 && i > 0 && ulp_rans_simd()) {
-		w = ulp_rans_enc32_avx2(eb, sym, ctx, i, x, w, escv, nesc);
+		w = ulp_rans_simd() >= ULP_SIMD_AVX512
+		            ? ulp_rans_enc32_avx512(sc->esym, sc->remap, nt,
+		                                    sym, ctx, i, x, w, escv,
+		                                    nesc)
+		            : ulp_rans_enc32_avx2(eb, sym, ctx, i, x, w, escv,
+		                                  nesc);
 		i = 0;
 	}
 	while (i > 0) {
@@ -451,12 +473,12 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	uint32_t x[ULP_RANS_MAX_LANES];
 	uint16_t *wend = sc->words + ULP_RANS_WORDS_SLACK + n;
 	uint16_t *w = lanes == ULP_RANS_WAYS
-	                      ? rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
-	                                       wend, x, esc ? sc->escv : NULL,
-	                                       &nesc, ULP_RANS_WAYS)
-	                      : rans_enc_lanes(sc->ebase, sym, ctx, n, nsym,
-	                                       wend, x, esc ? sc->escv : NULL,
-	                                       &nesc, 32);
+	                      ? rans_enc_lanes(sc, nt, sym, ctx, n, nsym, wend,
+	                                       x, esc ? sc->escv : NULL, &nesc,
+	                                       ULP_RANS_WAYS)
+	                      : rans_enc_lanes(sc, nt, sym, ctx, n, nsym, wend,
+	                                       x, esc ? sc->escv : NULL, &nesc,
+	                                       32);
 	size_t nwords = (size_t)(wend - w);
 	p[0] |= lanes == 32 ? RANS_HDR_LANES32 : 0;
 	if (esc) {

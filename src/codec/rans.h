@@ -51,10 +51,14 @@ void ulp_rans_scratch_free(ulp_rans_scratch *s);
  * whatever the sizes). */
 void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
 
-/* Whether the AVX2 kernels run (1) or the portable ones (0): chosen once
- * from the CPU, ULPFS_SIMD=0 in the environment forces the portable ones,
- * and tests switch with ulp_rans_set_simd (returns the previous value; a
- * request the CPU cannot honour leaves it at 0). */
+/* Which kernels run: the portable ones (0), AVX2 (ULP_SIMD_AVX2) or, for
+ * the encoder's kernels that have one, AVX-512 (ULP_SIMD_AVX512, which
+ * implies AVX2; the others run their AVX2 kernel).  Chosen once from the
+ * CPU; ULPFS_SIMD=0 or 1 in the environment caps it at that level, and
+ * tests switch with ulp_rans_set_simd (returns the previous level; sets
+ * the highest level at most `on` that the CPU has). */
+#define ULP_SIMD_AVX2 1
+#define ULP_SIMD_AVX512 2
 int ulp_rans_simd(void);
 int ulp_rans_set_simd(int on);
 
@@ -186,6 +190,15 @@ uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
                               const uint8_t *sym, const uint8_t *ctx, size_t i,
                               uint32_t *x, uint16_t *w, uint32_t *escv,
                               size_t *nesc);
+
+/* ulp_rans_enc32_avx2 with AVX-512 (rans_avx512.c: two registers of 16
+ * states), for ulp_rans_simd() >= ULP_SIMD_AVX512.  The entry of a symbol
+ * s in context c is esym[remap[c] * nt + s] (remap: 256 table indices,
+ * nt entries a table); writes no words below the last one it keeps. */
+uint16_t *ulp_rans_enc32_avx512(const ulp_rans_esym *esym, const uint8_t *remap,
+                                unsigned nt, const uint8_t *sym,
+                                const uint8_t *ctx, size_t i, uint32_t *x,
+                                uint16_t *w, uint32_t *escv, size_t *nesc);
 
 /* The AVX2 kernel of 32-lane decoding (rans_avx2.c): decodes whole
  * groups of 32 symbols while 64 input bytes remain, updates d->x and d->p
