@@ -159,6 +159,24 @@ ULP_AVX512_INLINE void v16_store_u8(uint8_t *p, __m512i v)
 	_mm_storeu_si128((__m128i *)(void *)p, _mm512_cvtepi32_epi8(v));
 }
 
+/* Elements i .. i + 15 of a delta pass, their residuals' magnitudes mag
+ * (signs ng, bit lengths k) and contexts cx known: the symbols and
+ * contexts stored, counted (with sampled, in the groups of eight that
+ * ulp_delta_group_counted picks); returns the raw bit counts. */
+ULP_AVX512_INLINE __m512i v16_emit(count16 *dc, __m512i mag, __m512i k,
+                                   __m512i ng, __m512i cx, size_t i,
+                                   uint8_t *sym, uint8_t *ctx, int sampled)
+{
+	__m512i nraw, sv = v16_symbol(mag, k, ng, &nraw);
+	v16_store_u8(sym + i, sv);
+	v16_store_u8(ctx + i, cx);
+	int lo = !sampled || ulp_delta_group_counted(i / 8);
+	int hi = !sampled || ulp_delta_group_counted(i / 8 + 1);
+	if (lo || hi)
+		count16_add(dc, cx, sv, lo, hi);
+	return nraw;
+}
+
 ULP_AVX512 size_t ulp_delta16_pass_avx512(
 	const uint8_t *cur, const uint8_t *ref, size_t n, unsigned mbits,
 	unsigned emask, uint8_t *sym, uint8_t *ctx, ulp_bitw *bw,
@@ -187,16 +205,11 @@ ULP_AVX512 size_t ulp_delta16_pass_avx512(
 			_mm512_xor_si512(r, sb), _mm512_test_epi32_mask(r, sb),
 			r, m16);
 		__m512i diff = _mm512_and_si512(_mm512_sub_epi32(oc, orr), m16);
-		__m512i ng, k, nraw;
+		__m512i ng, k;
 		__m512i mag = v16_magnitude(diff, 15, &ng, &k);
-		__m512i sv = v16_symbol(mag, k, ng, &nraw);
 		__m512i cx = _mm512_and_si512(_mm512_srl_epi32(r, cm), em);
-		v16_store_u8(sym + i, sv);
-		v16_store_u8(ctx + i, cx);
-		int lo = !sampled || ulp_delta_group_counted(i / 8);
-		int hi = !sampled || ulp_delta_group_counted(i / 8 + 1);
-		if (lo || hi)
-			count16_add(&dc, cx, sv, lo, hi);
+		__m512i nraw =
+			v16_emit(&dc, mag, k, ng, cx, i, sym, ctx, sampled);
 		/* raw bits: pairs of lanes, then pairs of pairs, into four
 		 * runs of at most 56 bits */
 		__m512i c1, r1 = v16_merge_pairs(mag, nraw, &c1);
@@ -237,18 +250,13 @@ ULP_AVX512 size_t ulp_delta32_pass_avx512(
 			c, _mm512_or_si512(_mm512_srai_epi32(c, 31), sb));
 		__m512i orr = _mm512_xor_si512(
 			r, _mm512_or_si512(_mm512_srai_epi32(r, 31), sb));
-		__m512i ng, k, nraw;
+		__m512i ng, k;
 		__m512i mag =
 			v16_magnitude(_mm512_sub_epi32(oc, orr), 31, &ng, &k);
-		__m512i sv = v16_symbol(mag, k, ng, &nraw);
 		__m512i cx = _mm512_and_si512(_mm512_srli_epi32(r, 23),
 		                              _mm512_set1_epi32(0xff));
-		v16_store_u8(sym + i, sv);
-		v16_store_u8(ctx + i, cx);
-		int lo = !sampled || ulp_delta_group_counted(i / 8);
-		int hi = !sampled || ulp_delta_group_counted(i / 8 + 1);
-		if (lo || hi)
-			count16_add(&dc, cx, sv, lo, hi);
+		__m512i nraw =
+			v16_emit(&dc, mag, k, ng, cx, i, sym, ctx, sampled);
 		/* raw bits: pairs of lanes into eight runs of at most 60
 		 * bits, each put in word mode (as ulp_delta32_pass_avx2) */
 		__m512i c1, r1 = v16_merge_pairs(mag, nraw, &c1);
