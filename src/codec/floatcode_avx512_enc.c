@@ -1,11 +1,11 @@
 /*
  * floatcode_avx512_enc.c - the encoder's delta passes (16 and 32 bits)
- * with AVX-512: sixteen elements per step.
+ * with AVX-512: 32 elements per step in 16-bit lanes, 16 in 32-bit lanes.
  *
- * The same steps as floatcode_avx2_enc.c, twice as wide, with the bit
- * length of a residual from VPLZCNTD (AVX-512CD) instead of a float
- * conversion and the lanes' choices by mask registers instead of blends;
- * the bytes are the portable pass's, which finishes what these leave.
+ * The steps of floatcode_avx2_enc.c, wider, with the bit length of a
+ * residual from VPLZCNTD (AVX-512CD) instead of a float conversion and
+ * the lanes' choices by mask registers instead of blends; the bytes are
+ * the portable pass's, which finishes what these leave.
  */
 #include <immintrin.h>
 
@@ -35,7 +35,7 @@ ULP_AVX512_INLINE void v16_store_halves(void *p, __m512i v)
  * those chains (measured).  Lane k counts in way k % ways of hw, each way
  * a whole context-by-symbol table (way-major, so that summing them reads
  * contiguous rows); the lowest and highest context counted bound the rows
- * count16_finish folds into h4. */
+ * ways_fold adds to h4. */
 typedef struct count16 {
 	uint32_t *hw;
 	unsigned nsym, ways;
@@ -83,28 +83,35 @@ ULP_AVX512_INLINE void count16_add(count16 *dc, __m512i cx, __m512i s, int lo,
 			hw[c[k]]++;
 }
 
-/* Add the ways of the rows counted to way 0 of h4 (the layout of
- * floatcode.c's hist_d4: cell * 4 + way), zero them again, and mark the
- * rows used. */
-ULP_AVX512_INLINE void count16_finish(const count16 *dc, uint32_t *h4,
-                                      uint8_t *used)
+/* Add the ways of rows a .. b of hw (nsym cells a row) to way 0 of h4
+ * (the layout of floatcode.c's hist_d4: cell * 4 + way), zero them
+ * again, and mark the rows used. */
+ULP_AVX512_INLINE void ways_fold(uint32_t *hw, unsigned nsym, unsigned ways,
+                                 uint32_t a, uint32_t b, uint32_t *h4,
+                                 uint8_t *used)
 {
-	uint32_t a = (uint32_t)_mm512_reduce_min_epu32(dc->cmin);
-	uint32_t b = (uint32_t)_mm512_reduce_max_epu32(dc->cmax);
-	const size_t stride = (size_t)ULP_RANS_NCTX * dc->nsym;
+	const size_t stride = (size_t)ULP_RANS_NCTX * nsym;
 	uint32_t sum[ULP_RANS_MAXSYM];
 	for (uint32_t c = a; c <= b; c++) {
-		uint32_t *row = dc->hw + (size_t)c * dc->nsym;
-		memset(sum, 0, sizeof(uint32_t) * dc->nsym);
-		for (unsigned k = 0; k < dc->ways; k++, row += stride)
-			for (unsigned j = 0; j < dc->nsym; j++) {
+		uint32_t *row = hw + (size_t)c * nsym;
+		memset(sum, 0, sizeof(uint32_t) * nsym);
+		for (unsigned k = 0; k < ways; k++, row += stride)
+			for (unsigned j = 0; j < nsym; j++) {
 				sum[j] += row[j];
 				row[j] = 0;
 			}
-		for (unsigned j = 0; j < dc->nsym; j++)
-			h4[((size_t)c * dc->nsym + j) * 4] += sum[j];
+		for (unsigned j = 0; j < nsym; j++)
+			h4[((size_t)c * nsym + j) * 4] += sum[j];
 		used[c] = 1;
 	}
+}
+
+ULP_AVX512_INLINE void count16_finish(const count16 *dc, uint32_t *h4,
+                                      uint8_t *used)
+{
+	ways_fold(dc->hw, dc->nsym, dc->ways,
+	          (uint32_t)_mm512_reduce_min_epu32(dc->cmin),
+	          (uint32_t)_mm512_reduce_max_epu32(dc->cmax), h4, used);
 }
 
 /* Symbols (see floatcode_avx2.h) of magnitudes mag with signs ng (0 or
@@ -177,57 +184,128 @@ ULP_AVX512_INLINE __m512i v16_emit(count16 *dc, __m512i mag, __m512i k,
 	return nraw;
 }
 
+/* The 16-bit pass works on 32 elements a step in 16-bit lanes, with
+ * symbols from a byte table of (k, sign, first bit below the leading
+ * one) and cells of 16 bits; lane k counts in way k % 16 of hw. */
+#define D16_WAYS 16u
+
 ULP_AVX512 size_t ulp_delta16_pass_avx512(
 	const uint8_t *cur, const uint8_t *ref, size_t n, unsigned mbits,
 	unsigned emask, uint8_t *sym, uint8_t *ctx, ulp_bitw *bw,
 	uint64_t *raw_bits, uint32_t *h4, uint32_t *hw, unsigned nsym,
 	uint8_t *used, int sampled)
 {
-	count16 dc = count16_init(hw, nsym);
-	ulp_bitw w = *bw; /* in registers, as in ulp_delta16_pass_avx2 */
-	const __m512i m16 = _mm512_set1_epi32(0xffff);
-	const __m512i sb = _mm512_set1_epi32(0x8000);
-	const __m512i em = _mm512_set1_epi32((int)emask);
+	/* symbol of index 4k + 2 sign + b: 0, 1 + sign for k = 1 (b is 1),
+	 * index - 5 from k = 2 */
+	uint8_t t[128] = { 0 };
+	t[5] = 1;
+	t[7] = 2;
+	for (unsigned x = 8; x < 128; x++)
+		t[x] = (uint8_t)(x - 5);
+	const __m512i tlo = _mm512_loadu_si512((const void *)t);
+	const __m512i thi = _mm512_loadu_si512((const void *)(t + 64));
+	const size_t stride = (size_t)ULP_RANS_NCTX * nsym;
+	const __m512i sb = _mm512_set1_epi16((short)0x8000);
+	const __m512i one = _mm512_set1_epi16(1);
+	const __m512i w16 = _mm512_set1_epi32(0xffff);
+	const __m512i lo32 = _mm512_set1_epi64(0xffffffff);
+	const __m512i em = _mm512_set1_epi16((short)emask);
+	const __m512i vnsym = _mm512_set1_epi16((short)nsym);
 	const __m128i cm = _mm_cvtsi32_si128((int)mbits);
+	__m512i cmin = _mm512_set1_epi16(255), cmax = _mm512_setzero_si512();
+	ulp_bitw w = *bw; /* in registers, as in ulp_delta16_pass_avx2 */
 	uint64_t bits = 0;
 	size_t i = 0;
-	for (; i + 16 <= n; i += 16) {
-		__m512i r = _mm512_cvtepu16_epi32(_mm256_loadu_si256(
-			(const __m256i *)(const void *)(ref + 2 * i)));
-		__m512i c = _mm512_cvtepu16_epi32(_mm256_loadu_si256(
-			(const __m256i *)(const void *)(cur + 2 * i)));
-		/* ord: negative values complemented, others with the sign
-		 * bit set (floatcode.c: el_ord) */
-		__m512i oc = _mm512_mask_xor_epi32(
-			_mm512_xor_si512(c, sb), _mm512_test_epi32_mask(c, sb),
-			c, m16);
-		__m512i orr = _mm512_mask_xor_epi32(
-			_mm512_xor_si512(r, sb), _mm512_test_epi32_mask(r, sb),
-			r, m16);
-		__m512i diff = _mm512_and_si512(_mm512_sub_epi32(oc, orr), m16);
-		__m512i ng, k;
-		__m512i mag = v16_magnitude(diff, 15, &ng, &k);
-		__m512i cx = _mm512_and_si512(_mm512_srl_epi32(r, cm), em);
-		__m512i nraw =
-			v16_emit(&dc, mag, k, ng, cx, i, sym, ctx, sampled);
-		/* raw bits: pairs of lanes, then pairs of pairs, into four
-		 * runs of at most 56 bits */
-		__m512i c1, r1 = v16_merge_pairs(mag, nraw, &c1);
+	for (; i + 32 <= n; i += 32) {
+		__m512i r = _mm512_loadu_si512((const void *)(ref + 2 * i));
+		__m512i c = _mm512_loadu_si512((const void *)(cur + 2 * i));
+		/* ord: u ^ (u >> 15 (arithmetic) | sign bit) */
+		__m512i oc = _mm512_ternarylogic_epi32(
+			c, _mm512_srai_epi16(c, 15), sb, 0x1e);
+		__m512i orr = _mm512_ternarylogic_epi32(
+			r, _mm512_srai_epi16(r, 15), sb, 0x1e);
+		__m512i diff = _mm512_sub_epi16(oc, orr);
+		/* |diff| (0x8000 stays 0x8000), its sign, its bit length by
+		 * 32-bit leading-zero counts of the even and odd words */
+		__m512i mag = _mm512_abs_epi16(diff);
+		__m512i ng = _mm512_srli_epi16(diff, 15);
+		const __m512i b32 = _mm512_set1_epi32(32);
+		__m512i ke = _mm512_sub_epi32(
+			b32, _mm512_lzcnt_epi32(_mm512_and_si512(mag, w16)));
+		__m512i ko = _mm512_sub_epi32(
+			b32, _mm512_lzcnt_epi32(_mm512_srli_epi32(mag, 16)));
+		__m512i k = _mm512_or_si512(ke, _mm512_slli_epi32(ko, 16));
+		__m512i nraw = _mm512_subs_epu16(k, _mm512_set1_epi16(2));
+		__m512i b1 =
+			_mm512_and_si512(_mm512_srlv_epi16(mag, nraw), one);
+		__m512i idx = _mm512_ternarylogic_epi32(
+			_mm512_slli_epi16(k, 2), _mm512_add_epi16(ng, ng), b1,
+			0xfe);
+		/* the index's high bytes are 0, which t maps to 0 */
+		__m512i sv = _mm512_permutex2var_epi8(tlo, idx, thi);
+		__m512i cx = _mm512_and_si512(_mm512_srl_epi16(r, cm), em);
+		_mm256_storeu_si256((__m256i *)(void *)(sym + i),
+		                    _mm512_cvtepi16_epi8(sv));
+		_mm256_storeu_si256((__m256i *)(void *)(ctx + i),
+		                    _mm512_cvtepi16_epi8(cx));
+		/* the groups of eight counted */
+		unsigned gm = 0;
+		for (unsigned g = 0; g < 4; g++)
+			if (!sampled || ulp_delta_group_counted(i / 8 + g))
+				gm |= 0xffu << (8 * g);
+		if (gm) {
+			uint16_t cl[32] __attribute__((aligned(64)));
+			v16_store_halves(
+				cl, _mm512_add_epi16(
+					    _mm512_mullo_epi16(cx, vnsym), sv));
+			__asm__("" : "+m"(cl));
+			cmin = _mm512_mask_min_epu16(cmin, gm, cmin, cx);
+			cmax = _mm512_mask_max_epu16(cmax, gm, cmax, cx);
+			for (unsigned g = 0; g < 4; g++) {
+				if (!(gm >> (8 * g) & 1))
+					continue;
+				for (unsigned k8 = 0; k8 < 8; k8++) {
+					unsigned l = 8 * g + k8;
+					hw[(l % D16_WAYS) * stride + cl[l]]++;
+				}
+			}
+		}
+		/* raw bits: pairs of words, pairs of dwords, into eight runs
+		 * of at most 56 bits */
+		__m512i low = _mm512_andnot_si512(
+			_mm512_sllv_epi16(_mm512_set1_epi16(-1), nraw), mag);
+		__m512i ne = _mm512_and_si512(nraw, w16);
+		__m512i c1 = _mm512_add_epi32(ne, _mm512_srli_epi32(nraw, 16));
+		__m512i r1 = _mm512_or_si512(
+			_mm512_and_si512(low, w16),
+			_mm512_sllv_epi32(_mm512_srli_epi32(low, 16), ne));
+		__m512i ne2 = _mm512_and_si512(c1, lo32);
+		__m512i c2 = _mm512_add_epi64(ne2, _mm512_srli_epi64(c1, 32));
 		__m512i r2 = _mm512_or_si512(
-			r1, _mm512_sllv_epi64(_mm512_bsrli_epi128(r1, 8), c1));
-		__m512i c2 = _mm512_add_epi64(c1, _mm512_bsrli_epi128(c1, 8));
+			_mm512_and_si512(r1, lo32),
+			_mm512_sllv_epi64(_mm512_srli_epi64(r1, 32), ne2));
 		uint64_t v[8] __attribute__((aligned(64)));
 		uint64_t cn[8] __attribute__((aligned(64)));
 		v16_store_halves(v, r2);
 		v16_store_halves(cn, c2);
-		for (int j = 0; j < 8; j += 2) {
+		for (int j = 0; j < 8; j++) {
 			ulp_bitw_put(&w, v[j], (unsigned)cn[j]);
 			bits += cn[j];
 		}
 	}
 	*bw = w;
-	if (i)
-		count16_finish(&dc, h4, used);
+	if (i) {
+		uint16_t lo[32] __attribute__((aligned(64)));
+		uint16_t hi[32] __attribute__((aligned(64)));
+		_mm512_store_si512((void *)lo, cmin);
+		_mm512_store_si512((void *)hi, cmax);
+		uint32_t a = 255, b = 0;
+		for (int l = 0; l < 32; l++) {
+			a = lo[l] < a ? lo[l] : a;
+			b = hi[l] > b ? hi[l] : b;
+		}
+		ways_fold(hw, nsym, D16_WAYS, a, b, h4, used);
+	}
 	*raw_bits += bits;
 	return i;
 }

@@ -77,6 +77,7 @@ static int rans_simd_cpu(void)
 	if (__builtin_cpu_supports("avx512f") &&
 	    __builtin_cpu_supports("avx512bw") &&
 	    __builtin_cpu_supports("avx512vl") &&
+	    __builtin_cpu_supports("avx512cd") &&
 	    __builtin_cpu_supports("avx512vbmi") &&
 	    __builtin_cpu_supports("avx512vbmi2"))
 		return ULP_SIMD_AVX512;

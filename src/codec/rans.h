@@ -52,11 +52,12 @@ void ulp_rans_scratch_free(ulp_rans_scratch *s);
 void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
 
 /* Which kernels run: the portable ones (0), AVX2 (ULP_SIMD_AVX2) or, for
- * the encoder's kernels that have one, AVX-512 (ULP_SIMD_AVX512, which
- * implies AVX2; the others run their AVX2 kernel).  Chosen once from the
- * CPU; ULPFS_SIMD=0 or 1 in the environment caps it at that level, and
- * tests switch with ulp_rans_set_simd (returns the previous level; sets
- * the highest level at most `on` that the CPU has). */
+ * the encoder's kernels that have one, AVX-512 (ULP_SIMD_AVX512: F, BW,
+ * VL, CD, VBMI and VBMI2, and AVX2; the others run their AVX2 kernel).
+ * Chosen once from the CPU; ULPFS_SIMD=0 or 1 in the environment caps it
+ * at that level, and tests switch with ulp_rans_set_simd (returns the
+ * previous level; sets the highest level at most `on` that the CPU
+ * has). */
 #define ULP_SIMD_AVX2 1
 #define ULP_SIMD_AVX512 2
 int ulp_rans_simd(void);
