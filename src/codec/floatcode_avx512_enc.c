@@ -188,6 +188,8 @@ ULP_AVX512_INLINE __m512i v16_emit(count16 *dc, __m512i mag, __m512i k,
  * symbols from a byte table of (k, sign, first bit below the leading
  * one) and cells of 16 bits; lane k counts in way k % 16 of hw. */
 #define D16_WAYS 16u
+#define D16_NSYM 63u /* DELTA_NSYM(16) in floatcode.c */
+#define D16_STRIDE (ULP_RANS_NCTX * D16_NSYM)
 
 ULP_AVX512 size_t ulp_delta16_pass_avx512(
 	const uint8_t *cur, const uint8_t *ref, size_t n, unsigned mbits,
@@ -204,7 +206,8 @@ ULP_AVX512 size_t ulp_delta16_pass_avx512(
 		t[x] = (uint8_t)(x - 5);
 	const __m512i tlo = _mm512_loadu_si512((const void *)t);
 	const __m512i thi = _mm512_loadu_si512((const void *)(t + 64));
-	const size_t stride = (size_t)ULP_RANS_NCTX * nsym;
+	if (nsym != D16_NSYM)
+		return 0;
 	const __m512i sb = _mm512_set1_epi16((short)0x8000);
 	const __m512i one = _mm512_set1_epi16(1);
 	const __m512i w16 = _mm512_set1_epi32(0xffff);
@@ -261,12 +264,16 @@ ULP_AVX512 size_t ulp_delta16_pass_avx512(
 			__asm__("" : "+m"(cl));
 			cmin = _mm512_mask_min_epu16(cmin, gm, cmin, cx);
 			cmax = _mm512_mask_max_epu16(cmax, gm, cmax, cx);
+			/* unrolled, each lane's way is a constant offset */
+#pragma GCC unroll 4
 			for (unsigned g = 0; g < 4; g++) {
 				if (!(gm >> (8 * g) & 1))
 					continue;
+#pragma GCC unroll 8
 				for (unsigned k8 = 0; k8 < 8; k8++) {
 					unsigned l = 8 * g + k8;
-					hw[(l % D16_WAYS) * stride + cl[l]]++;
+					hw[(l % D16_WAYS) * D16_STRIDE +
+					   cl[l]]++;
 				}
 			}
 		}
