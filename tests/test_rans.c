@@ -60,6 +60,21 @@ static int rans_dec(ulp_rans_scratch *sc, const uint8_t *blk, size_t len,
 	return rc;
 }
 
+/* The kernel levels this CPU runs, portable (0) first, then AVX2 and
+ * AVX-512 where it has them, into lv; returns how many. */
+static unsigned simd_levels(int lv[3])
+{
+	int old = ulp_rans_set_simd(0);
+	unsigned n = 0;
+	for (int l = 0; l <= ULP_SIMD_AVX512; l++) {
+		ulp_rans_set_simd(l);
+		if (ulp_rans_simd() == l)
+			lv[n++] = l;
+	}
+	ulp_rans_set_simd(old);
+	return n;
+}
+
 /* Round trip of one lane count (0: the encoder's choice) with the SIMD
  * kernels on or off; also checks that the decoder reports the block's
  * exact length when more bytes follow it.  Returns the block size. */
@@ -73,14 +88,19 @@ static size_t rans_rt_path(const uint8_t *sym, const uint8_t *ctx, size_t n,
 	ulp_rans_scratch_set_lanes(es, lanes);
 	int old = ulp_rans_set_simd(simd);
 	ulp_buf b = rans_enc(es, sym, ctx, n, nsym, nctx);
-	/* the other encoder kernel writes the same bytes */
-	ulp_rans_set_simd(!simd);
-	ulp_buf b2 = rans_enc(es, sym, ctx, n, nsym, nctx);
+	/* every other encoder kernel writes the same bytes */
+	int lv[3];
+	for (unsigned k = 0, nlv = simd_levels(lv); k < nlv; k++) {
+		ulp_rans_set_simd(lv[k]);
+		ulp_buf b2 = rans_enc(es, sym, ctx, n, nsym, nctx);
+		TU_ASSERT(b2.len == b.len,
+		          "encoder kernels %d, %d: %zu and %zu bytes", simd,
+		          lv[k], b.len, b2.len);
+		TU_MEMEQ(b2.p, b.p, b.len, "encoder kernels %d and %d", simd,
+		         lv[k]);
+		ulp_buf_free(&b2);
+	}
 	ulp_rans_set_simd(simd);
-	TU_ASSERT(b2.len == b.len, "encoder kernels: %zu and %zu bytes", b.len,
-	          b2.len);
-	TU_MEMEQ(b2.p, b.p, b.len, "encoder kernels' blocks");
-	ulp_buf_free(&b2);
 	unsigned got = ulp_rans_block_lanes(b.p, b.len);
 	TU_ASSERT(lanes ? got == lanes
 	                : got == (n >= ULP_RANS_WIDE_MIN ? 32u : 4u),
@@ -355,18 +375,24 @@ static void esc_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
 		ulp_rans_scratch *sc = ulp_rans_scratch_new();
 		cr_assert(sc);
 		ulp_rans_scratch_set_lanes(sc, lanes);
-		ulp_buf b[2] = { { 0 }, { 0 } };
-		size_t nesc[2] = { 0, 0 };
-		for (int simd = 0; simd < 2; simd++) {
-			int old = ulp_rans_set_simd(simd);
+		ulp_buf b[3] = { { 0 }, { 0 }, { 0 } };
+		size_t nesc[3] = { 0, 0, 0 };
+		int lv[3];
+		unsigned nlv = simd_levels(lv);
+		for (unsigned k = 0; k < nlv; k++) {
+			int old = ulp_rans_set_simd(lv[k]);
 			TU_OK(ulp_rans_encode_esc(sc, sym, ctx, n, nsym, nctx,
-			                          h, &b[simd], &nesc[simd]),
-			      "encode_esc lanes %u simd %d", lanes, simd);
+			                          h, &b[k], &nesc[k]),
+			      "encode_esc lanes %u simd %d", lanes, lv[k]);
 			ulp_rans_set_simd(old);
 		}
-		TU_ASSERT(b[0].len == b[1].len && nesc[0] == nesc[1],
-		          "kernels: %zu and %zu bytes", b[0].len, b[1].len);
-		TU_MEMEQ(b[0].p, b[1].p, b[0].len, "kernels' escape blocks");
+		for (unsigned k = 1; k < nlv; k++) {
+			TU_ASSERT(b[0].len == b[k].len && nesc[0] == nesc[k],
+			          "kernels 0, %d: %zu and %zu bytes", lv[k],
+			          b[0].len, b[k].len);
+			TU_MEMEQ(b[0].p, b[k].p, b[0].len,
+			         "kernels' escape blocks, 0 and %d", lv[k]);
+		}
 		TU_ASSERT(b[0].len <= ulp_rans_bound(n, nsym), "bound");
 		TU_ASSERT(ulp_rans_block_escapes(b[0].p, b[0].len) &&
 		                  ulp_rans_block_lanes(b[0].p, b[0].len) ==
@@ -412,8 +438,8 @@ static void esc_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
 			free(in);
 		}
 		free(dec);
-		ulp_buf_free(&b[0]);
-		ulp_buf_free(&b[1]);
+		for (unsigned k = 0; k < 3; k++)
+			ulp_buf_free(&b[k]);
 		ulp_rans_scratch_free(sc);
 	}
 }
@@ -482,7 +508,7 @@ Test(rans, mapped_codes)
 			nesc += codes[i] == 7;
 		}
 		for (unsigned lanes = 4; lanes <= 32; lanes *= 8) {
-			for (int simd = 0; simd < 2; simd++) {
+			for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
 				int old = ulp_rans_set_simd(simd);
 				ulp_rans_scratch *sc = ulp_rans_scratch_new();
 				cr_assert(sc);
@@ -524,6 +550,38 @@ Test(rans, mapped_codes)
 		free(codes);
 		free(ev);
 	}
+}
+
+/* The largest table entry index, (255 tables) * 256 + 255, which the
+ * AVX-512 encoder computes in 16 bits: 256 own tables of 256 symbols,
+ * and of 255 symbols plus the escape symbol, symbol 255 of context 255
+ * in both. */
+Test(rans, largest_entry_index)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x4c41524745535431ull);
+	const size_t n = 256 * 1024;
+	uint8_t *sym = tu_xmalloc(n), *ctx = tu_xmalloc(n);
+	for (size_t i = 0; i < n; i++) {
+		ctx[i] = (uint8_t)tu_below(&r, 256);
+		sym[i] = (uint8_t)tu_below(&r, 256);
+	}
+	ctx[n - 1] = 255;
+	sym[n - 1] = 255;
+	rans_rt(sym, ctx, n, 256, 256);
+	/* escapes: tables of 255 symbols from every fourth one's counts */
+	for (size_t i = 0; i < n; i++)
+		sym[i] = (uint8_t)(sym[i] % 255);
+	sym[n - 2] = 254;
+	ctx[n - 2] = 255;
+	uint32_t *h = calloc((size_t)255 * 256, sizeof(uint32_t));
+	cr_assert(h);
+	for (size_t i = 0; i < n; i += 4)
+		h[(size_t)ctx[i] * 255 + sym[i]] += 4;
+	esc_rt(sym, ctx, n, 255, 256, h, 1);
+	free(h);
+	free(sym);
+	free(ctx);
 }
 
 Test(rans, many_contexts_escape_and_own)
@@ -1333,19 +1391,34 @@ static frt float_rt(ulp_float_fmt f, const uint8_t *cur, const uint8_t *ref,
 	TU_ASSERT(out.p[0] == 0xaa && out.p[1] == 0xaa && out.p[2] == 0xaa,
 	          "encoder clobbered bytes before its stream");
 	res.len = out.len - 3;
-	{
-		/* the other encoder kernels write the same bytes */
-		int old = ulp_rans_set_simd(!ulp_rans_simd());
-		ulp_buf o2 = { 0 };
-		TU_OK(ulp_float_encode(es, f, cur, ref, n, alt, &o2, NULL),
-		      "float encode, other kernels");
-		ulp_rans_set_simd(old);
-		TU_ASSERT(o2.len == res.len,
-		          "kernels disagree on the size: "
-		          "%zu, %zu",
-		          o2.len, res.len);
-		TU_MEMEQ(o2.p, out.p + 3, res.len, "kernels' streams");
-		ulp_buf_free(&o2);
+	/* every encoder kernel writes the same bytes; with alt the delta
+	 * pass is the portable one whatever the kernels, so the SIMD passes
+	 * are compared without it too */
+	for (int a = alt; a >= 0; a--) {
+		int lv[3];
+		ulp_buf first = { 0 };
+		for (unsigned k = 0, nlv = simd_levels(lv); k < nlv; k++) {
+			int old = ulp_rans_set_simd(lv[k]);
+			ulp_buf o2 = { 0 };
+			TU_OK(ulp_float_encode(es, f, cur, ref, n, a, &o2,
+			                       NULL),
+			      "float encode, kernels %d alt %d", lv[k], a);
+			ulp_rans_set_simd(old);
+			if (a != alt && k == 0) {
+				first = o2;
+				continue;
+			}
+			const uint8_t *want = a == alt ? out.p + 3 : first.p;
+			size_t wlen = a == alt ? res.len : first.len;
+			TU_ASSERT(o2.len == wlen,
+			          "kernels %d alt %d disagree on the size: "
+			          "%zu, %zu",
+			          lv[k], a, o2.len, wlen);
+			TU_MEMEQ(o2.p, want, wlen,
+			         "kernels' %d streams, alt %d", lv[k], a);
+			ulp_buf_free(&o2);
+		}
+		ulp_buf_free(&first);
 	}
 	res.coding = res.len ? out.p[3] : -1;
 	TU_ASSERT(res.len >= 1, "empty stream");
@@ -1624,6 +1697,42 @@ Test(floatcode, random_walk_delta)
 		                  0.05 * d.st.model_bits,
 		          "%s: %zu bytes vs model %.0f bits", nm, d.len,
 		          d.st.model_bits);
+		free(cur);
+		free(ref);
+	}
+}
+
+/* Residuals of every bit length 0 .. W (the ordinals wrap: the codec
+ * works modulo 2^W), among small ones so that delta coding wins: every
+ * raw bit count through the kernels' bit packing. */
+Test(floatcode, residuals_of_every_length)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x45564552594b31ull);
+	const size_t n = 70001;
+	for (size_t k = 0; k < NFMTS; k++) {
+		ulp_float_fmt f = ulp_dtype_fmt(FMTS[k].dt);
+		const unsigned W = f.width;
+		const size_t nb = n * (W / 8);
+		uint8_t *cur = tu_xmalloc(nb), *ref = tu_xmalloc(nb);
+		tu_fill_weights(&r, f, ref, n);
+		for (size_t i = 0; i < n; i++) {
+			unsigned bits = tu_chance(&r, 1, 4)
+			                        ? (unsigned)tu_below(&r, W + 1)
+			                        : (unsigned)tu_below(&r, 4);
+			uint64_t d =
+				bits ? (1ull << (bits - 1)) |
+						(tu_next(&r) &
+			                         ((1ull << (bits - 1)) - 1))
+				     : 0;
+			if (tu_chance(&r, 1, 2))
+				d = 0 - d;
+			uint64_t o = tu_ord(tu_load(ref, i, W), W) + d;
+			tu_store(cur, i, tu_unord(o & tu_wmask(W), W), W);
+		}
+		frt d = float_rt(f, cur, ref, n, 0);
+		TU_ASSERT(d.coding == ULP_SC_DELTA, "%s: coding %d",
+		          ulp_dtype_name(FMTS[k].dt), d.coding);
 		free(cur);
 		free(ref);
 	}
@@ -2148,6 +2257,24 @@ static void wide_streams_corrupted(size_t n, uint64_t seed)
 				          ulp_dtype_name(dts[k]), o2.len,
 				          out.len);
 				TU_MEMEQ(o2.p, out.p, out.len, "alt stats");
+				ulp_buf_free(&o2);
+			}
+			/* every encoder kernel writes the same stream */
+			int lv[3];
+			for (unsigned j = 0, nlv = simd_levels(lv); j < nlv;
+			     j++) {
+				int old = ulp_rans_set_simd(lv[j]);
+				ulp_buf o2 = { 0 };
+				TU_OK(ulp_float_encode(fs, f, cur, rp, n, 0,
+				                       &o2, NULL),
+				      "encode, kernels %d", lv[j]);
+				ulp_rans_set_simd(old);
+				TU_ASSERT(o2.len == out.len,
+				          "%s: kernels %d: %zu bytes, %zu",
+				          ulp_dtype_name(dts[k]), lv[j], o2.len,
+				          out.len);
+				TU_MEMEQ(o2.p, out.p, out.len, "kernels %d",
+				         lv[j]);
 				ulp_buf_free(&o2);
 			}
 			for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {

@@ -75,6 +75,7 @@ typedef struct bench_opts {
 	int baselines, zstd19;
 	int side;      /* code files given a sibling (0: --no-side) */
 	int cpu_clock; /* one-thread timings in process CPU time */
+	const char *objects; /* --objects: where each file's object goes */
 	uint32_t chunk;
 	/* per-thread contexts kept across files, as a long-running encoder
 	 * (the filesystem's pool) keeps them */
@@ -260,6 +261,24 @@ static uint64_t bytegroup_size(const cli_map *m, const ulp_tensor_map *map)
 	return total;
 }
 
+/* The object of file i as DIR/NNN.obj (NNN its argument index), so
+ * that the objects of two builds can be compared byte for byte. */
+static int save_object(const char *dir, size_t i, const mem_sink *sink)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/%03zu.obj", dir, i);
+	FILE *f = fopen(path, "wb");
+	if (!f) {
+		cli_err("%s: cannot create", path);
+		return ULP_ERR_IO;
+	}
+	size_t put = sink->len ? fwrite(sink->p, 1, sink->len, f) : 0;
+	int bad = fclose(f) != 0 || put != sink->len;
+	if (bad)
+		cli_err("%s: write failed", path);
+	return bad ? ULP_ERR_IO : ULP_OK;
+}
+
 /* The side file of file i: the latest earlier argument of the same
  * directory that some tensor of file i matches (its matches in *sm). */
 static int find_side(const file_row *rows, size_t i, cli_map *maps,
@@ -338,6 +357,8 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 		goto out;
 	}
 	row->ulp = sink.len;
+	if (o->objects && (rc = save_object(o->objects, i, &sink)))
+		goto out;
 	rc = ulp_object_open(sink_read_at, &sink, sink.len, &obj);
 	if (rc)
 		goto out;
@@ -592,7 +613,7 @@ static void bench_usage(FILE *f)
 	      "SIZE]\n"
 	      "                   [--no-baselines] [--no-zstd19] [--cpu-time] "
 	      "[--no-side]\n"
-	      "                   FILE...\n"
+	      "                   [--objects DIR] FILE...\n"
 	      "Code FILE... as a trajectory (each against the latest earlier "
 	      "file\nwith the same base name), verify every round trip and "
 	      "compare with\nzstd -3, zstd -19 and a byte-grouped entropy "
@@ -600,7 +621,9 @@ static void bench_usage(FILE *f)
 	      "  --cpu-time  one-thread speeds from process CPU time (for a "
 	      "shared machine)\n"
 	      "  --no-side   code no file given another file of its "
-	      "directory\n",
+	      "directory\n"
+	      "  --objects DIR  write the object of the N-th FILE (from 0) to "
+	      "DIR/NNN.obj\n",
 	      f);
 }
 
@@ -612,6 +635,7 @@ static const struct option bench_longopts[] = {
 	{ "no-zstd19", no_argument, NULL, 'Z' },
 	{ "cpu-time", no_argument, NULL, 'C' },
 	{ "no-side", no_argument, NULL, 'S' },
+	{ "objects", required_argument, NULL, 'O' },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 },
 };
@@ -655,6 +679,9 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case 'S':
 			o.side = 0;
+			break;
+		case 'O':
+			o.objects = optarg;
 			break;
 		case 'h':
 			bench_usage(stdout);

@@ -72,6 +72,9 @@ struct ulp_float_scratch {
 	uint8_t *esc;
 	size_t esc_cap;
 	uint32_t hist_pk[PK_BUCKETS * ULP_RANS_NCTX * MAX_DELTA_NSYM];
+	/* the AVX-512 delta passes' partial histograms (allocated on their
+	 * first use, zero between calls) */
+	uint32_t *hist_dw;
 };
 
 ulp_float_scratch *ulp_float_scratch_new(void)
@@ -96,6 +99,7 @@ void ulp_float_scratch_free(ulp_float_scratch *fs)
 	free(fs->ctx);
 	free(fs->esc);
 	ulp_buf_free(&fs->raw);
+	free(fs->hist_dw);
 	free(fs);
 }
 
@@ -373,12 +377,25 @@ ULP_INLINE void delta_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	uint64_t raw_bits = 0;
 	unsigned kprev = 0;
 	size_t i = 0;
-	if (W == 16 && !alt && ulp_rans_simd())
+	int simd = alt ? 0 : ulp_rans_simd();
+	if ((W == 16 || W == 32) && simd >= ULP_SIMD_AVX512 && !fs->hist_dw &&
+	    !(fs->hist_dw = calloc(ULP_DELTA_WAYS_CELLS, sizeof(uint32_t))))
+		simd = ULP_SIMD_AVX2; /* no room for its histograms */
+	if (W == 16 && simd >= ULP_SIMD_AVX512)
+		i = ulp_delta16_pass_avx512(cur, ref, n, f.mbits,
+		                            (1u << f.ebits) - 1, sym, ctx, &bw,
+		                            &raw_bits, h4, fs->hist_dw, nsym,
+		                            fs->dused, sampled);
+	else if (W == 16 && simd)
 		i = ulp_delta16_pass_avx2(cur, ref, n, f.mbits,
 		                          (1u << f.ebits) - 1, sym, ctx, &bw,
 		                          &raw_bits, h4, nsym, fs->dused,
 		                          sampled);
-	if (W == 32 && !alt && ulp_rans_simd())
+	if (W == 32 && simd >= ULP_SIMD_AVX512)
+		i = ulp_delta32_pass_avx512(cur, ref, n, sym, ctx, &bw,
+		                            &raw_bits, h4, fs->hist_dw, nsym,
+		                            fs->dused, sampled);
+	else if (W == 32 && simd)
 		i = ulp_delta32_pass_avx2(cur, ref, n, sym, ctx, &bw, &raw_bits,
 		                          h4, nsym, fs->dused, sampled);
 	/* the elements the SIMD pass counted (a multiple of 8) */

@@ -143,6 +143,22 @@ size_t ulp_delta32_pass_avx2(const uint8_t *cur, const uint8_t *ref, size_t n,
                              uint64_t *raw_bits, uint32_t *h4, unsigned nsym,
                              uint8_t *used, int sampled);
 
+/* ulp_delta16_pass_avx2 and ulp_delta32_pass_avx2 with AVX-512
+ * (floatcode_avx512_enc.c; only when ulp_rans_simd() >= ULP_SIMD_AVX512):
+ * the same arguments and bytes, a multiple of 16 elements done, and hw,
+ * ULP_DELTA_WAYS_CELLS zeros (left zero), where they count before adding
+ * their counts to h4. */
+#define ULP_DELTA_WAYS_CELLS (16u * 256u * 64u)
+size_t ulp_delta16_pass_avx512(const uint8_t *cur, const uint8_t *ref, size_t n,
+                               unsigned mbits, unsigned emask, uint8_t *sym,
+                               uint8_t *ctx, struct ulp_bitw *bw,
+                               uint64_t *raw_bits, uint32_t *h4, uint32_t *hw,
+                               unsigned nsym, uint8_t *used, int sampled);
+size_t ulp_delta32_pass_avx512(const uint8_t *cur, const uint8_t *ref, size_t n,
+                               uint8_t *sym, uint8_t *ctx, struct ulp_bitw *bw,
+                               uint64_t *raw_bits, uint32_t *h4, uint32_t *hw,
+                               unsigned nsym, uint8_t *used, int sampled);
+
 /* The standalone pass over 16-bit elements (exponent bits at most 8):
  * exponents into a, sign and topbits mantissa bits into b, the other
  * mantissa bits (at most 7) appended to bw, for a prefix of the n

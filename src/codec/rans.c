@@ -41,6 +41,7 @@ struct ulp_rans_scratch {
 	size_t escv_cap;
 	ulp_rans_esym *xsym; /* ulp_rans_encode_map: per context, a row */
 	size_t xsym_cap;
+	uint8_t rowmap[ULP_RANS_NCTX]; /* c -> c: xsym's rows by context */
 };
 
 /* Block header byte 0: bit 0 an escape table follows the own tables,
@@ -70,8 +71,9 @@ int ulp_rans_block_escapes(const uint8_t *in, size_t len)
 /* -1 until the CPU is asked; atomics keep concurrent first calls clean. */
 static int rans_simd_state = -1;
 
-/* The highest kernel level this CPU runs: AVX-512 needs F, BW, VL and
- * VBMI (byte permutations) besides what the AVX2 kernels need. */
+/* The highest kernel level this CPU runs: AVX-512 needs F, BW, VL, CD,
+ * VBMI (byte permutations) and VBMI2 (word compression) besides what the
+ * AVX2 kernels need. */
 static int rans_simd_max(void)
 {
 	__builtin_cpu_init();
@@ -80,7 +82,9 @@ static int rans_simd_max(void)
 	if (__builtin_cpu_supports("avx512f") &&
 	    __builtin_cpu_supports("avx512bw") &&
 	    __builtin_cpu_supports("avx512vl") &&
-	    __builtin_cpu_supports("avx512vbmi"))
+	    __builtin_cpu_supports("avx512cd") &&
+	    __builtin_cpu_supports("avx512vbmi") &&
+	    __builtin_cpu_supports("avx512vbmi2"))
 		return ULP_SIMD_AVX512;
 	return ULP_SIMD_AVX2;
 }
@@ -128,7 +132,10 @@ int ulp_rans_set_simd(int level)
 
 ulp_rans_scratch *ulp_rans_scratch_new(void)
 {
-	return calloc(1, sizeof(ulp_rans_scratch));
+	ulp_rans_scratch *s = calloc(1, sizeof(ulp_rans_scratch));
+	for (unsigned c = 0; s && c < ULP_RANS_NCTX; c++)
+		s->rowmap[c] = (uint8_t)c;
+	return s;
 }
 
 void ulp_rans_scratch_free(ulp_rans_scratch *s)
@@ -334,10 +341,12 @@ static unsigned rans_assign(ulp_rans_scratch *sc, const uint32_t *hist,
  * lanes' steps are independent, so they overlap).  Returns the first
  * word written (words end at wend). */
 static inline __attribute__((always_inline)) uint16_t *
-rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
+rans_enc_lanes(const ulp_rans_scratch *sc, const ulp_rans_esym *tabs,
+               const uint8_t *remap, unsigned rowlen, const uint8_t *sym,
                const uint8_t *ctx, size_t n, unsigned nsym, uint16_t *wend,
                uint32_t *xout, uint32_t *escv, size_t *nesc, const unsigned N)
 {
+	const ulp_rans_esym *const *eb = sc->ebase;
 	uint16_t *w = wend;
 	uint32_t x[ULP_RANS_MAX_LANES];
 	(void)nsym;
@@ -363,7 +372,11 @@ rans_enc_lanes(const ulp_rans_esym *const *eb, const uint8_t *sym,
 		RANS_ENC_STEP(x[i % N], i);
 	}
 	if (N == 32 && i > 0 && ulp_rans_simd()) {
-		w = ulp_rans_enc32_avx2(eb, sym, ctx, i, x, w, escv, nesc);
+		w = ulp_rans_simd() >= ULP_SIMD_AVX512
+		            ? ulp_rans_enc32_avx512(tabs, remap, rowlen, sym,
+		                                    ctx, i, x, w, escv, nesc)
+		            : ulp_rans_enc32_avx2(eb, sym, ctx, i, x, w, escv,
+		                                  nesc);
 		i = 0;
 	}
 	while (i > 0) {
@@ -514,6 +527,11 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	if (map && rans_map_rows(sc, sc->ebase[0], nt, map))
 		return ULP_ERR_NOMEM;
 	const unsigned lsym = map ? map->nsym : nsym;
+	/* for the AVX-512 coder, entry s of context c is tabs[remap[c] *
+	 * rowlen + s]: the block's tables, or map's rows (xsym) */
+	const ulp_rans_esym *tabs = map ? sc->xsym : sc->esym;
+	const uint8_t *remap = map ? sc->rowmap : sc->remap;
+	const unsigned rowlen = map ? map->nsym : nt;
 	/* 32 final states cost 112 bytes more than 4: small blocks, which
 	 * decode fast either way, keep four lanes */
 	const unsigned lanes = sc->lanes                ? sc->lanes
@@ -522,12 +540,14 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	uint32_t x[ULP_RANS_MAX_LANES];
 	uint16_t *wend = sc->words + ULP_RANS_WORDS_SLACK + n;
 	uint16_t *w = lanes == ULP_RANS_WAYS
-	                      ? rans_enc_lanes(sc->ebase, sym, ctx, n, lsym,
-	                                       wend, x, list ? sc->escv : NULL,
-	                                       &nesc, ULP_RANS_WAYS)
-	                      : rans_enc_lanes(sc->ebase, sym, ctx, n, lsym,
-	                                       wend, x, list ? sc->escv : NULL,
-	                                       &nesc, 32);
+	                      ? rans_enc_lanes(sc, tabs, remap, rowlen, sym,
+	                                       ctx, n, lsym, wend, x,
+	                                       list ? sc->escv : NULL, &nesc,
+	                                       ULP_RANS_WAYS)
+	                      : rans_enc_lanes(sc, tabs, remap, rowlen, sym,
+	                                       ctx, n, lsym, wend, x,
+	                                       list ? sc->escv : NULL, &nesc,
+	                                       32);
 	size_t nwords = (size_t)(wend - w);
 	p[0] |= lanes == 32 ? RANS_HDR_LANES32 : 0;
 	if (esc) {

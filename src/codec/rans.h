@@ -52,12 +52,12 @@ void ulp_rans_scratch_free(ulp_rans_scratch *s);
 void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
 
 /* Which kernels run: ULP_SIMD_NONE the portable ones, ULP_SIMD_AVX2 the
- * AVX2 ones, ULP_SIMD_AVX512 also the AVX-512 ones where there are (the
- * others stay AVX2).  Chosen once from the CPU, the highest it runs;
- * ULPFS_SIMD=N in the environment caps it at level N, and tests switch
- * with ulp_rans_set_simd (returns the previous level; a level the CPU
- * cannot run gives the highest it can).  Every level reads and writes
- * the same bytes. */
+ * AVX2 ones (with BMI2), ULP_SIMD_AVX512 also the AVX-512 ones where
+ * there are (F, BW, VL, CD, VBMI and VBMI2; the others stay AVX2).
+ * Chosen once from the CPU, the highest it runs; ULPFS_SIMD=N in the
+ * environment caps it at level N, and tests switch with ulp_rans_set_simd
+ * (returns the previous level; a level the CPU cannot run gives the
+ * highest it can).  Every level reads and writes the same bytes. */
 #define ULP_SIMD_NONE 0
 #define ULP_SIMD_AVX2 1
 #define ULP_SIMD_AVX512 2
@@ -229,6 +229,15 @@ uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
                               const uint8_t *sym, const uint8_t *ctx, size_t i,
                               uint32_t *x, uint16_t *w, uint32_t *escv,
                               size_t *nesc);
+
+/* ulp_rans_enc32_avx2 with AVX-512 (rans_avx512.c: two registers of 16
+ * states), for ulp_rans_simd() >= ULP_SIMD_AVX512.  The entry of a symbol
+ * s in context c is esym[remap[c] * nt + s] (remap: 256 table indices,
+ * nt entries a table); writes no words below the last one it keeps. */
+uint16_t *ulp_rans_enc32_avx512(const ulp_rans_esym *esym, const uint8_t *remap,
+                                unsigned nt, const uint8_t *sym,
+                                const uint8_t *ctx, size_t i, uint32_t *x,
+                                uint16_t *w, uint32_t *escv, size_t *nesc);
 
 /* The AVX2 kernel of 32-lane decoding (rans_avx2.c): decodes whole
  * groups of 32 symbols while 64 input bytes remain, updates d->x and d->p
