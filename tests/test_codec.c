@@ -1314,51 +1314,59 @@ Test(codec, pool_nested_encodes_do_not_deadlock, .timeout = 120)
 Test(codec, reused_contexts)
 {
 	/* job.cctx: caller-owned contexts, reused across files, give the
-	 * same objects as fresh ones */
+	 * same objects as fresh ones; the slots' buffers they keep from one
+	 * file to the next (ulp_cctx_spare_give) pass from default-size
+	 * chunks with one thread to small ones with three, and back */
 	tu_file v[3];
 	build_versions(v, 2, 0xc0dec072ull);
 	enum { NC = 3 };
 	ulp_cctx *cc[NC];
 	for (int i = 0; i < NC; i++)
 		cc[i] = ulp_cctx_new();
-	for (int f = 1; f < 3; f++) {
-		tu_buf want;
-		tu_encode_ok(&v[f], &v[f - 1], 4099, 1, &want, NULL);
-		for (int rep = 0; rep < 2; rep++) {
-			tu_sink sink = { 0 };
-			tu_mem rm = tu_mem_of(v[f - 1].data, v[f - 1].size);
-			ulp_encode_job job;
-			memset(&job, 0, sizeof(job));
-			job.cur = v[f].data;
-			job.cur_size = v[f].size;
-			job.cur_map = &v[f].map;
-			job.has_ref = 1;
-			job.ref_size = v[f - 1].size;
-			job.ref_map = &v[f - 1].map;
-			job.ref_hash = v[f - 1].hash;
-			job.ref_read = tu_mem_read;
-			job.ref_opaque = &rm;
-			job.params.chunk_size = 4099;
-			job.nthreads = NC;
-			job.cctx = cc;
-			job.write = tu_sink_write;
-			job.write_opaque = &sink;
-			TU_OK(ulp_encode_file(&job, NULL, NULL, NULL),
-			      "v%d, pass %d", f + 1, rep);
-			TU_ASSERT(sink.b.len == want.len,
-			          "v%d: %zu vs %zu bytes", f + 1, sink.b.len,
-			          want.len);
-			TU_MEMEQ(sink.b.p, want.p, want.len, "v%d, pass %d",
-			         f + 1, rep);
-			if (rep == 1) {
-				job.nthreads = 0;
-				TU_RC(ulp_encode_file(&job, NULL, NULL, NULL),
-				      ULP_ERR_ARG, "cctx with nthreads 0");
+	static const uint32_t sizes[] = { 0, 4099, 0 };
+	for (int k = 0; k < 3; k++)
+		for (int f = 1; f < 3; f++) {
+			tu_buf want;
+			tu_encode_ok(&v[f], &v[f - 1], sizes[k], 1, &want,
+			             NULL);
+			for (int rep = 0; rep < 2; rep++) {
+				tu_sink sink = { 0 };
+				tu_mem rm =
+					tu_mem_of(v[f - 1].data, v[f - 1].size);
+				ulp_encode_job job;
+				memset(&job, 0, sizeof(job));
+				job.cur = v[f].data;
+				job.cur_size = v[f].size;
+				job.cur_map = &v[f].map;
+				job.has_ref = 1;
+				job.ref_size = v[f - 1].size;
+				job.ref_map = &v[f - 1].map;
+				job.ref_hash = v[f - 1].hash;
+				job.ref_read = tu_mem_read;
+				job.ref_opaque = &rm;
+				job.params.chunk_size = sizes[k];
+				job.nthreads = sizes[k] ? NC : 1;
+				job.cctx = cc;
+				job.write = tu_sink_write;
+				job.write_opaque = &sink;
+				TU_OK(ulp_encode_file(&job, NULL, NULL, NULL),
+				      "v%d, pass %d", f + 1, rep);
+				TU_ASSERT(sink.b.len == want.len,
+				          "v%d: %zu vs %zu bytes", f + 1,
+				          sink.b.len, want.len);
+				TU_MEMEQ(sink.b.p, want.p, want.len,
+				         "v%d, pass %d", f + 1, rep);
+				if (rep == 1) {
+					job.nthreads = 0;
+					TU_RC(ulp_encode_file(&job, NULL, NULL,
+					                      NULL),
+					      ULP_ERR_ARG,
+					      "cctx with nthreads 0");
+				}
+				tu_buf_free(&sink.b);
 			}
-			tu_buf_free(&sink.b);
+			tu_buf_free(&want);
 		}
-		tu_buf_free(&want);
-	}
 	for (int i = 0; i < NC; i++)
 		ulp_cctx_free(cc[i]);
 	free_versions(v);

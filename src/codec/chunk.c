@@ -105,6 +105,8 @@ struct ulp_cctx {
 	chunk_scratch s;
 	ZSTD_CCtx *zc;
 	ulp_buf out;
+	ulp_buf spare[ULP_CCTX_SPARES]; /* nspare of them held */
+	unsigned nspare;
 };
 
 struct ulp_dctx {
@@ -178,7 +180,29 @@ void ulp_cctx_free(ulp_cctx *c)
 	scratch_fini(&c->s);
 	ZSTD_freeCCtx(c->zc);
 	ulp_buf_free(&c->out);
+	while (c->nspare)
+		ulp_buf_free(&c->spare[--c->nspare]);
 	free(c);
+}
+
+void ulp_cctx_spare_take(ulp_cctx *c, ulp_buf *b)
+{
+	if (c->nspare && !b->cap) {
+		*b = c->spare[--c->nspare];
+		b->len = 0;
+	}
+}
+
+void ulp_cctx_spare_give(ulp_cctx *c, ulp_buf *b)
+{
+	if (!b->cap)
+		return;
+	if (c && c->nspare < ULP_CCTX_SPARES) {
+		c->spare[c->nspare++] = *b;
+		*b = (ulp_buf){ 0 };
+	} else {
+		ulp_buf_free(b);
+	}
 }
 
 ulp_dctx *ulp_dctx_new(void)

@@ -266,5 +266,14 @@ enum {
  * memory), and back: kept for the next job, up to a few per thread. */
 ulp_cctx *ulp_pool_cctx_take(ulp_pool *pool);
 void ulp_pool_cctx_give(ulp_pool *pool, ulp_cctx *cctx);
+/* Buffers the pipeline's slots keep in a context between files (at most
+ * ULP_CCTX_SPARES): a slot that starts without one takes a spare, and
+ * gives it back when the file is done, so that a chunk's encoded bytes
+ * do not land in memory allocated, and faulted in, afresh for every
+ * file.  Take leaves *b as it is when the context has none; give frees
+ * *b when the context's spares are full, and leaves *b empty. */
+#define ULP_CCTX_SPARES 4
+void ulp_cctx_spare_take(ulp_cctx *c, ulp_buf *b);
+void ulp_cctx_spare_give(ulp_cctx *c, ulp_buf *b);
 
 #endif /* ULP_CODEC_INTERNAL_H */

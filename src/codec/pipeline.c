@@ -221,8 +221,10 @@ static void encode_chunk(enc_pipe *p, enc_lane *ln, size_t i)
 		rc = ulp_chunk_encode_refs(ln->cc, p->plan, i, src, &refs, &enc,
 		                           &enc_len, &st);
 	}
-	if (!rc)
+	if (!rc) {
+		ulp_cctx_spare_take(ln->cc, &slot->buf);
 		rc = ulp_buf_reserve(&slot->buf, enc_len);
+	}
 	if (!rc) {
 		memcpy(slot->buf.p, enc, enc_len);
 		slot->buf.len = enc_len;
@@ -421,6 +423,13 @@ static void pipe_fini(enc_pipe *p)
 		p->abort = 1;
 		pthread_mutex_unlock(&p->mu);
 		ulp_pool_group_free(p->g);
+	}
+	/* The slots' buffers stay with the contexts for the next file. */
+	for (size_t k = 0, l = 0; p->slots && p->lanes && k < p->window; k++) {
+		for (unsigned t = 0; t < p->nlanes && !p->lanes[l].cc; t++)
+			l = (l + 1) % p->nlanes;
+		ulp_cctx_spare_give(p->lanes[l].cc, &p->slots[k].buf);
+		l = (l + 1) % p->nlanes;
 	}
 	for (unsigned k = 0; p->lanes && k < p->nlanes; k++) {
 		enc_lane *ln = &p->lanes[k];
