@@ -183,6 +183,12 @@ void *ulp_cbuf_data(ulp_cbuf *b)
 	return b->data;
 }
 
+void ulp_cbuf_range(const ulp_cbuf *b, uint64_t *off, uint32_t *len)
+{
+	*off = b->off;
+	*len = b->len;
+}
+
 void ulp_cbuf_discard(ulp_cache *c, ulp_cbuf *b)
 {
 	if (!b)

@@ -38,6 +38,8 @@ ulp_cbuf *ulp_cache_complete(ulp_cache *c, ulp_cflight *f, ulp_cbuf *b,
 ulp_cbuf *ulp_cache_alloc(ulp_cache *c, uint64_t vid, uint64_t off,
                           uint32_t len);
 void *ulp_cbuf_data(ulp_cbuf *b);
+/* The logical range of the version that b holds. */
+void ulp_cbuf_range(const ulp_cbuf *b, uint64_t *off, uint32_t *len);
 void ulp_cache_release(ulp_cache *c, ulp_cbuf *b);
 /* Free an unpublished buffer (NULL: nothing). */
 void ulp_cbuf_discard(ulp_cache *c, ulp_cbuf *b);

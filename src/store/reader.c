@@ -476,6 +476,31 @@ static int zero_chunk(ulp_store *st, const oentry *e, size_t i, uint32_t len)
 	return h && h == zero_hash(st->reader, len);
 }
 
+/* A chunk's reference as its decode sees it: read through the cache
+ * (rc first, so that ulp_ref_read takes it as its ulp_ref_ctx), or, for a
+ * range inside one of the reference chunks pinned for the decode, mapped
+ * in place, which spares the float decoder a copy of it. */
+typedef struct ref_view {
+	ulp_ref_ctx rc;
+	ulp_cbuf *const *pins;
+	size_t npins;
+} ref_view;
+
+static const void *ref_view_map(void *opaque, uint64_t off, size_t len)
+{
+	const ref_view *v = opaque;
+
+	for (size_t k = 0; k < v->npins; k++) {
+		uint64_t poff;
+		uint32_t plen;
+		ulp_cbuf_range(v->pins[k], &poff, &plen);
+		if (off >= poff && len <= plen && off - poff <= plen - len)
+			return (uint8_t *)ulp_cbuf_data(v->pins[k]) +
+			       (off - poff);
+	}
+	return NULL;
+}
+
 /* Decode chunk i of e (claimed: no other thread decodes it meanwhile). */
 static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
                         ulp_ctask *task, ulp_cbuf **out)
@@ -500,13 +525,14 @@ static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
 	if (rc == 0 && stopped(task))
 		rc = -ECANCELED;
 	if (rc == 0) {
-		ulp_ref_ctx rctx = { st, e->ref, depth + 1, task };
+		ref_view rv = { { st, e->ref, depth + 1, task }, pins, npins };
 		/* A side's chunks are read as a reference's are, through the
 		 * cache (it is another file's version: no cycle). */
 		ulp_ref_ctx sctx = { st, e->side, depth + 1, task };
 		ulp_refs refs = {
 			.ref_read = e->ref ? ulp_ref_read : NULL,
-			.ref_opaque = &rctx,
+			.ref_map = e->ref ? ref_view_map : NULL,
+			.ref_opaque = &rv,
 			.side_read = e->side ? ulp_ref_read : NULL,
 			.side_opaque = &sctx,
 			.side_hash = e->side ? e->side_hash : NULL,
