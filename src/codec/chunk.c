@@ -193,6 +193,17 @@ void ulp_cctx_spare_take(ulp_cctx *c, ulp_buf *b)
 	}
 }
 
+int ulp_cctx_out_take(ulp_cctx *c, const void *enc, size_t enc_len, ulp_buf *b)
+{
+	if (!c->out.p || enc != c->out.p || enc_len != c->out.len)
+		return 0;
+	ulp_buf t = *b;
+	*b = c->out;
+	c->out = t;
+	c->out.len = 0;
+	return 1;
+}
+
 void ulp_cctx_spare_give(ulp_cctx *c, ulp_buf *b)
 {
 	if (!b->cap)

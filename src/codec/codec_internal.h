@@ -275,5 +275,9 @@ void ulp_pool_cctx_give(ulp_pool *pool, ulp_cctx *cctx);
 #define ULP_CCTX_SPARES 4
 void ulp_cctx_spare_take(ulp_cctx *c, ulp_buf *b);
 void ulp_cctx_spare_give(ulp_cctx *c, ulp_buf *b);
+/* When enc is the output of c's last encode (ulp_chunk_encode*, enc_len
+ * bytes), hand it to *b by exchanging buffers instead of copying it: 1, b
+ * holding it and c keeping b's buffer for its next encode; else 0. */
+int ulp_cctx_out_take(ulp_cctx *c, const void *enc, size_t enc_len, ulp_buf *b);
 
 #endif /* ULP_CODEC_INTERNAL_H */

@@ -221,13 +221,17 @@ static void encode_chunk(enc_pipe *p, enc_lane *ln, size_t i)
 		rc = ulp_chunk_encode_refs(ln->cc, p->plan, i, src, &refs, &enc,
 		                           &enc_len, &st);
 	}
-	if (!rc) {
+	/* The chunk's bytes to the slot: by exchanging buffers with the
+	 * context where they are in its output (the context then encodes
+	 * into the slot's old buffer, or a spare: never a fresh one). */
+	if (!rc)
 		ulp_cctx_spare_take(ln->cc, &slot->buf);
+	if (!rc && !ulp_cctx_out_take(ln->cc, enc, enc_len, &slot->buf)) {
 		rc = ulp_buf_reserve(&slot->buf, enc_len);
-	}
-	if (!rc) {
-		memcpy(slot->buf.p, enc, enc_len);
-		slot->buf.len = enc_len;
+		if (!rc) {
+			memcpy(slot->buf.p, enc, enc_len);
+			slot->buf.len = enc_len;
+		}
 	}
 	if (!rc && !known && !h)
 		h = XXH3_64bits(src, len);
