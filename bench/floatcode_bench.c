@@ -20,6 +20,7 @@
 #include <time.h>
 #include <zstd.h>
 
+#include "bench_util.h"
 #include "floatcode.h"
 #include "ulpfs/ulp.h"
 
@@ -58,21 +59,7 @@ static void unload(bfile *f)
 
 static double cpu_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, unsigned n)
-{
-	qsort(v, n, sizeof(double), cmp_d);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_cpu_now(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* The tensor of prev matching t by name, dtype and size, or NULL. */
@@ -167,10 +154,10 @@ static int bench_file(ulp_float_scratch *fs, const bfile *cur,
 		tzd[r] = t4 - t3;
 		row->zcoded = zn;
 	}
-	row->enc = median(te, reps);
-	row->dec = median(td, reps);
-	row->zenc = median(tze, reps);
-	row->zdec = median(tzd, reps);
+	row->enc = bench_median(te, reps);
+	row->dec = bench_median(td, reps);
+	row->zenc = bench_median(tze, reps);
+	row->zdec = bench_median(tzd, reps);
 	row->bytes = nflat;
 	row->coded = out.len;
 	for (size_t i = 0; i < cur->map.n; i++) {
@@ -191,12 +178,8 @@ done:
 
 int main(int argc, char **argv)
 {
-	unsigned reps = 5;
 	int a = 1;
-	if (a + 1 < argc && strcmp(argv[a], "--reps") == 0) {
-		reps = (unsigned)atoi(argv[a + 1]);
-		a += 2;
-	}
+	unsigned reps = bench_reps_arg(argc, argv, &a, 5);
 	if (a >= argc || reps < 1 || reps > 64) {
 		fprintf(stderr, "usage: %s [--reps R (1-64)] FILE...\n",
 		        argv[0]);
@@ -247,8 +230,10 @@ int main(int argc, char **argv)
 			printf("median %-11s %8.1f %8.1f %8.2f %8.2f %7.3f "
 			       "(%u files)\n",
 			       k ? "deltas" : "standalone",
-			       median(ve[k], nk[k]), median(vd[k], nk[k]),
-			       median(re[k], nk[k]), median(rd[k], nk[k]),
+			       bench_median(ve[k], nk[k]),
+			       bench_median(vd[k], nk[k]),
+			       bench_median(re[k], nk[k]),
+			       bench_median(rd[k], nk[k]),
 			       8.0 * (double)coded[k] / (double)elems[k],
 			       nk[k]);
 	ulp_float_scratch_free(fs);

@@ -10,8 +10,10 @@
  * a training run saving a checkpoint does; then each version is read
  * through ulp_version_read in 1 MiB pieces, newest first, compared with
  * its file, and zstd -3 decodes the same file's bytes in the same
- * repetition.  The decoded-chunk cache is at the store's floor, so that
- * reading the whole trajectory evicts chunks as a large checkpoint does.
+ * repetition.  The decoded-chunk cache is at the store's floor (20 MiB
+ * with a keyframe every 4), so that reading a trajectory larger than
+ * that evicts chunks as a large checkpoint does; a smaller one is read
+ * from the cache after its first repetition.
  * Prints each version's read speed over zstd -3's (CPU time, median of
  * R repetitions) and the medians over keyframes and deltas.  `ulpfs bench`
  * measures the codec through the CLI's decoder, which maps references;
@@ -32,31 +34,17 @@
 
 #include <zstd.h>
 
+#include "bench_util.h"
 #include "store/store.h"
 #include "ulpfs/ulp.h"
 
 #define MAXV 64
 #define MAXR 31
 
+/* the process's: reference chunks may be decoded on other threads */
 static double cpu_now(void)
 {
-	struct timespec t;
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, size_t n)
-{
-	if (!n)
-		return 0;
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	return bench_cpu_now(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 typedef struct vlist {
@@ -103,12 +91,8 @@ static int put(ulp_store *st, const char *name, const uint8_t *data, size_t len)
 
 int main(int argc, char **argv)
 {
-	unsigned reps = 5;
 	int a = 1;
-	if (a + 1 < argc && strcmp(argv[a], "--reps") == 0) {
-		reps = (unsigned)atoi(argv[a + 1]);
-		a += 2;
-	}
+	unsigned reps = bench_reps_arg(argc, argv, &a, 5);
 	if (argc - a < 2 || reps < 1 || reps > MAXR || argc - a - 1 > MAXV) {
 		fprintf(stderr,
 		        "usage: store_read_bench [--reps R (1..%d)] "
@@ -203,7 +187,7 @@ int main(int argc, char **argv)
 	size_t nk = 0, nd = 0;
 	printf("%-4s %-8s %12s %10s\n", "seq", "kind", "bytes", "read/z3dec");
 	for (size_t k = 0; k < nf; k++) {
-		double m = median(ratio[k], reps);
+		double m = bench_median(ratio[k], reps);
 		printf("%-4zu %-8s %12zu %10.3f\n", k + 1,
 		       l.v[k].keyframe ? "keyframe" : "delta", len[k], m);
 		if (l.v[k].keyframe)
@@ -213,7 +197,7 @@ int main(int argc, char **argv)
 	}
 	printf("median read speed over zstd -3 decode: keyframes %.3f (%zu), "
 	       "deltas %.3f (%zu)\n",
-	       median(key, nk), nk, median(delta, nd), nd);
+	       bench_median(key, nk), nk, bench_median(delta, nd), nd);
 	ZSTD_freeDCtx(zd);
 	free(z);
 	free(buf);
