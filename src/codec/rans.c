@@ -41,7 +41,6 @@ struct ulp_rans_scratch {
 	size_t escv_cap;
 	ulp_rans_esym *xsym; /* ulp_rans_encode_map: per context, a row */
 	size_t xsym_cap;
-	uint8_t rowmap[ULP_RANS_NCTX]; /* c -> c: xsym's rows by context */
 };
 
 /* Block header byte 0: bit 0 an escape table follows the own tables,
@@ -68,15 +67,18 @@ int ulp_rans_block_escapes(const uint8_t *in, size_t len)
 	return len && in[0] <= RANS_HDR_ALL && (in[0] & RANS_HDR_ESC);
 }
 
-/* -1 until the CPU is asked; atomics keep concurrent first calls clean. */
-static int rans_simd_state = -1;
+/* What the CPU was found to run, asked once: the kernel level in the low
+ * bits (ULPFS_SIMD applied), RANS_CPU_AMD for ulp_rans_gathers; -1 until
+ * asked.  Atomics keep concurrent first calls clean. */
+static int rans_cpu_state = -1;
+#define RANS_CPU_LEVEL 0xf
+#define RANS_CPU_AMD 0x10
 
 /* The highest kernel level this CPU runs: AVX-512 needs F, BW, VL, CD,
  * VBMI (byte permutations) and VBMI2 (word compression) besides what the
- * AVX2 kernels need. */
+ * AVX2 kernels need.  Called after __builtin_cpu_init. */
 static int rans_simd_max(void)
 {
-	__builtin_cpu_init();
 	if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("bmi2"))
 		return ULP_SIMD_NONE;
 	if (__builtin_cpu_supports("avx512f") &&
@@ -89,53 +91,57 @@ static int rans_simd_max(void)
 	return ULP_SIMD_AVX2;
 }
 
-static int rans_simd_detect(void)
+static int rans_cpu(void)
 {
-	int max = rans_simd_max();
+	int v = __atomic_load_n(&rans_cpu_state, __ATOMIC_RELAXED);
+	if (v >= 0)
+		return v;
+	__builtin_cpu_init();
+	int level = rans_simd_max();
 	const char *env = getenv("ULPFS_SIMD");
 	if (env && env[0] >= '0' && env[0] <= '9' && !env[1] &&
-	    env[0] - '0' < max)
-		return env[0] - '0';
-	return max;
+	    env[0] - '0' < level)
+		level = env[0] - '0';
+	v = level | (__builtin_cpu_is("amd") ? RANS_CPU_AMD : 0);
+	__atomic_store_n(&rans_cpu_state, v, __ATOMIC_RELAXED);
+	return v;
 }
 
 int ulp_rans_simd(void)
 {
-	int v = __atomic_load_n(&rans_simd_state, __ATOMIC_RELAXED);
-	if (v < 0) {
-		v = rans_simd_detect();
-		__atomic_store_n(&rans_simd_state, v, __ATOMIC_RELAXED);
-	}
-	return v;
+	return rans_cpu() & RANS_CPU_LEVEL;
 }
 
 int ulp_rans_gathers(void)
 {
-	static int state = -1;
-	int v = __atomic_load_n(&state, __ATOMIC_RELAXED);
-	if (v < 0) {
-		__builtin_cpu_init();
-		v = !__builtin_cpu_is("amd");
-		__atomic_store_n(&state, v, __ATOMIC_RELAXED);
-	}
-	return v && ulp_rans_simd() >= ULP_SIMD_AVX512;
+	int v = rans_cpu();
+	return !(v & RANS_CPU_AMD) && (v & RANS_CPU_LEVEL) >= ULP_SIMD_AVX512;
 }
 
 int ulp_rans_set_simd(int level)
 {
-	int old = ulp_rans_simd();
+	int v = rans_cpu();
 	int max = rans_simd_max();
 	level = level < 0 ? 0 : level > max ? max : level;
-	__atomic_store_n(&rans_simd_state, level, __ATOMIC_RELAXED);
-	return old;
+	__atomic_store_n(&rans_cpu_state, level | (v & RANS_CPU_AMD),
+	                 __ATOMIC_RELAXED);
+	return v & RANS_CPU_LEVEL;
 }
+
+/* c -> c: the rows of ulp_rans_encode_map's tables (xsym) are indexed by
+ * the context itself */
+#define RANS_ID4(c) (c), (c) + 1, (c) + 2, (c) + 3
+#define RANS_ID16(c) \
+	RANS_ID4(c), RANS_ID4(c + 4), RANS_ID4(c + 8), RANS_ID4(c + 12)
+#define RANS_ID64(c) \
+	RANS_ID16(c), RANS_ID16(c + 16), RANS_ID16(c + 32), RANS_ID16(c + 48)
+static const uint8_t rans_rowmap[ULP_RANS_NCTX] = { RANS_ID64(0), RANS_ID64(64),
+	                                            RANS_ID64(128),
+	                                            RANS_ID64(192) };
 
 ulp_rans_scratch *ulp_rans_scratch_new(void)
 {
-	ulp_rans_scratch *s = calloc(1, sizeof(ulp_rans_scratch));
-	for (unsigned c = 0; s && c < ULP_RANS_NCTX; c++)
-		s->rowmap[c] = (uint8_t)c;
-	return s;
+	return calloc(1, sizeof(ulp_rans_scratch));
 }
 
 void ulp_rans_scratch_free(ulp_rans_scratch *s)
@@ -530,7 +536,7 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	/* for the AVX-512 coder, entry s of context c is tabs[remap[c] *
 	 * rowlen + s]: the block's tables, or map's rows (xsym) */
 	const ulp_rans_esym *tabs = map ? sc->xsym : sc->esym;
-	const uint8_t *remap = map ? sc->rowmap : sc->remap;
+	const uint8_t *remap = map ? rans_rowmap : sc->remap;
 	const unsigned rowlen = map ? map->nsym : nt;
 	/* 32 final states cost 112 bytes more than 4: small blocks, which
 	 * decode fast either way, keep four lanes */
