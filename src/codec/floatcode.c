@@ -481,7 +481,11 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	uint32_t *restrict hb = fs->hist_b;
 	ulp_bitw bw = { fs->raw.p, 0, 0 };
 	size_t i = 0;
-	if (W == 16 && ulp_rans_simd())
+	if (W == 16 && ulp_rans_simd() >= ULP_SIMD_AVX512)
+		i = ulp_sa16_pass_avx512(cur, n, f.mbits, (1u << f.ebits) - 1,
+		                         sa_topbits(f), a, b, &bw, fs->hist_b4,
+		                         fs->bused, sampled);
+	else if (W == 16 && ulp_rans_simd())
 		i = ulp_sa16_pass_avx2(cur, n, f.mbits, (1u << f.ebits) - 1,
 		                       sa_topbits(f), a, b, &bw, fs->hist_b4,
 		                       fs->bused, sampled);
