@@ -1898,8 +1898,10 @@ Test(floatcode, large_deltas_every_kernel)
 
 Test(floatcode, small_and_odd_n)
 {
-	static const size_t ns[] = { 0,  1,   2,    3,    5,    7,   9,
-		                     63, 255, 1023, 1024, 1025, 1031 };
+	/* around the SIMD passes' steps of 8 and 32 elements too */
+	static const size_t ns[] = { 0,    1,    2,    3,    5,   7,  9,
+		                     31,   32,   33,   63,   65,  97, 255,
+		                     1023, 1024, 1025, 1031, 1057 };
 	tu_rng r;
 	tu_rng_init(&r, 0x464c4f415407ull);
 	for (size_t k = 0; k < NFMTS; k++) {

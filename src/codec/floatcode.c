@@ -338,6 +338,7 @@ ULP_INLINE void sa_sample_w(ulp_float_scratch *fs, ulp_float_fmt f,
  * mostly wins. */
 #define DELTA_SAMPLE_MIN (64u << 10)
 #define DELTA_SAMPLES 2048u
+#define DELTA_SAMPLE_AHEAD 16u
 
 /* The sampled delta histogram into hist_d (rows flagged in dused, counts
  * scaled up to about n; n >= DELTA_SAMPLES); returns the raw bits, scaled
@@ -350,6 +351,13 @@ ULP_INLINE uint64_t delta_sample_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	const size_t step = n / DELTA_SAMPLES;
 	uint64_t raw = 0;
 	for (size_t j = 0; j < n; j += step) {
+		/* the samples lie a cache line or more apart, each a miss
+		 * (and a TLB miss): fetched DELTA_SAMPLE_AHEAD ahead */
+		size_t ahead = j + DELTA_SAMPLE_AHEAD * step;
+		if (ahead < n) {
+			__builtin_prefetch(ref + ahead * (W / 8));
+			__builtin_prefetch(cur + ahead * (W / 8));
+		}
 		uint64_t r = el_load(ref, j, W), mag;
 		unsigned nraw, k;
 		unsigned s =
@@ -473,7 +481,11 @@ ULP_INLINE size_t sa_pass_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	uint32_t *restrict hb = fs->hist_b;
 	ulp_bitw bw = { fs->raw.p, 0, 0 };
 	size_t i = 0;
-	if (W == 16 && ulp_rans_simd())
+	if (W == 16 && ulp_rans_simd() >= ULP_SIMD_AVX512)
+		i = ulp_sa16_pass_avx512(cur, n, f.mbits, (1u << f.ebits) - 1,
+		                         sa_topbits(f), a, b, &bw, fs->hist_b4,
+		                         fs->bused, sampled);
+	else if (W == 16 && ulp_rans_simd())
 		i = ulp_sa16_pass_avx2(cur, n, f.mbits, (1u << f.ebits) - 1,
 		                       sa_topbits(f), a, b, &bw, fs->hist_b4,
 		                       fs->bused, sampled);

@@ -171,5 +171,11 @@ size_t ulp_sa16_pass_avx2(const uint8_t *cur, size_t n, unsigned mbits,
                           unsigned emask, unsigned topbits, uint8_t *a,
                           uint8_t *b, struct ulp_bitw *bw, uint32_t *h4,
                           uint8_t *used, int sampled);
+/* ulp_sa16_pass_avx2 with AVX-512 (32 elements a step), for
+ * ulp_rans_simd() >= ULP_SIMD_AVX512; same contract, a multiple of 32. */
+size_t ulp_sa16_pass_avx512(const uint8_t *cur, size_t n, unsigned mbits,
+                            unsigned emask, unsigned topbits, uint8_t *a,
+                            uint8_t *b, struct ulp_bitw *bw, uint32_t *h4,
+                            uint8_t *used, int sampled);
 
 #endif /* ULP_FLOATCODE_H */
