@@ -497,6 +497,10 @@ typedef struct ulp_object ulp_object;
  * used from many threads while read_at stays valid. */
 int ulp_object_open(ulp_read_at_fn read_at, void *opaque, uint64_t obj_size,
                     ulp_object **out);
+/* The same for an object held in memory (data[0..size), which must stay
+ * valid and unchanged until ulp_object_close): chunk payloads are then
+ * decoded where they lie instead of being copied out first. */
+int ulp_object_open_mem(const void *data, uint64_t size, ulp_object **out);
 void ulp_object_close(ulp_object *obj);
 
 uint64_t ulp_object_size(const ulp_object *obj); /* logical bytes */
@@ -534,10 +538,17 @@ int ulp_object_chunk_needs_side(const ulp_object *obj, size_t i);
 typedef struct ulp_dctx ulp_dctx;
 ulp_dctx *ulp_dctx_new(void);
 void ulp_dctx_free(ulp_dctx *dctx);
+/* Whether decoding with dctx checks each stored payload's checksum
+ * before decoding it (on, the default).  Off, corruption is still
+ * reported, as ULP_ERR_CORRUPT, by the decoded bytes' checksum (or an
+ * error of the decoder): for reads that want speed; a verification
+ * that must name the stored bytes as bad keeps it on. */
+void ulp_dctx_set_payload_check(ulp_dctx *dctx, int on);
 
 /* Decode chunk i into dst (ulp_object_chunk_range() gives its length).
- * Verifies the stored payload's checksum before decoding and the decoded
- * bytes' checksum after: on ULP_ERR_CORRUPT the contents of dst are
+ * Verifies the stored payload's checksum before decoding (unless
+ * ulp_dctx_set_payload_check turned it off) and the decoded bytes'
+ * checksum after: on ULP_ERR_CORRUPT the contents of dst are
  * unspecified and must not be used. */
 int ulp_chunk_decode(ulp_dctx *dctx, const ulp_object *obj, size_t i,
                      ulp_ref_read_fn ref_read, void *ref_opaque, void *dst);

@@ -223,6 +223,7 @@ typedef struct ulp_obj_chunk {
 struct ulp_object {
 	ulp_read_at_fn read_at;
 	void *opaque;
+	const uint8_t *mem; /* ulp_object_open_mem: payloads read in place */
 	uint64_t obj_size;
 	uint16_t format;
 	uint64_t size;

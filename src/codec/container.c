@@ -267,8 +267,19 @@ static int parse_index(ulp_object *o, const uint8_t *idx, uint64_t index_off)
 	return ULP_OK;
 }
 
-int ulp_object_open(ulp_read_at_fn read_at, void *opaque, uint64_t obj_size,
-                    ulp_object **out)
+static int mem_read_at(void *opaque, uint64_t off, void *buf, size_t len)
+{
+	const ulp_object *o = opaque;
+	if (off > o->obj_size || len > o->obj_size - off)
+		return ULP_ERR_CORRUPT;
+	memcpy(buf, o->mem + off, len);
+	return ULP_OK;
+}
+
+/* mem, when not NULL, holds the object's obj_size bytes: read_at then
+ * reads them with the object itself as its opaque. */
+static int object_open(ulp_read_at_fn read_at, void *opaque, const uint8_t *mem,
+                       uint64_t obj_size, ulp_object **out)
 {
 	uint8_t t[ULP_OBJ_TRAILER_SIZE];
 	uint8_t *idx = NULL;
@@ -284,7 +295,8 @@ int ulp_object_open(ulp_read_at_fn read_at, void *opaque, uint64_t obj_size,
 	if (!o)
 		return ULP_ERR_NOMEM;
 	o->read_at = read_at;
-	o->opaque = opaque;
+	o->opaque = mem ? o : opaque;
+	o->mem = mem;
 	o->obj_size = obj_size;
 	rc = parse_header(o);
 	if (rc)
@@ -326,6 +338,19 @@ fail:
 	free(idx);
 	ulp_object_close(o);
 	return rc;
+}
+
+int ulp_object_open(ulp_read_at_fn read_at, void *opaque, uint64_t obj_size,
+                    ulp_object **out)
+{
+	return object_open(read_at, opaque, NULL, obj_size, out);
+}
+
+int ulp_object_open_mem(const void *data, uint64_t size, ulp_object **out)
+{
+	if (!data)
+		return ULP_ERR_ARG;
+	return object_open(mem_read_at, NULL, data, size, out);
 }
 
 void ulp_object_close(ulp_object *o)
