@@ -26,6 +26,7 @@
 #include "store/remote.h"
 
 #include <sys/stat.h>
+#include <sys/uio.h>
 
 #define OBJ_CACHE_MAX 64
 #define OBJ_BUCKETS 256
@@ -589,6 +590,68 @@ static int chunk_get(ulp_store *st, oentry *e, size_t i, unsigned depth,
 	return 0;
 }
 
+/* Open version vid for a read of [off, off + *len) and clip *len to its
+ * size; before decoding, the read-ahead threads start on the chunks
+ * after these while this thread decodes them. */
+static int range_open(ulp_store *st, uint64_t vid, size_t *len, uint64_t off,
+                      ulp_readahead *ra, oentry **out)
+{
+	int rc = entry_get(st, vid, out);
+
+	if (rc < 0)
+		return rc;
+	const ulp_object *obj = (*out)->obj;
+	uint64_t size = ulp_object_size(obj);
+	if (off >= size)
+		*len = 0;
+	else if (*len > size - off)
+		*len = (size_t)(size - off);
+	if (ra && *len)
+		ulp_ra_note(ra, vid, obj, (*out)->depth,
+		            ulp_object_chunk_at(obj, off),
+		            ulp_object_chunk_at(obj, off + *len - 1));
+	return 0;
+}
+
+static void pins_release(ulp_store *st, ulp_cbuf **pins, int k)
+{
+	while (k > 0)
+		ulp_cache_release(st->cache, pins[--k]);
+}
+
+/* Decode (through the cache) and pin the chunks of e that cover
+ * [off, off + len), at most max of them: iov[k] is the part of pins[k]
+ * in the range.  Returns the count, *got the bytes they cover, or
+ * -errno (nothing pinned). */
+static int pin_range(ulp_store *st, oentry *e, uint64_t off, size_t len,
+                     unsigned depth, ulp_ctask *task, ulp_cbuf **pins,
+                     struct iovec *iov, int max, size_t *got)
+{
+	size_t done = 0;
+	int k = 0;
+
+	while (done < len && k < max) {
+		uint64_t pos = off + done, coff;
+		uint32_t clen;
+		size_t i = ulp_object_chunk_at(e->obj, pos);
+
+		ulp_object_chunk_range(e->obj, i, &coff, &clen);
+		int rc = chunk_get(st, e, i, depth, task, &pins[k]);
+		if (rc < 0) {
+			pins_release(st, pins, k);
+			return rc;
+		}
+		size_t in = (size_t)(pos - coff);
+		size_t n = clen - in < len - done ? clen - in : len - done;
+		iov[k].iov_base = (uint8_t *)ulp_cbuf_data(pins[k]) + in;
+		iov[k].iov_len = n;
+		k++;
+		done += n;
+	}
+	*got = done;
+	return k;
+}
+
 static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
                           uint64_t off, unsigned depth, ulp_ctask *task,
                           ulp_readahead *ra)
@@ -599,35 +662,22 @@ static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
 
 	if (depth > MAX_CHAIN)
 		return -ELOOP;
-	rc = entry_get(st, vid, &e);
+	rc = range_open(st, vid, &len, off, ra, &e);
 	if (rc < 0)
 		return rc;
-	uint64_t size = ulp_object_size(e->obj);
-	if (off >= size)
-		len = 0;
-	else if (len > size - off)
-		len = (size_t)(size - off);
-	/* Before decoding: the read-ahead threads start on the chunks after
-	 * these while this thread decodes them. */
-	if (ra && len)
-		ulp_ra_note(ra, vid, e->obj, e->depth,
-		            ulp_object_chunk_at(e->obj, off),
-		            ulp_object_chunk_at(e->obj, off + len - 1));
 	while (done < len) {
-		uint64_t pos = off + done, coff;
-		uint32_t clen;
-		size_t i = ulp_object_chunk_at(e->obj, pos);
-		ulp_cbuf *b = NULL;
-
-		ulp_object_chunk_range(e->obj, i, &coff, &clen);
-		rc = chunk_get(st, e, i, depth, task, &b);
+		/* One chunk pinned at a time: reference reads run inside
+		 * decodes, which pin chunks of their own. */
+		ulp_cbuf *b;
+		struct iovec v;
+		size_t got;
+		rc = pin_range(st, e, off + done, len - done, depth, task, &b,
+		               &v, 1, &got);
 		if (rc < 0)
 			break;
-		size_t in = (size_t)(pos - coff);
-		size_t n = clen - in < len - done ? clen - in : len - done;
-		memcpy(buf + done, (uint8_t *)ulp_cbuf_data(b) + in, n);
-		ulp_cache_release(st->cache, b);
-		done += n;
+		memcpy(buf + done, v.iov_base, v.iov_len);
+		pins_release(st, &b, 1);
+		done += got;
 	}
 	entry_put(st->reader, e);
 	if (rc < 0) {
@@ -647,6 +697,68 @@ ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
 	for (int tries = 0; tries < 3; tries++) {
 		ulp_ctask task = { 0 };
 		n = read_chain(st, vid, buf, len, off, 0, &task, ra);
+		if (n >= 0 || n == -ENOMEM)
+			break;
+	}
+	return n;
+}
+
+/* A read handed over in place: at most this many chunks (a FUSE request
+ * of up to 1 MiB spans one or two chunks of the default size). */
+#define VIEW_PIECES 8
+
+/* One try of ulp_read_version_iov; *sunk is set once fn has been called
+ * (its result is then the return, never retried). */
+static ssize_t view_chain(ulp_store *st, uint64_t vid, size_t len, uint64_t off,
+                          ulp_readahead *ra, void *scratch, ulp_read_sink fn,
+                          void *opaque, int *sunk)
+{
+	ulp_cbuf *pins[VIEW_PIECES];
+	struct iovec iov[VIEW_PIECES];
+	ulp_ctask task = { 0 };
+	size_t got = 0;
+	oentry *e;
+	int rc = range_open(st, vid, &len, off, ra, &e);
+
+	if (rc < 0)
+		return rc;
+	int k = pin_range(st, e, off, len, 0, &task, pins, iov, VIEW_PIECES,
+	                  &got);
+	entry_put(st->reader, e);
+	if (k < 0) {
+		ulp_reader_forget(st, vid); /* as read_chain does */
+		return k;
+	}
+	int copied = got < len;
+	if (copied) {
+		/* Small chunks: more pieces than a reply takes, copied. */
+		pins_release(st, pins, k);
+		k = 0;
+		ssize_t n =
+			read_chain(st, vid, scratch, len, off, 0, &task, NULL);
+		if (n < 0)
+			return n;
+		iov[k].iov_base = scratch;
+		iov[k++].iov_len = (size_t)n;
+		len = (size_t)n;
+	}
+	*sunk = 1;
+	rc = fn(opaque, iov, k);
+	if (!copied)
+		pins_release(st, pins, k);
+	return rc < 0 ? rc : (ssize_t)len;
+}
+
+ssize_t ulp_read_version_iov(ulp_store *st, uint64_t vid, size_t len,
+                             uint64_t off, ulp_readahead *ra, void *scratch,
+                             ulp_read_sink fn, void *opaque)
+{
+	ssize_t n = 0;
+	int sunk = 0;
+
+	for (int tries = 0; tries < 3 && !sunk; tries++) {
+		n = view_chain(st, vid, len, off, ra, scratch, fn, opaque,
+		               &sunk);
 		if (n >= 0 || n == -ENOMEM)
 			break;
 	}
