@@ -1288,7 +1288,34 @@ Test(store, reads_in_place)
 	cr_assert_eq(k.len, n->len);
 	cr_assert(memcmp(k.got, n->p, n->len) == 0, "content differs");
 	ulp_file_release(f);
+
+	/* more chunks than one call hands over: copied into scratch */
+	enum { BIG = 19 * MB };
+	uint8_t *big = malloc(BIG), *bscratch = malloc(BIG);
+	cr_assert(big && bscratch);
+	for (size_t j = 0; j < BIG; j++)
+		big[j] = (uint8_t)(j * 2654435761u >> 13);
+	put_file(st, ULP_ROOT_INO, "big", big, BIG);
+	sync_ok(st);
+	ulp_version_info bv;
+	cr_assert_eq(ulp_version_find(st, "big", 1, &bv), 0);
+	k = (iov_sink){ realloc(k.got, BIG), 0, 0, 0 };
+	cr_assert(k.got);
+	cr_assert_eq(ulp_version_read_iov(st, NULL, bv.id, BIG, 0, bscratch,
+	                                  iov_append, &k),
+	             (ssize_t)BIG);
+	cr_assert_eq(k.calls, 1);
+	cr_assert_eq(k.pieces, 1);
+	cr_assert(memcmp(k.got, big, BIG) == 0, "content differs");
+	/* (chunks of 2 MiB: two of them cover 3 MiB, in place) */
+	k = (iov_sink){ k.got, 0, 0, 0 };
+	cr_assert_eq(ulp_version_read_iov(st, NULL, bv.id, 3 * MB, 0, bscratch,
+	                                  iov_append, &k),
+	             (ssize_t)(3 * MB));
+	cr_assert_eq(k.pieces, 2);
 	ulp_store_close(st);
+	free(big);
+	free(bscratch);
 	free(k.got);
 	free(scratch);
 	for (int i = 0; i < NV; i++)
