@@ -40,7 +40,9 @@ struct ulp_cflight {
 /* Freed chunk buffers kept for the next chunks' decodes: a fresh buffer
  * of a chunk's size is fresh pages, which the decode then faults in and
  * the kernel zeroes (about a seventh of the mount daemon's CPU on a cold
- * read, perf).  A few: decodes under way at once, read-ahead included. */
+ * read, perf).  A few: decodes under way at once, read-ahead included;
+ * and together at most a quarter of the budget, whatever the chunk size
+ * (chunks of up to 64 MiB). */
 #define SPARES 4
 /* Smaller buffers come from malloc's own free lists. */
 #define SPARE_MIN (256u << 10)
@@ -57,6 +59,7 @@ struct ulp_cache {
 	pthread_cond_t flight_cv; /* a decode finished */
 	ulp_cbuf *spare[SPARES];  /* unlinked, unreferenced */
 	unsigned nspare;
+	uint64_t spare_bytes; /* at most a quarter of cap */
 };
 
 static size_t bucket(const ulp_cache *c, uint64_t vid, uint64_t off)
@@ -98,10 +101,13 @@ ulp_cache *ulp_cache_new(uint64_t cap_bytes)
 /* Free b (unlinked, unreferenced), or keep it as a spare; mu held. */
 static void buf_free(ulp_cache *c, ulp_cbuf *b)
 {
-	if (b->cap >= SPARE_MIN && c->nspare < SPARES)
+	if (b->cap >= SPARE_MIN && c->nspare < SPARES &&
+	    c->spare_bytes + b->cap <= c->cap / 4) {
 		c->spare[c->nspare++] = b;
-	else
+		c->spare_bytes += b->cap;
+	} else {
 		free(b);
+	}
 }
 
 /* A spare of at least len bytes and not much more, or NULL; mu held. */
@@ -111,6 +117,7 @@ static ulp_cbuf *spare_take(ulp_cache *c, uint32_t len)
 		ulp_cbuf *b = c->spare[k];
 		if (b->cap >= len && b->cap - len <= len / 4) {
 			c->spare[k] = c->spare[--c->nspare];
+			c->spare_bytes -= b->cap;
 			return b;
 		}
 	}
