@@ -2,7 +2,7 @@
  * store_read_bench.c - the mount's read path without FUSE: every version of
  * a trajectory read through the store, one thread, CPU time.
  *
- *   bench/store_read_bench [--reps R] STOREDIR FILE...
+ *   bench/store_read_bench [--reps R] [--iov] STOREDIR FILE...
  *
  * FILE... are written in order as versions of one path of a new store at
  * STOREDIR (the store reverse-codes them: the newest standalone, a
@@ -18,6 +18,9 @@
  * R repetitions) and the medians over keyframes and deltas.  `ulpfs bench`
  * measures the codec through the CLI's decoder, which maps references;
  * this one what the store adds (cache, reference reads, object reads).
+ * --iov reads as the mount does (ulp_version_read_iov: the bytes handed
+ * over in place from the cache, as a FUSE reply is written from them);
+ * the check of each piece is left out of the time.
  * Built on demand: make bench/store_read_bench.
  */
 #define _GNU_SOURCE
@@ -63,6 +66,55 @@ static int add_version(void *opaque, const ulp_version_info *v,
 	return 0;
 }
 
+/* The sink of an in-place read: the pieces checked against the file
+ * (base + off), the check's CPU time kept apart from the read's. */
+typedef struct sink {
+	const uint8_t *want;
+	uint64_t off;
+	double check;
+	int bad;
+} sink;
+
+static int sink_check(void *opaque, const struct iovec *iov, int count)
+{
+	sink *k = opaque;
+	double c0 = cpu_now();
+	for (int j = 0; j < count; j++) {
+		k->bad |= memcmp(iov[j].iov_base, k->want + k->off,
+		                 iov[j].iov_len) != 0;
+		k->off += iov[j].iov_len;
+	}
+	k->check += cpu_now() - c0;
+	return 0;
+}
+
+/* Read version v whole in 1 MiB pieces: into buf, or in place (checked
+ * against want); returns the CPU seconds, -1 on a failed read. */
+static double read_version(ulp_store *st, const ulp_version_info *v,
+                           uint8_t *buf, const uint8_t *want, int iov)
+{
+	sink k = { want, 0, 0, 0 };
+	double c0 = cpu_now();
+	for (uint64_t off = 0; off < v->size;) {
+		ssize_t got = iov ? ulp_version_read_iov(st, NULL, v->id,
+		                                         1u << 20, off, buf,
+		                                         sink_check, &k)
+		                  : ulp_version_read(st, v->id, buf + off,
+		                                     1u << 20, off);
+		if (got <= 0 || k.bad) {
+			fprintf(stderr, "read: %s\n",
+			        k.bad ? "MISMATCH"
+			              : strerror(got ? (int)-got : EIO));
+			return -1;
+		}
+		off += (uint64_t)got;
+	}
+	double t = cpu_now() - c0 - k.check;
+	if (iov)
+		memcpy(buf, want, v->size); /* checked above */
+	return t;
+}
+
 /* Write data as the new content of name (created if needed) and wait for
  * its commit. */
 static int put(ulp_store *st, const char *name, const uint8_t *data, size_t len)
@@ -93,9 +145,11 @@ int main(int argc, char **argv)
 {
 	int a = 1;
 	unsigned reps = bench_reps_arg(argc, argv, &a, 5);
+	int iov = a < argc && strcmp(argv[a], "--iov") == 0;
+	a += iov;
 	if (argc - a < 2 || reps < 1 || reps > MAXR || argc - a - 1 > MAXV) {
 		fprintf(stderr,
-		        "usage: store_read_bench [--reps R (1..%d)] "
+		        "usage: store_read_bench [--reps R (1..%d)] [--iov] "
 		        "STOREDIR FILE... (at most %d)\n",
 		        MAXR, MAXV);
 		return 2;
@@ -155,26 +209,16 @@ int main(int argc, char **argv)
 		/* newest first, as a resume reads, then the older ones */
 		for (size_t k = nf; k-- > 0;) {
 			const ulp_version_info *v = &l.v[k];
-			double c0 = cpu_now();
-			for (uint64_t off = 0; off < v->size;) {
-				ssize_t got = ulp_version_read(
-					st, v->id, buf + off, 1u << 20, off);
-				if (got <= 0) {
-					fprintf(stderr, "read: %s\n",
-					        strerror(got ? (int)-got
-					                     : EIO));
-					return 1;
-				}
-				off += (uint64_t)got;
-			}
-			double t = cpu_now() - c0;
+			double t = read_version(st, v, buf, raw[k], iov);
+			if (t < 0)
+				return 1;
 			if (v->size != len[k] || memcmp(buf, raw[k], len[k])) {
 				fprintf(stderr, "version %zu: MISMATCH\n", k);
 				return 1;
 			}
 			size_t zl = ZSTD_compress(z, ZSTD_compressBound(len[k]),
 			                          raw[k], len[k], 3);
-			c0 = cpu_now();
+			double c0 = cpu_now();
 			size_t back =
 				ZSTD_decompressDCtx(zd, buf, len[k], z, zl);
 			double tz = cpu_now() - c0;

@@ -1215,6 +1215,113 @@ Test(store, sequential_reads_read_ahead)
 		free(vers[i].p);
 }
 
+/* The sink of in-place reads: the pieces appended to got. */
+typedef struct iov_sink {
+	uint8_t *got;
+	size_t len;
+	int calls, pieces;
+} iov_sink;
+
+static int iov_append(void *opaque, const struct iovec *iov, int count)
+{
+	iov_sink *k = opaque;
+	k->calls++;
+	k->pieces += count;
+	for (int j = 0; j < count; j++) {
+		memcpy(k->got + k->len, iov[j].iov_base, iov[j].iov_len);
+		k->len += iov[j].iov_len;
+	}
+	return 0;
+}
+
+static int iov_refuse(void *opaque, const struct iovec *iov, int count)
+{
+	(void)iov;
+	(void)count;
+	++*(int *)opaque;
+	return -EPIPE;
+}
+
+/* In-place reads (the mount's) hand over the same bytes as copying ones,
+ * a range across chunks as one piece per chunk, an empty range at the
+ * end as no piece, and a sink's error as the read's. */
+Test(store, reads_in_place)
+{
+	enum { NV = 2, MB = 1u << 20 };
+	sfile vers[NV];
+	uint64_t ino;
+	uint64_t oldest = make_chain(NV, vers, &ino);
+	const sfile *w = &vers[0], *n = &vers[1];
+	ulp_store *st = open_k(16);
+	uint8_t *scratch = malloc(3 * MB);
+	iov_sink k = { malloc(w->len), 0, 0, 0 };
+	cr_assert(scratch && k.got);
+
+	/* 3 MiB from 1 MiB + 5: the rest of chunk 0, chunk 1, a part of 2 */
+	cr_assert_eq(ulp_version_read_iov(st, NULL, oldest, 3 * MB, MB + 5,
+	                                  scratch, iov_append, &k),
+	             (ssize_t)(3 * MB));
+	cr_assert_eq(k.calls, 1);
+	cr_assert_eq(k.pieces, 3);
+	cr_assert(memcmp(k.got, w->p + MB + 5, 3 * MB) == 0);
+	k = (iov_sink){ k.got, 0, 0, 0 };
+	cr_assert_eq(ulp_version_read_iov(st, NULL, oldest, MB, w->len, scratch,
+	                                  iov_append, &k),
+	             0);
+	cr_assert_eq(k.calls, 1);
+	cr_assert_eq(k.pieces, 0);
+	int calls = 0;
+	cr_assert_eq(ulp_version_read_iov(st, NULL, oldest, MB, 0, scratch,
+	                                  iov_refuse, &calls),
+	             -EPIPE);
+	cr_assert_eq(calls, 1, "a sink's error retried");
+
+	/* the file itself (the newest version) through a handle */
+	ulp_file *f;
+	cr_assert_eq(ulp_file_open(st, ino, O_RDONLY, &f, NULL), 0);
+	k = (iov_sink){ k.got, 0, 0, 0 };
+	for (size_t off = 0; off < n->len; off += 77777) {
+		ssize_t got = ulp_file_read_iov(f, 77777, (off_t)off, scratch,
+		                                iov_append, &k);
+		cr_assert_gt(got, 0);
+	}
+	cr_assert_eq(k.len, n->len);
+	cr_assert(memcmp(k.got, n->p, n->len) == 0, "content differs");
+	ulp_file_release(f);
+
+	/* more chunks than one call hands over: copied into scratch */
+	enum { BIG = 19 * MB };
+	uint8_t *big = malloc(BIG), *bscratch = malloc(BIG);
+	cr_assert(big && bscratch);
+	for (size_t j = 0; j < BIG; j++)
+		big[j] = (uint8_t)(j * 2654435761u >> 13);
+	put_file(st, ULP_ROOT_INO, "big", big, BIG);
+	sync_ok(st);
+	ulp_version_info bv;
+	cr_assert_eq(ulp_version_find(st, "big", 1, &bv), 0);
+	k = (iov_sink){ realloc(k.got, BIG), 0, 0, 0 };
+	cr_assert(k.got);
+	cr_assert_eq(ulp_version_read_iov(st, NULL, bv.id, BIG, 0, bscratch,
+	                                  iov_append, &k),
+	             (ssize_t)BIG);
+	cr_assert_eq(k.calls, 1);
+	cr_assert_eq(k.pieces, 1);
+	cr_assert(memcmp(k.got, big, BIG) == 0, "content differs");
+	/* (chunks of 2 MiB: two of them cover 3 MiB, in place) */
+	k = (iov_sink){ k.got, 0, 0, 0 };
+	cr_assert_eq(ulp_version_read_iov(st, NULL, bv.id, 3 * MB, 0, bscratch,
+	                                  iov_append, &k),
+	             (ssize_t)(3 * MB));
+	cr_assert_eq(k.pieces, 2);
+	ulp_store_close(st);
+	free(big);
+	free(bscratch);
+	free(k.got);
+	free(scratch);
+	for (int i = 0; i < NV; i++)
+		free(vers[i].p);
+}
+
 /* The store's one pool runs the encoders, their chunk workers and
  * read-ahead: files of several chunks (big enough for more than one
  * worker when the pool has two threads) committed while a reader reads

@@ -263,6 +263,24 @@ void *ulp_fs_tls_buf(size_t size)
 	return nb->data;
 }
 
+/* A read's reply, written from the store's cached chunks in place: the
+ * kernel copies them out of the daemon once, with no copy into a reply
+ * buffer first. */
+typedef struct read_reply {
+	fuse_req_t req;
+	int sent;
+} read_reply;
+
+static int reply_pieces(void *opaque, const struct iovec *iov, int count)
+{
+	read_reply *r = opaque;
+
+	r->sent = 1;
+	int rc = count ? fuse_reply_iov(r->req, iov, count)
+	               : fuse_reply_buf(r->req, NULL, 0);
+	return rc < 0 ? rc : 0;
+}
+
 void ulp_fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                     struct fuse_file_info *fi)
 {
@@ -271,23 +289,22 @@ void ulp_fs_op_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		fuse_reply_err(req, EINVAL);
 		return;
 	}
+	/* scratch for reads that are not in the cache's chunks */
 	void *buf = ulp_fs_tls_buf(size ? size : 1);
 	if (!buf) {
 		fuse_reply_err(req, ENOMEM);
 		return;
 	}
 	ulp_fs_handle *h = ulp_fs_handle_of(fi);
-	ssize_t n = h->file ? ulp_file_read(h->file, buf, size, off)
-	                    : ulp_version_read_ra(ulp_fs_of(req)->st, h->ra,
-	                                          h->version, buf, size,
-	                                          (uint64_t)off);
-	if (n < 0) {
+	read_reply r = { req, 0 };
+	ssize_t n = h->file ? ulp_file_read_iov(h->file, size, off, buf,
+	                                        reply_pieces, &r)
+	                    : ulp_version_read_iov(ulp_fs_of(req)->st, h->ra,
+	                                           h->version, size,
+	                                           (uint64_t)off, buf,
+	                                           reply_pieces, &r);
+	if (n < 0 && !r.sent)
 		fuse_reply_err(req, ulp_fs_errno(n));
-		return;
-	}
-	if ((size_t)n > size)
-		n = (ssize_t)size;
-	fuse_reply_buf(req, buf, (size_t)n);
 }
 
 void ulp_fs_op_write_buf(fuse_req_t req, fuse_ino_t ino,

@@ -17,6 +17,7 @@
 struct ulp_cbuf {
 	uint64_t vid, off;
 	uint32_t len;
+	uint32_t cap; /* bytes allocated for data */
 	unsigned refs;
 	int linked;
 	struct ulp_cbuf *hnext, *lprev, *lnext;
@@ -36,6 +37,15 @@ struct ulp_cflight {
 };
 
 #define FLIGHT_BUCKETS 64
+/* Freed chunk buffers kept for the next chunks' decodes: a fresh buffer
+ * of a chunk's size is fresh pages, which the decode then faults in and
+ * the kernel zeroes (about a seventh of the mount daemon's CPU on a cold
+ * read, perf).  A few: decodes under way at once, read-ahead included;
+ * and together at most a quarter of the budget, whatever the chunk size
+ * (chunks of up to 64 MiB). */
+#define SPARES 4
+/* Smaller buffers come from malloc's own free lists. */
+#define SPARE_MIN (256u << 10)
 
 struct ulp_cache {
 	pthread_mutex_t mu;
@@ -47,6 +57,9 @@ struct ulp_cache {
 	uint64_t hits, misses, decodes, waits;
 	ulp_cflight *flights[FLIGHT_BUCKETS];
 	pthread_cond_t flight_cv; /* a decode finished */
+	ulp_cbuf *spare[SPARES];  /* unlinked, unreferenced */
+	unsigned nspare;
+	uint64_t spare_bytes; /* at most a quarter of cap */
 };
 
 static size_t bucket(const ulp_cache *c, uint64_t vid, uint64_t off)
@@ -85,6 +98,32 @@ ulp_cache *ulp_cache_new(uint64_t cap_bytes)
 	return c;
 }
 
+/* Free b (unlinked, unreferenced), or keep it as a spare; mu held. */
+static void buf_free(ulp_cache *c, ulp_cbuf *b)
+{
+	if (b->cap >= SPARE_MIN && c->nspare < SPARES &&
+	    c->spare_bytes + b->cap <= c->cap / 4) {
+		c->spare[c->nspare++] = b;
+		c->spare_bytes += b->cap;
+	} else {
+		free(b);
+	}
+}
+
+/* A spare of at least len bytes and not much more, or NULL; mu held. */
+static ulp_cbuf *spare_take(ulp_cache *c, uint32_t len)
+{
+	for (unsigned k = 0; k < c->nspare; k++) {
+		ulp_cbuf *b = c->spare[k];
+		if (b->cap >= len && b->cap - len <= len / 4) {
+			c->spare[k] = c->spare[--c->nspare];
+			c->spare_bytes -= b->cap;
+			return b;
+		}
+	}
+	return NULL;
+}
+
 static void unlink_buf(ulp_cache *c, ulp_cbuf *b)
 {
 	ulp_cbuf **pp = &c->tab[bucket(c, b->vid, b->off)];
@@ -110,6 +149,8 @@ void ulp_cache_free(ulp_cache *c)
 		unlink_buf(c, b);
 		free(b); /* readers are gone at close */
 	}
+	while (c->nspare)
+		free(c->spare[--c->nspare]);
 	pthread_cond_destroy(&c->flight_cv);
 	pthread_mutex_destroy(&c->mu);
 	free(c->tab);
@@ -161,20 +202,27 @@ static void evict(ulp_cache *c);
 ulp_cbuf *ulp_cache_alloc(ulp_cache *c, uint64_t vid, uint64_t off,
                           uint32_t len)
 {
-	ulp_cbuf *b = malloc(sizeof *b + (len ? len : 1));
-
+	/* Make room first, so that what that frees may be taken back. */
+	pthread_mutex_lock(&c->mu);
+	c->pending += len;
+	evict(c);
+	ulp_cbuf *b = len >= SPARE_MIN ? spare_take(c, len) : NULL;
+	pthread_mutex_unlock(&c->mu);
+	uint32_t cap = b ? b->cap : len;
 	if (!b)
+		b = malloc(sizeof *b + (len ? len : 1));
+	if (!b) {
+		pthread_mutex_lock(&c->mu);
+		c->pending -= len;
+		pthread_mutex_unlock(&c->mu);
 		return NULL;
+	}
 	memset(b, 0, sizeof *b);
 	b->vid = vid;
 	b->off = off;
 	b->len = len;
+	b->cap = cap;
 	b->refs = 1;
-	/* Make room now: the bytes are allocated, not yet published. */
-	pthread_mutex_lock(&c->mu);
-	c->pending += len;
-	evict(c);
-	pthread_mutex_unlock(&c->mu);
 	return b;
 }
 
@@ -195,8 +243,8 @@ void ulp_cbuf_discard(ulp_cache *c, ulp_cbuf *b)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->pending -= b->len;
+	buf_free(c, b);
 	pthread_mutex_unlock(&c->mu);
-	free(b);
 }
 
 static void evict(ulp_cache *c)
@@ -207,7 +255,7 @@ static void evict(ulp_cache *c)
 		ulp_cbuf *prev = b->lprev;
 		if (b->refs == 0) {
 			unlink_buf(c, b);
-			free(b);
+			buf_free(c, b);
 		}
 		b = prev;
 	}
@@ -221,7 +269,7 @@ static ulp_cbuf *insert_locked(ulp_cache *c, ulp_cbuf *b)
 	if (have) {
 		have->refs++;
 		to_front(c, have);
-		free(b);
+		buf_free(c, b);
 		return have;
 	}
 	if (b->len <= c->cap) {
@@ -242,12 +290,11 @@ static ulp_cbuf *insert_locked(ulp_cache *c, ulp_cbuf *b)
 void ulp_cache_release(ulp_cache *c, ulp_cbuf *b)
 {
 	pthread_mutex_lock(&c->mu);
-	int gone = --b->refs == 0 && !b->linked;
-	if (!gone && b->refs == 0 && c->bytes + c->pending > c->cap)
+	if (--b->refs == 0 && !b->linked)
+		buf_free(c, b);
+	else if (b->refs == 0 && c->bytes + c->pending > c->cap)
 		evict(c);
 	pthread_mutex_unlock(&c->mu);
-	if (gone)
-		free(b);
 }
 
 void ulp_cache_drop_version(ulp_cache *c, uint64_t vid)
@@ -259,7 +306,7 @@ void ulp_cache_drop_version(ulp_cache *c, uint64_t vid)
 		if (b->vid == vid) {
 			unlink_buf(c, b);
 			if (b->refs == 0)
-				free(b);
+				buf_free(c, b);
 		}
 		b = next;
 	}

@@ -119,6 +119,34 @@ ssize_t ulp_file_read(ulp_file *f, void *buf, size_t size, off_t off)
 	return n;
 }
 
+ssize_t ulp_file_read_iov(ulp_file *f, size_t size, off_t off, void *scratch,
+                          ulp_read_sink fn, void *opaque)
+{
+	ulp_store *st = f->st;
+	ulp_inode *in = f->in;
+	struct iovec v = { scratch, 0 };
+	ssize_t n = 0;
+
+	if (off < 0)
+		return -EINVAL;
+	/* Held while fn runs: the staging file is read into scratch, and a
+	 * version's cached chunks are pinned, but the pair is one state. */
+	pthread_rwlock_rdlock(&in->data);
+	if (!in->staged && in->version) {
+		n = ulp_read_version_iov(st, in->version, size, (uint64_t)off,
+		                         f->ra, scratch, fn, opaque);
+	} else {
+		if (in->staged)
+			n = ulp_stage_read(st, in, scratch, size, (uint64_t)off,
+			                   f->ra);
+		v.iov_len = n > 0 ? (size_t)n : 0;
+		int rc = n < 0 ? 0 : fn(opaque, &v, n > 0);
+		n = rc < 0 ? rc : n;
+	}
+	pthread_rwlock_unlock(&in->data);
+	return n;
+}
+
 static void record_error(ulp_store *st, ulp_inode *in, int err)
 {
 	pthread_mutex_lock(&st->mu);

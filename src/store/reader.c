@@ -3,12 +3,9 @@
  * touches, through the reference chain (a chunk's reference bytes are
  * read, recursively, through this same path and the shared cache).
  *
- * Opened objects are kept in a small LRU, each with its fd and the
- * version it is coded against, checked when opened: the object's logical
- * size and hash against the version row, its reference size and hash
- * against the reference's row, and likewise its side (another file's
- * version that some chunks are coded given, read through this same path
- * as a reference is) against the side's row.
+ * Opened objects are kept in a small LRU (reader_obj.c).  A side
+ * (another file's version that some chunks are coded given) is read
+ * through this same path as a reference is.
  *
  * A chunk is decoded by one thread at a time: others that need it wait
  * for that decode (ulp_cache_take).  Before decoding a chunk, the
@@ -20,318 +17,18 @@
  */
 #include "store/reader.h"
 #include "store/cache.h"
+#include "store/reader_obj.h"
 #include "store/versions.h"
 
 #include <xxhash.h>
-#include "store/remote.h"
 
-#include <sys/stat.h>
+#include <sys/uio.h>
 
-#define OBJ_CACHE_MAX 64
-#define OBJ_BUCKETS 256
 /* More links than any chain may have: a cycle in a damaged catalog. */
 #define MAX_CHAIN 4096
 /* Reference chunks kept pinned while the chunk that reads them decodes:
  * a chunk's logical range covers one or two chunks of its reference. */
 #define WARM_PINS 4
-
-typedef struct oentry {
-	uint64_t vid;
-	int fd; /* -1: read remotely (remote_name) */
-	const ulp_remote *remote;
-	char remote_name[ULP_OBJ_NAME_LEN];
-	ulp_object *obj;
-	uint64_t ref;  /* reference version, 0: none */
-	uint64_t side; /* side version, 0: none */
-	uint64_t side_size;
-	uint8_t side_hash[16];
-	unsigned depth; /* references between it and a keyframe */
-	unsigned refs;
-	int linked;
-	struct oentry *hnext, *lprev, *lnext;
-} oentry;
-
-/* Chunk lengths whose all-zero hash is known (a few: chunks are mostly
- * of the default size). */
-#define ZERO_MEMO 8
-
-struct ulp_reader {
-	pthread_mutex_t mu;
-	oentry *tab[OBJ_BUCKETS];
-	size_t count;
-	oentry lru; /* sentinel; lnext is the most recent */
-	ulp_dctx **pool;
-	size_t npool, cap;
-	uint32_t zlen[ZERO_MEMO]; /* under mu */
-	uint64_t zhash[ZERO_MEMO];
-	unsigned znext;
-};
-
-int ulp_reader_new(ulp_store *st, ulp_reader **out)
-{
-	ulp_reader *r = calloc(1, sizeof *r);
-
-	(void)st;
-	if (!r)
-		return -ENOMEM;
-	if (pthread_mutex_init(&r->mu, NULL)) {
-		free(r);
-		return -ENOMEM;
-	}
-	r->lru.lnext = r->lru.lprev = &r->lru;
-	*out = r;
-	return 0;
-}
-
-static void entry_free(oentry *e)
-{
-	ulp_object_close(e->obj);
-	if (e->fd >= 0)
-		close(e->fd);
-	free(e);
-}
-
-static void entry_unlink(ulp_reader *r, oentry *e)
-{
-	oentry **pp = &r->tab[e->vid % OBJ_BUCKETS];
-
-	for (; *pp; pp = &(*pp)->hnext) {
-		if (*pp == e) {
-			*pp = e->hnext;
-			break;
-		}
-	}
-	e->lprev->lnext = e->lnext;
-	e->lnext->lprev = e->lprev;
-	e->linked = 0;
-	r->count--;
-}
-
-void ulp_reader_free(ulp_reader *r)
-{
-	if (!r)
-		return;
-	while (r->lru.lnext != &r->lru) {
-		oentry *e = r->lru.lnext;
-		entry_unlink(r, e);
-		entry_free(e);
-	}
-	for (size_t i = 0; i < r->npool; i++)
-		ulp_dctx_free(r->pool[i]);
-	free(r->pool);
-	pthread_mutex_destroy(&r->mu);
-	free(r);
-}
-
-static ulp_dctx *dctx_get(ulp_reader *r)
-{
-	ulp_dctx *d = NULL;
-
-	pthread_mutex_lock(&r->mu);
-	if (r->npool)
-		d = r->pool[--r->npool];
-	pthread_mutex_unlock(&r->mu);
-	return d ? d : ulp_dctx_new();
-}
-
-static void dctx_put(ulp_reader *r, ulp_dctx *d)
-{
-	pthread_mutex_lock(&r->mu);
-	if (r->npool == r->cap) {
-		size_t cap = r->cap ? r->cap * 2 : 16;
-		ulp_dctx **p = realloc(r->pool, cap * sizeof *p);
-		if (p) {
-			r->pool = p;
-			r->cap = cap;
-		}
-	}
-	if (r->npool < r->cap) {
-		r->pool[r->npool++] = d;
-		d = NULL;
-	}
-	pthread_mutex_unlock(&r->mu);
-	ulp_dctx_free(d);
-}
-
-static int obj_read_at(void *opaque, uint64_t off, void *buf, size_t len)
-{
-	oentry *e = opaque;
-
-	if (e->fd < 0)
-		return e->remote->read_at(e->remote->ctx, e->remote_name, off,
-		                          buf, len) < 0
-		               ? ULP_ERR_IO
-		               : ULP_OK;
-	return ulp_pread_all(e->fd, buf, len, off) < 0 ? ULP_ERR_IO : ULP_OK;
-}
-
-/* Open the object of vid and check it against the catalog. */
-static int entry_open(ulp_store *st, uint64_t vid, oentry **out)
-{
-	ulp_version_info v, rv = { 0 }, sv = { 0 };
-	struct stat sb;
-	oentry *e;
-	int rc;
-
-	pthread_mutex_lock(&st->mu);
-	rc = ulp_version_get_locked(st, vid, &v);
-	if (rc == 0 && v.state == ULP_VERSION_DELETED)
-		rc = -ENOENT;
-	if (rc == 0 && v.ref)
-		rc = ulp_version_get_locked(st, v.ref, &rv);
-	if (rc == 0 && v.side)
-		rc = ulp_version_get_locked(st, v.side, &sv);
-	pthread_mutex_unlock(&st->mu);
-	if (rc < 0)
-		return rc;
-	e = calloc(1, sizeof *e);
-	if (!e)
-		return -ENOMEM;
-	e->vid = vid;
-	e->ref = v.ref;
-	e->side = v.side;
-	e->side_size = sv.size;
-	memcpy(e->side_hash, sv.hash, 16);
-	e->depth = v.depth;
-	e->fd = openat(st->obj_fd, v.object, O_RDONLY | O_CLOEXEC);
-	uint64_t osize = 0;
-	if (e->fd < 0 && errno == ENOENT && st->opts.remote) {
-		/* not in the local cache: ranged reads of the remote copy */
-		e->remote = st->opts.remote;
-		snprintf(e->remote_name, sizeof e->remote_name, "%s", v.object);
-		rc = e->remote->size(e->remote->ctx, v.object, &osize);
-		if (rc < 0)
-			goto fail;
-	} else if (e->fd < 0 || fstat(e->fd, &sb) < 0) {
-		rc = -errno;
-		goto fail;
-	} else {
-		osize = (uint64_t)sb.st_size;
-	}
-	rc = ulp_errno_of(ulp_object_open(obj_read_at, e, osize, &e->obj));
-	if (rc < 0)
-		goto fail;
-	rc = -EIO;
-	if (ulp_object_size(e->obj) != v.size ||
-	    memcmp(ulp_object_file_hash(e->obj), v.hash, 16) != 0 ||
-	    !ulp_object_has_ref(e->obj) != !v.ref)
-		goto fail;
-	if (v.ref && (ulp_object_ref_size(e->obj) != rv.size ||
-	              memcmp(ulp_object_ref_hash(e->obj), rv.hash, 16) != 0))
-		goto fail;
-	if (v.side && (!ulp_object_has_side(e->obj) ||
-	               ulp_object_side_size(e->obj) != sv.size ||
-	               memcmp(ulp_object_side_hash(e->obj), sv.hash, 16) != 0))
-		goto fail;
-	/* An object may name a side none of its chunks reads: the row then
-	 * names none. */
-	for (size_t i = 0; !v.side && i < ulp_object_chunk_count(e->obj); i++)
-		if (ulp_object_chunk_needs_side(e->obj, i))
-			goto fail;
-	*out = e;
-	return 0;
-fail:
-	if (e->obj)
-		ulp_object_close(e->obj);
-	if (e->fd >= 0)
-		close(e->fd);
-	free(e);
-	return rc;
-}
-
-static int entry_get(ulp_store *st, uint64_t vid, oentry **out)
-{
-	ulp_reader *r = st->reader;
-	oentry *e, *mine = NULL;
-	int rc;
-
-	pthread_mutex_lock(&r->mu);
-	for (e = r->tab[vid % OBJ_BUCKETS]; e; e = e->hnext)
-		if (e->vid == vid)
-			break;
-	if (e) {
-		e->refs++;
-		e->lprev->lnext = e->lnext;
-		e->lnext->lprev = e->lprev;
-		goto front;
-	}
-	pthread_mutex_unlock(&r->mu);
-
-	rc = entry_open(st, vid, &mine);
-	if (rc < 0)
-		return rc;
-	pthread_mutex_lock(&r->mu);
-	for (e = r->tab[vid % OBJ_BUCKETS]; e; e = e->hnext)
-		if (e->vid == vid)
-			break;
-	if (e) { /* another thread was quicker: ours is freed below */
-		e->refs++;
-		e->lprev->lnext = e->lnext;
-		e->lnext->lprev = e->lprev;
-		mine->hnext = NULL;
-		goto front;
-	}
-	e = mine;
-	mine = NULL;
-	e->refs = 1;
-	e->linked = 1;
-	e->hnext = r->tab[vid % OBJ_BUCKETS];
-	r->tab[vid % OBJ_BUCKETS] = e;
-	r->count++;
-front:
-	e->lnext = r->lru.lnext;
-	e->lprev = &r->lru;
-	r->lru.lnext->lprev = e;
-	r->lru.lnext = e;
-	/* Close idle objects beyond the bound, least recent first. */
-	oentry *victims = mine;
-	for (oentry *x = r->lru.lprev;
-	     x != &r->lru && r->count > OBJ_CACHE_MAX;) {
-		oentry *prev = x->lprev;
-		if (x->refs == 0) {
-			entry_unlink(r, x);
-			x->hnext = victims;
-			victims = x;
-		}
-		x = prev;
-	}
-	pthread_mutex_unlock(&r->mu);
-	while (victims) {
-		oentry *next = victims->hnext;
-		entry_free(victims);
-		victims = next;
-	}
-	*out = e;
-	return 0;
-}
-
-static void entry_put(ulp_reader *r, oentry *e)
-{
-	pthread_mutex_lock(&r->mu);
-	int gone = --e->refs == 0 && !e->linked;
-	pthread_mutex_unlock(&r->mu);
-	if (gone)
-		entry_free(e);
-}
-
-void ulp_reader_forget(ulp_store *st, uint64_t vid)
-{
-	ulp_reader *r = st->reader;
-	oentry *e;
-
-	pthread_mutex_lock(&r->mu);
-	for (e = r->tab[vid % OBJ_BUCKETS]; e; e = e->hnext)
-		if (e->vid == vid)
-			break;
-	int gone = 0;
-	if (e) {
-		entry_unlink(r, e);
-		gone = e->refs == 0;
-	}
-	pthread_mutex_unlock(&r->mu);
-	if (gone)
-		entry_free(e);
-}
 
 static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
                           uint64_t off, unsigned depth, ulp_ctask *task,
@@ -352,10 +49,10 @@ int ulp_ref_read(void *opaque, uint64_t off, void *buf, size_t len)
 int ulp_ref_chunk_hash(void *opaque, uint64_t off, uint32_t len, uint64_t *xxh3)
 {
 	ulp_ref_ctx *c = opaque;
-	oentry *e;
+	ulp_oentry *e;
 	int found = 0;
 
-	if (entry_get(c->st, c->vid, &e) < 0)
+	if (ulp_robj_get(c->st, c->vid, &e) < 0)
 		return 0; /* the bytes are read then, and fail there */
 	if (off < ulp_object_size(e->obj)) {
 		uint64_t coff;
@@ -367,19 +64,19 @@ int ulp_ref_chunk_hash(void *opaque, uint64_t off, uint32_t len, uint64_t *xxh3)
 			found = 1;
 		}
 	}
-	entry_put(c->st->reader, e);
+	ulp_robj_put(c->st->reader, e);
 	return found;
 }
 
 int ulp_version_hash_kind(ulp_store *st, uint64_t vid)
 {
-	oentry *e;
-	int rc = entry_get(st, vid, &e);
+	ulp_oentry *e;
+	int rc = ulp_robj_get(st, vid, &e);
 
 	if (rc < 0)
 		return rc;
 	rc = ulp_object_hash_kind(e->obj);
-	entry_put(st->reader, e);
+	ulp_robj_put(st->reader, e);
 	return rc;
 }
 
@@ -388,7 +85,7 @@ static int stopped(const ulp_ctask *task)
 	return task->stop && atomic_load(task->stop);
 }
 
-static int chunk_get(ulp_store *st, oentry *e, size_t i, unsigned depth,
+static int chunk_get(ulp_store *st, ulp_oentry *e, size_t i, unsigned depth,
                      ulp_ctask *task, ulp_cbuf **out);
 
 /* Bring the chunks of e's reference that cover [off, off+len) into the
@@ -397,12 +94,12 @@ static int chunk_get(ulp_store *st, oentry *e, size_t i, unsigned depth,
  * when the two versions share a tensor layout (other ranges are decoded
  * on demand while decoding).  Errors other than cancellation are left to
  * the decode, which may not need the chunk that failed. */
-static int warm_ref(ulp_store *st, const oentry *e, uint64_t off, uint32_t len,
-                    unsigned depth, ulp_ctask *task, ulp_cbuf **pins,
-                    size_t *npins)
+static int warm_ref(ulp_store *st, const ulp_oentry *e, uint64_t off,
+                    uint32_t len, unsigned depth, ulp_ctask *task,
+                    ulp_cbuf **pins, size_t *npins)
 {
-	oentry *r;
-	int rc = entry_get(st, e->ref, &r);
+	ulp_oentry *r;
+	int rc = ulp_robj_get(st, e->ref, &r);
 
 	if (rc < 0)
 		return 0;
@@ -427,7 +124,7 @@ static int warm_ref(ulp_store *st, const oentry *e, uint64_t off, uint32_t len,
 			ulp_cache_release(st->cache, b);
 		off = coff + clen;
 	}
-	entry_put(st->reader, r);
+	ulp_robj_put(st->reader, r);
 	return rc;
 }
 
@@ -468,7 +165,8 @@ static uint64_t zero_hash(ulp_reader *r, uint32_t len)
 /* Whether chunk i of e decodes to zeros (a sparse file's hole): its bytes
  * hash to zeros', to the strength every decode is checked with; only
  * chunks stored in a few bytes are looked at. */
-static int zero_chunk(ulp_store *st, const oentry *e, size_t i, uint32_t len)
+static int zero_chunk(ulp_store *st, const ulp_oentry *e, size_t i,
+                      uint32_t len)
 {
 	if (len == 0 || ulp_object_chunk_stored(e->obj, i) > 64 + len / 4096)
 		return 0;
@@ -502,7 +200,7 @@ static const void *ref_view_map(void *opaque, uint64_t off, size_t len)
 }
 
 /* Decode chunk i of e (claimed: no other thread decodes it meanwhile). */
-static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
+static int chunk_decode(ulp_store *st, ulp_oentry *e, size_t i, unsigned depth,
                         ulp_ctask *task, ulp_cbuf **out)
 {
 	ulp_cbuf *pins[WARM_PINS], *b = NULL;
@@ -538,7 +236,7 @@ static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
 			.side_hash = e->side ? e->side_hash : NULL,
 			.side_size = e->side_size,
 		};
-		ulp_dctx *d = dctx_get(st->reader);
+		ulp_dctx *d = ulp_robj_dctx_get(st->reader);
 
 		b = ulp_cache_alloc(st->cache, e->vid, coff, clen);
 		if (!b || !d)
@@ -547,7 +245,7 @@ static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
 			rc = ulp_errno_of(ulp_chunk_decode_refs(
 				d, e->obj, i, &refs, ulp_cbuf_data(b)));
 		if (d)
-			dctx_put(st->reader, d);
+			ulp_robj_dctx_put(st->reader, d);
 		/* A reference read given up on: the waiters retry. */
 		if (rc < 0 && stopped(task))
 			rc = -ECANCELED;
@@ -563,7 +261,7 @@ static int chunk_decode(ulp_store *st, oentry *e, size_t i, unsigned depth,
 }
 
 /* One chunk of e, decoded (through the cache), referenced. */
-static int chunk_get(ulp_store *st, oentry *e, size_t i, unsigned depth,
+static int chunk_get(ulp_store *st, ulp_oentry *e, size_t i, unsigned depth,
                      ulp_ctask *task, ulp_cbuf **out)
 {
 	ulp_cflight *claim;
@@ -589,47 +287,96 @@ static int chunk_get(ulp_store *st, oentry *e, size_t i, unsigned depth,
 	return 0;
 }
 
+/* Open version vid for a read of [off, off + *len) and clip *len to its
+ * size; before decoding, the read-ahead threads start on the chunks
+ * after these while this thread decodes them. */
+static int range_open(ulp_store *st, uint64_t vid, size_t *len, uint64_t off,
+                      ulp_readahead *ra, ulp_oentry **out)
+{
+	int rc = ulp_robj_get(st, vid, out);
+
+	if (rc < 0)
+		return rc;
+	const ulp_object *obj = (*out)->obj;
+	uint64_t size = ulp_object_size(obj);
+	if (off >= size)
+		*len = 0;
+	else if (*len > size - off)
+		*len = (size_t)(size - off);
+	if (ra && *len)
+		ulp_ra_note(ra, vid, obj, (*out)->depth,
+		            ulp_object_chunk_at(obj, off),
+		            ulp_object_chunk_at(obj, off + *len - 1));
+	return 0;
+}
+
+static void pins_release(ulp_store *st, ulp_cbuf **pins, int k)
+{
+	while (k > 0)
+		ulp_cache_release(st->cache, pins[--k]);
+}
+
+/* Decode (through the cache) and pin the chunks of e that cover
+ * [off, off + len), at most max of them: iov[k] is the part of pins[k]
+ * in the range.  Returns the count, *got the bytes they cover, or
+ * -errno (nothing pinned). */
+static int pin_range(ulp_store *st, ulp_oentry *e, uint64_t off, size_t len,
+                     unsigned depth, ulp_ctask *task, ulp_cbuf **pins,
+                     struct iovec *iov, int max, size_t *got)
+{
+	size_t done = 0;
+	int k = 0;
+
+	while (done < len && k < max) {
+		uint64_t pos = off + done, coff;
+		uint32_t clen;
+		size_t i = ulp_object_chunk_at(e->obj, pos);
+
+		ulp_object_chunk_range(e->obj, i, &coff, &clen);
+		int rc = chunk_get(st, e, i, depth, task, &pins[k]);
+		if (rc < 0) {
+			pins_release(st, pins, k);
+			return rc;
+		}
+		size_t in = (size_t)(pos - coff);
+		size_t n = clen - in < len - done ? clen - in : len - done;
+		iov[k].iov_base = (uint8_t *)ulp_cbuf_data(pins[k]) + in;
+		iov[k].iov_len = n;
+		k++;
+		done += n;
+	}
+	*got = done;
+	return k;
+}
+
 static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
                           uint64_t off, unsigned depth, ulp_ctask *task,
                           ulp_readahead *ra)
 {
-	oentry *e;
+	ulp_oentry *e;
 	size_t done = 0;
 	int rc;
 
 	if (depth > MAX_CHAIN)
 		return -ELOOP;
-	rc = entry_get(st, vid, &e);
+	rc = range_open(st, vid, &len, off, ra, &e);
 	if (rc < 0)
 		return rc;
-	uint64_t size = ulp_object_size(e->obj);
-	if (off >= size)
-		len = 0;
-	else if (len > size - off)
-		len = (size_t)(size - off);
-	/* Before decoding: the read-ahead threads start on the chunks after
-	 * these while this thread decodes them. */
-	if (ra && len)
-		ulp_ra_note(ra, vid, e->obj, e->depth,
-		            ulp_object_chunk_at(e->obj, off),
-		            ulp_object_chunk_at(e->obj, off + len - 1));
 	while (done < len) {
-		uint64_t pos = off + done, coff;
-		uint32_t clen;
-		size_t i = ulp_object_chunk_at(e->obj, pos);
-		ulp_cbuf *b = NULL;
-
-		ulp_object_chunk_range(e->obj, i, &coff, &clen);
-		rc = chunk_get(st, e, i, depth, task, &b);
+		/* One chunk pinned at a time: reference reads run inside
+		 * decodes, which pin chunks of their own. */
+		ulp_cbuf *b;
+		struct iovec v;
+		size_t got;
+		rc = pin_range(st, e, off + done, len - done, depth, task, &b,
+		               &v, 1, &got);
 		if (rc < 0)
 			break;
-		size_t in = (size_t)(pos - coff);
-		size_t n = clen - in < len - done ? clen - in : len - done;
-		memcpy(buf + done, (uint8_t *)ulp_cbuf_data(b) + in, n);
-		ulp_cache_release(st->cache, b);
-		done += n;
+		memcpy(buf + done, v.iov_base, v.iov_len);
+		pins_release(st, &b, 1);
+		done += got;
 	}
-	entry_put(st->reader, e);
+	ulp_robj_put(st->reader, e);
 	if (rc < 0) {
 		/* Maybe a stale entry (its version was rebased and its old
 		 * reference removed): let the next attempt reopen it. */
@@ -653,6 +400,68 @@ ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
 	return n;
 }
 
+/* A read handed over in place: at most this many chunks (a FUSE request
+ * of up to 1 MiB spans one or two chunks of the default size). */
+#define VIEW_PIECES 8
+
+/* One try of ulp_read_version_iov; *sunk is set once fn has been called
+ * (its result is then the return, never retried). */
+static ssize_t view_chain(ulp_store *st, uint64_t vid, size_t len, uint64_t off,
+                          ulp_readahead *ra, void *scratch, ulp_read_sink fn,
+                          void *opaque, int *sunk)
+{
+	ulp_cbuf *pins[VIEW_PIECES];
+	struct iovec iov[VIEW_PIECES];
+	ulp_ctask task = { 0 };
+	size_t got = 0;
+	ulp_oentry *e;
+	int rc = range_open(st, vid, &len, off, ra, &e);
+
+	if (rc < 0)
+		return rc;
+	int k = pin_range(st, e, off, len, 0, &task, pins, iov, VIEW_PIECES,
+	                  &got);
+	ulp_robj_put(st->reader, e);
+	if (k < 0) {
+		ulp_reader_forget(st, vid); /* as read_chain does */
+		return k;
+	}
+	int copied = got < len;
+	if (copied) {
+		/* Small chunks: more pieces than a reply takes, copied. */
+		pins_release(st, pins, k);
+		k = 0;
+		ssize_t n =
+			read_chain(st, vid, scratch, len, off, 0, &task, NULL);
+		if (n < 0)
+			return n;
+		iov[k].iov_base = scratch;
+		iov[k++].iov_len = (size_t)n;
+		len = (size_t)n;
+	}
+	*sunk = 1;
+	rc = fn(opaque, iov, k);
+	if (!copied)
+		pins_release(st, pins, k);
+	return rc < 0 ? rc : (ssize_t)len;
+}
+
+ssize_t ulp_read_version_iov(ulp_store *st, uint64_t vid, size_t len,
+                             uint64_t off, ulp_readahead *ra, void *scratch,
+                             ulp_read_sink fn, void *opaque)
+{
+	ssize_t n = 0;
+	int sunk = 0;
+
+	for (int tries = 0; tries < 3 && !sunk; tries++) {
+		n = view_chain(st, vid, len, off, ra, scratch, fn, opaque,
+		               &sunk);
+		if (n >= 0 || n == -ENOMEM)
+			break;
+	}
+	return n;
+}
+
 int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,
                         _Atomic int *stop)
 {
@@ -660,8 +469,8 @@ int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,
 	ulp_cbuf *b = NULL;
 	uint64_t coff;
 	uint32_t clen;
-	oentry *e;
-	int rc = entry_get(st, vid, &e);
+	ulp_oentry *e;
+	int rc = ulp_robj_get(st, vid, &e);
 
 	if (rc < 0)
 		return rc;
@@ -673,6 +482,6 @@ int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,
 		if (b)
 			ulp_cache_release(st->cache, b);
 	}
-	entry_put(st->reader, e);
+	ulp_robj_put(st->reader, e);
 	return rc;
 }

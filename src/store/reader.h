@@ -15,6 +15,13 @@ void ulp_reader_free(ulp_reader *r);
  * read-ahead state.  Never call with st->mu held. */
 ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
                          uint64_t off, ulp_readahead *ra);
+/* The same range handed to fn in place, as pieces of the cached chunks
+ * (valid while fn runs); scratch (len bytes) takes a copy where the range
+ * has more chunks than one call hands over.  fn is called once when the
+ * read succeeds, and its error is the return (not retried). */
+ssize_t ulp_read_version_iov(ulp_store *st, uint64_t vid, size_t len,
+                             uint64_t off, ulp_readahead *ra, void *scratch,
+                             ulp_read_sink fn, void *opaque);
 /* Read-ahead work: decode chunk i of version vid into the cache, unless
  * it is there or being decoded; gives up once *stop is set. */
 int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,

@@ -38,6 +38,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
+#include <sys/uio.h>
 #include <time.h>
 
 #include "ulpfs/ulp.h" /* ulp_stats */
@@ -254,6 +255,16 @@ int ulp_file_open(ulp_store *st, uint64_t ino, int flags, ulp_file **out,
                   int *keep_cache);
 /* Read up to size bytes at off; returns the count (0 at EOF) or -errno. */
 ssize_t ulp_file_read(ulp_file *f, void *buf, size_t size, off_t off);
+/* A read's bytes handed over in place (ulp_file_read_iov,
+ * ulp_version_read_iov): count pieces, in order, valid until the sink
+ * returns; it returns 0 or -errno. */
+typedef int (*ulp_read_sink)(void *opaque, const struct iovec *iov, int count);
+/* ulp_file_read without the copy into a caller's buffer: the bytes go to
+ * fn (called once, 0 pieces at EOF) from the decoded-chunk cache where
+ * they are there, else from scratch (size bytes), which they are read
+ * into.  Returns the count or -errno (fn's, once it was called). */
+ssize_t ulp_file_read_iov(ulp_file *f, size_t size, off_t off, void *scratch,
+                          ulp_read_sink fn, void *opaque);
 /* Write; returns the count or -errno (-ENOSPC when the backing store is
  * full, -EBADF on a read-only handle).  Waits while the staging limit is
  * reached and closed files being encoded will free space. */
@@ -387,6 +398,11 @@ void ulp_readahead_free(ulp_readahead *ra);
 /* ulp_version_read through a handle's read-ahead state (ra may be NULL). */
 ssize_t ulp_version_read_ra(ulp_store *st, ulp_readahead *ra, uint64_t id,
                             void *buf, size_t size, uint64_t off);
+/* ulp_version_read_ra handing the bytes to fn in place, as
+ * ulp_file_read_iov does. */
+ssize_t ulp_version_read_iov(ulp_store *st, ulp_readahead *ra, uint64_t id,
+                             size_t size, uint64_t off, void *scratch,
+                             ulp_read_sink fn, void *opaque);
 /* The committed version of an inode (0 while none or while staged). */
 int ulp_ns_version(ulp_store *st, uint64_t ino, uint64_t *version);
 /* The path of an inode, "a/b" ("" for the root), NUL-terminated in buf:

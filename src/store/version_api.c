@@ -153,6 +153,13 @@ ssize_t ulp_version_read_ra(ulp_store *st, ulp_readahead *ra, uint64_t id,
 	return ulp_read_version(st, id, buf, size, off, ra);
 }
 
+ssize_t ulp_version_read_iov(ulp_store *st, ulp_readahead *ra, uint64_t id,
+                             size_t size, uint64_t off, void *scratch,
+                             ulp_read_sink fn, void *opaque)
+{
+	return ulp_read_version_iov(st, id, size, off, ra, scratch, fn, opaque);
+}
+
 int ulp_ns_version(ulp_store *st, uint64_t ino, uint64_t *version)
 {
 	ulp_cat_inode row;
