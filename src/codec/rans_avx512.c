@@ -20,7 +20,7 @@
  */
 #include <immintrin.h>
 
-#include "rans.h"
+#include "rans_avx512.h"
 
 #define ULP_AVX512                                                    \
 	__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi," \
@@ -77,10 +77,8 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 	uint8_t map[ULP_RANS_NCTX] __attribute__((aligned(64)));
 	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
 		map[c] = (uint8_t)(d->off[c] / ULP_RANS_M);
-	const __m512i m0 = _mm512_load_si512((const void *)map);
-	const __m512i m1 = _mm512_load_si512((const void *)(map + 64));
-	const __m512i m2 = _mm512_load_si512((const void *)(map + 128));
-	const __m512i m3 = _mm512_load_si512((const void *)(map + 192));
+	__m512i m[4];
+	ulp_map256_load_avx512(map, m);
 	const __m128i sh = _mm_cvtsi32_si128((int)shift);
 	const __m512i em = _mm512_set1_epi16((short)emask);
 	/* byte 3 of each entry of two registers: the 32 symbols (the upper
@@ -113,10 +111,7 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 				                                           2 * i)),
 							sh),
 						em)));
-			__m512i lo = _mm512_permutex2var_epi8(m0, c, m1);
-			__m512i hi = _mm512_permutex2var_epi8(m2, c, m3);
-			__m512i t = _mm512_mask_blend_epi8(
-				_mm512_movepi8_mask(c), lo, hi);
+			__m512i t = ulp_map256_avx512(m, c);
 			b0 = _mm512_slli_epi32(
 				_mm512_cvtepu8_epi32(_mm512_castsi512_si128(t)),
 				ULP_RANS_SCALE);

@@ -18,7 +18,7 @@
  */
 #include <immintrin.h>
 
-#include "rans.h"
+#include "rans_avx512.h"
 
 #define ULP_AVX512                                                    \
 	__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi," \
@@ -36,9 +36,7 @@ entry_offsets(const __m512i rm[4], __m512i vnt, const uint8_t *sym,
 	if (ctx) {
 		__m512i c = _mm512_castsi256_si512(
 			_mm256_loadu_si256((const __m256i *)(const void *)ctx));
-		__m512i lo = _mm512_permutex2var_epi8(rm[0], c, rm[1]);
-		__m512i hi = _mm512_permutex2var_epi8(rm[2], c, rm[3]);
-		t = _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), lo, hi);
+		t = ulp_map256_avx512(rm, c);
 	} else {
 		t = _mm512_broadcastb_epi8(_mm512_castsi512_si128(rm[0]));
 	}
@@ -139,8 +137,7 @@ enc32(const ulp_rans_esym *esym, const uint8_t *remap, unsigned nt,
 	uint32_t off[2][32] __attribute__((aligned(64)));
 	unsigned cur = 0;
 	__m512i rm[4];
-	for (int k = 0; k < 4; k++)
-		rm[k] = _mm512_loadu_si512((const void *)(remap + 64 * k));
+	ulp_map256_load_avx512(remap, rm);
 	const __m512i vnt = _mm512_set1_epi16((short)nt);
 	__m512i x0 = _mm512_loadu_si512((const void *)x);
 	__m512i x1 = _mm512_loadu_si512((const void *)(x + 16));
