@@ -396,10 +396,16 @@ static int drain(enc_pipe *p, ulp_writer *w, ulp_hasher *hs, ulp_stats *stats)
 			if (stats)
 				ulp_stats_add(stats, &s->st);
 		}
-		/* Hand the slot back only after its bytes are written. */
+		/* Hand the slot back only after its bytes are written; with
+		 * several lanes, restart at once the workers a full window
+		 * stopped: the writer may have more done chunks to write
+		 * before it waits (where it would restart them), and they
+		 * stand idle meanwhile.  One lane stays on this thread. */
 		pthread_mutex_lock(&p->mu);
 		s->done = 0;
 		p->next_write++;
+		if (!rc && p->nlanes > 1)
+			spawn(p);
 		pthread_mutex_unlock(&p->mu);
 		if (!rc && job->progress)
 			job->progress(job->progress_opaque, off + len,
