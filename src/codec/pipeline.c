@@ -164,6 +164,7 @@ typedef struct enc_pipe {
 	unsigned *free_ln; /* indices of the lanes no worker holds */
 	unsigned nlanes, nfree;
 	unsigned active; /* workers submitted, not yet returned */
+	int help_now;    /* a queued worker outwaited the delay once */
 	int abort;
 } enc_pipe;
 
@@ -320,21 +321,26 @@ static int wait_done_briefly(enc_pipe *p)
  * is first left to the pool's threads for a moment: run here at once, it
  * kept the writer coding stretches of chunks while the window filled and
  * a pool thread stood idle (two threads on a 128 MiB bf16 keyframe: the
- * writer coded 34 of 67 chunks, 1.77x of one thread).  One lane is one
- * thread: the writer runs its worker at once. */
+ * writer coded 34 of 67 chunks, 1.77x of one thread).  Once a worker
+ * outwaits the delay, the pool's threads are busy, and the writer helps
+ * at once for the rest of the file.  One lane is one thread: the writer
+ * runs its worker at once. */
 static void wait_slot(enc_pipe *p, const enc_slot *s)
 {
 	while (!s->done && !p->abort) {
 		spawn(p);
 		if (s->done || p->abort)
 			break;
-		if (p->nlanes > 1 && wait_done_briefly(p))
+		if (p->nlanes > 1 && !p->help_now && wait_done_briefly(p))
 			continue; /* a chunk done, or a worker returned */
 		if (s->done || p->abort)
 			break;
 		pthread_mutex_unlock(&p->mu);
 		int ran = ulp_pool_group_help(p->g);
 		pthread_mutex_lock(&p->mu);
+		/* the pool's threads are busy (this encode may be one of
+		 * their jobs): no more delays for this file */
+		p->help_now |= ran;
 		if (!ran && !s->done && !p->abort)
 			pthread_cond_wait(&p->cv_done, &p->mu);
 	}
