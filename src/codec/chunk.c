@@ -331,11 +331,16 @@ static void scatter(const chunk_scratch *s, const ulp_run *runs, size_t nruns,
 	}
 }
 
+/* Level 19 only for streams of a few KiB (a safetensors header), where
+ * it costs little: on a PyTorch file's ~57 KB of pickle and zip records
+ * a version it was a sixth of a keyframe's encode, and level 9 costs 141
+ * bytes over ten optimizer.pt objects of 305 MB (keyframe encode 1.07 ->
+ * 1.22x zstd -3's; measured, bench/README.md). */
 static int zstd_level(const ulp_params *p, size_t len)
 {
 	if (p->generic_level)
 		return p->generic_level;
-	return len <= (128u << 10) ? 19 : len <= (1u << 20) ? 9 : 3;
+	return len <= (16u << 10) ? 19 : len <= (1u << 20) ? 9 : 3;
 }
 
 static unsigned window_log(size_t total)
