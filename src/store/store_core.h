@@ -13,7 +13,8 @@
  *              remote.h
  *   versions   versions.h (versions.c): version rules and paths
  *   cache      cache.h (cache.c): decoded chunks; a leaf
- *   reader     reader.h (reader.c, readahead.c): decoding versions
+ *   reader     reader.h (reader.c, readahead.c), reader_obj.h
+ *              (reader_obj.c): decoding versions
  *   objects    objects.h (objects.c): object files
  *   reserve    reserve.h (reserve.c)
  *   staging    overlay.h, staging.h (staging.c, overlay.c, copyup.c,
