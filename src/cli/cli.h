@@ -44,6 +44,10 @@ int cli_fd_write(void *opaque, const void *buf, size_t len);
  * or min_threads if more, decided by the first call; NULL when it cannot
  * be had.  It is never freed (its threads end with the process). */
 ulp_pool *cli_pool(unsigned min_threads);
+/* A decoding context for the CLI's reads (unpack, bench): without the
+ * stored payloads' checksum, since each chunk's decoded-bytes checksum
+ * still rejects a corrupt payload; NULL when out of memory. */
+ulp_dctx *cli_dctx_new(void);
 /* Decode every chunk of obj with nthreads workers on cli_pool(), into
  * dst (the whole logical size) when dst is not NULL, else streamed in
  * order to the descriptor out_fd.  ref may be NULL for a standalone object.  dctx, if

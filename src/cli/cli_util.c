@@ -207,18 +207,21 @@ static int dec_room(const dec_pool *p)
 	       (p->dst || p->next - p->written < p->window);
 }
 
+ulp_dctx *cli_dctx_new(void)
+{
+	ulp_dctx *d = ulp_dctx_new();
+	ulp_dctx_set_payload_check(d, 0);
+	return d;
+}
+
 static void dec_worker(void *arg)
 {
 	dec_pool *p = arg;
 	pthread_mutex_lock(&p->mu);
 	unsigned lane = p->free_ln[--p->nfree];
 	ulp_dctx *d = p->dctx ? p->dctx[lane] : p->own[lane];
-	if (!d && !p->dctx) {
-		/* unpack's reads: each chunk's decoded-bytes checksum
-		 * still rejects a corrupt payload */
-		d = p->own[lane] = ulp_dctx_new();
-		ulp_dctx_set_payload_check(d, 0);
-	}
+	if (!d && !p->dctx)
+		d = p->own[lane] = cli_dctx_new();
 	if (!d && !p->rc)
 		p->rc = ULP_ERR_NOMEM;
 	while (dec_room(p)) {

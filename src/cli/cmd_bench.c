@@ -691,9 +691,7 @@ int cmd_bench(int argc, char **argv)
 
 	for (unsigned t = 0; t < o.threads; t++) {
 		o.cctx[t] = ulp_cctx_new();
-		o.dctx[t] = ulp_dctx_new();
-		/* as unpack decodes (cli_decode_all) */
-		ulp_dctx_set_payload_check(o.dctx[t], 0);
+		o.dctx[t] = cli_dctx_new(); /* as unpack decodes */
 		if (!o.cctx[t] || !o.dctx[t]) {
 			cli_err("bench: out of memory");
 			return CLI_FAIL;
