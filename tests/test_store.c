@@ -1322,6 +1322,68 @@ Test(store, reads_in_place)
 		free(vers[i].p);
 }
 
+/* A read's reply lets the kernel release the file at once, in another
+ * thread, before the sink has returned (the mount's read ends with the
+ * reply): here the sink releases it first.  The bytes handed over stay
+ * valid, and the read touches nothing of the file or its inode after
+ * (the data lock of a freed inode was unlocked: a later truncate hung on
+ * it, and test_store_san reports the use after free). */
+typedef struct release_sink {
+	ulp_file *f;
+	iov_sink k;
+} release_sink;
+
+static int iov_release_first(void *opaque, const struct iovec *iov, int count)
+{
+	release_sink *r = opaque;
+	ulp_file_release(r->f);
+	r->f = NULL;
+	return iov_append(&r->k, iov, count);
+}
+
+Test(store, read_reply_may_release)
+{
+	enum { MB = 1u << 20, LEN = 5 * MB + 123 };
+	ulp_store *st = open_k(16);
+	uint8_t *want = malloc(LEN), *scratch = malloc(2 * MB);
+	release_sink r = { NULL, { malloc(LEN), 0, 0, 0 } };
+	cr_assert(want && scratch && r.k.got);
+	for (size_t j = 0; j < LEN; j++)
+		want[j] = (uint8_t)(j * 2654435761u >> 11);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "rel", want, LEN);
+	sync_ok(st);
+
+	/* one chunk, two, and the tail: each read by a handle of its own
+	 * that goes in the sink, as many times as a busy reader would */
+	const size_t offs[] = { 0, 2 * MB - 7, LEN - 1000 };
+	for (int rep = 0; rep < 20; rep++) {
+		for (size_t i = 0; i < sizeof offs / sizeof offs[0]; i++) {
+			size_t n = LEN - offs[i] < MB ? LEN - offs[i] : MB;
+			r.k = (iov_sink){ r.k.got, 0, 0, 0 };
+			cr_assert_eq(ulp_file_open(st, ino, O_RDONLY, &r.f,
+			                           NULL),
+			             0);
+			cr_assert_eq(ulp_file_read_iov(r.f, MB, (off_t)offs[i],
+			                               scratch,
+			                               iov_release_first, &r),
+			             (ssize_t)n);
+			cr_assert_null(r.f, "the sink did not run");
+			cr_assert_eq(r.k.len, n);
+			cr_assert(memcmp(r.k.got, want + offs[i], n) == 0,
+			          "content differs at %zu", offs[i]);
+		}
+	}
+	/* and the inode, freed and loaded again, still locks */
+	ulp_attr set = { 0 }, out;
+	set.size = 1000;
+	cr_assert_eq(ulp_ns_setattr(st, ino, &set, ULP_SET_SIZE, &out), 0);
+	cr_assert_eq(out.size, 1000);
+	ulp_store_close(st);
+	free(r.k.got);
+	free(scratch);
+	free(want);
+}
+
 /* The store's one pool runs the encoders, their chunk workers and
  * read-ahead: files of several chunks (big enough for more than one
  * worker when the pool has two threads) committed while a reader reads

@@ -313,7 +313,7 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 	ulp_obj_list dead = { 0 };
 	int rc;
 
-	pthread_rwlock_wrlock(&in->data);
+	ulp_data_wrlock(in);
 	pthread_mutex_lock(&st->mu);
 	int64_t side_state = ULP_VERSION_LIVE;
 	if (atomic_load(&in->gen) != gen || in->unlinked || !in->staged) {
@@ -350,7 +350,7 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 		atomic_fetch_add(&st->stat_discards, 1);
 	}
 	pthread_mutex_unlock(&st->mu);
-	pthread_rwlock_unlock(&in->data);
+	ulp_data_unlock(in);
 	if (rc != 0 && !nv->unchanged)
 		ulp_obj_unlink(st, nv->v.object);
 	ulp_obj_reap(st, &dead);

@@ -106,7 +106,7 @@ ssize_t ulp_file_read(ulp_file *f, void *buf, size_t size, off_t off)
 		return -EINVAL;
 	/* staged, fd and version change only under the data lock held
 	 * exclusively; size is atomic: no st->mu on the read path. */
-	pthread_rwlock_rdlock(&in->data);
+	ulp_data_rdlock(in);
 	int staged = in->staged;
 	uint64_t version = in->version;
 	if (staged) {
@@ -115,7 +115,7 @@ ssize_t ulp_file_read(ulp_file *f, void *buf, size_t size, off_t off)
 		n = ulp_read_version(st, version, buf, size, (uint64_t)off,
 		                     f->ra);
 	}
-	pthread_rwlock_unlock(&in->data);
+	ulp_data_unlock(in);
 	return n;
 }
 
@@ -124,27 +124,25 @@ ssize_t ulp_file_read_iov(ulp_file *f, size_t size, off_t off, void *scratch,
 {
 	ulp_store *st = f->st;
 	ulp_inode *in = f->in;
-	struct iovec v = { scratch, 0 };
+	ulp_read_view v;
 	ssize_t n = 0;
 
 	if (off < 0)
 		return -EINVAL;
-	/* Held while fn runs: the staging file is read into scratch, and a
-	 * version's cached chunks are pinned, but the pair is one state. */
-	pthread_rwlock_rdlock(&in->data);
+	ulp_data_rdlock(in);
 	if (!in->staged && in->version) {
-		n = ulp_read_version_iov(st, in->version, size, (uint64_t)off,
-		                         f->ra, scratch, fn, opaque);
+		n = ulp_read_version_view(st, in->version, size, (uint64_t)off,
+		                          f->ra, scratch, &v);
 	} else {
 		if (in->staged)
 			n = ulp_stage_read(st, in, scratch, size, (uint64_t)off,
 			                   f->ra);
-		v.iov_len = n > 0 ? (size_t)n : 0;
-		int rc = n < 0 ? 0 : fn(opaque, &v, n > 0);
-		n = rc < 0 ? rc : n;
+		ulp_read_view_buf(&v, scratch, n);
 	}
-	pthread_rwlock_unlock(&in->data);
-	return n;
+	ulp_data_unlock(in);
+	/* Neither f nor in from here: the reply lets the kernel release
+	 * the file, in another thread, before fn has even returned. */
+	return n < 0 ? n : ulp_read_view_done(st, &v, n, fn, opaque);
 }
 
 static void record_error(ulp_store *st, ulp_inode *in, int err)
@@ -176,11 +174,11 @@ ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off)
 
 	/* Appends are serialised: each lands at the size it sees. */
 	if (f->append)
-		pthread_rwlock_wrlock(&in->data);
+		ulp_data_wrlock(in);
 	else
-		pthread_rwlock_rdlock(&in->data);
+		ulp_data_rdlock(in);
 	if (!in->staged || in->fd < 0) {
-		pthread_rwlock_unlock(&in->data);
+		ulp_data_unlock(in);
 		return -EIO;
 	}
 	if (f->append) {
@@ -216,7 +214,7 @@ ssize_t ulp_file_write(ulp_file *f, const void *buf, size_t size, off_t off)
 		in->times_dirty = 1;
 	}
 	pthread_mutex_unlock(&st->mu);
-	pthread_rwlock_unlock(&in->data);
+	ulp_data_unlock(in);
 	return done ? (ssize_t)done : rc;
 }
 
@@ -260,9 +258,9 @@ int ulp_file_flush(ulp_file *f)
 
 int ulp_file_partial(ulp_file *f)
 {
-	pthread_rwlock_rdlock(&f->in->data);
+	ulp_data_rdlock(f->in);
 	int partial = f->in->staged && f->in->ov != NULL;
-	pthread_rwlock_unlock(&f->in->data);
+	ulp_data_unlock(f->in);
 	return partial;
 }
 
@@ -270,7 +268,7 @@ int ulp_file_staging_fd(ulp_file *f)
 {
 	int fd = -ENOENT;
 
-	pthread_rwlock_rdlock(&f->in->data);
+	ulp_data_rdlock(f->in);
 	if (f->in->ov) {
 		fd = -EBUSY; /* holes where the version shows through */
 	} else if (f->in->staged && f->in->fd >= 0) {
@@ -278,7 +276,7 @@ int ulp_file_staging_fd(ulp_file *f)
 		if (fd < 0)
 			fd = -errno;
 	}
-	pthread_rwlock_unlock(&f->in->data);
+	ulp_data_unlock(f->in);
 	return fd;
 }
 
@@ -373,12 +371,12 @@ void ulp_file_backing_release(ulp_file *f)
 	ulp_store *st = f->st;
 	ulp_inode *in = f->in;
 
-	pthread_rwlock_wrlock(&in->data);
+	ulp_data_wrlock(in);
 	pthread_mutex_lock(&st->mu);
 	if (in->bk_held > 0 && --in->bk_held == 0 && in->bk_kept)
 		ulp_stage_drop(st, in); /* committed: nothing else needs it */
 	pthread_mutex_unlock(&st->mu);
-	pthread_rwlock_unlock(&in->data);
+	ulp_data_unlock(in);
 }
 
 int ulp_file_fsync(ulp_file *f, int datasync)
@@ -386,7 +384,7 @@ int ulp_file_fsync(ulp_file *f, int datasync)
 	ulp_inode *in = f->in;
 	int rc = 0;
 
-	pthread_rwlock_rdlock(&in->data);
+	ulp_data_rdlock(in);
 	if (in->staged && in->fd >= 0) {
 		if ((datasync ? fdatasync(in->fd) : fsync(in->fd)) < 0)
 			rc = -errno;
@@ -398,7 +396,7 @@ int ulp_file_fsync(ulp_file *f, int datasync)
 		else if (rc == 0 && fsync(f->st->stg_fd) < 0)
 			rc = -errno;
 	}
-	pthread_rwlock_unlock(&in->data);
+	ulp_data_unlock(in);
 	if (rc < 0)
 		record_error(f->st, in, rc);
 	sync_pt(f);
@@ -431,7 +429,7 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
 		ulp_stage_sync_backing(st, in); /* the size the kernel wrote */
 	ulp_stage_wait_space(st, op ? 0 : (uint64_t)len);
 	pthread_mutex_unlock(&st->mu);
-	pthread_rwlock_rdlock(&in->data);
+	ulp_data_rdlock(in);
 	uint64_t size = in->size, new_size = !keep && end > size ? end : size;
 	if (!in->staged || in->fd < 0)
 		rc = -EIO;
@@ -455,7 +453,7 @@ int ulp_file_fallocate(ulp_file *f, int mode, off_t off, off_t len)
 		}
 		pthread_mutex_unlock(&st->mu);
 	}
-	pthread_rwlock_unlock(&in->data);
+	ulp_data_unlock(in);
 	return rc;
 }
 
@@ -473,7 +471,7 @@ off_t ulp_file_seek(ulp_file *f, off_t off, int whence)
 		ulp_stage_sync_backing(f->st,
 		                       in); /* the size the kernel wrote */
 	pthread_mutex_unlock(&f->st->mu);
-	pthread_rwlock_rdlock(&in->data);
+	ulp_data_rdlock(in);
 	uint64_t size = in->size;
 	if ((uint64_t)off >= size)
 		r = -ENXIO;
@@ -481,7 +479,7 @@ off_t ulp_file_seek(ulp_file *f, off_t off, int whence)
 		r = ulp_stage_seek(in, (uint64_t)off, whence);
 	else /* a version is data throughout */
 		r = whence == SEEK_DATA ? off : (off_t)size;
-	pthread_rwlock_unlock(&in->data);
+	ulp_data_unlock(in);
 	return r;
 }
 
@@ -558,7 +556,7 @@ ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
 
 	if (!f->writable || f->pt || off_in != off_out)
 		return 0;
-	pthread_rwlock_wrlock(&in->data);
+	ulp_data_wrlock(in);
 	pthread_mutex_lock(&st->mu);
 	rc = ulp_version_get_locked(st, vid, &v);
 	if (rc == -ENOENT)
@@ -618,7 +616,7 @@ ssize_t ulp_file_copy_version(ulp_file *f, uint64_t vid, uint64_t off_in,
 		ulp_stage_set_size(st, in, end);
 	}
 	pthread_mutex_unlock(&st->mu);
-	pthread_rwlock_unlock(&in->data);
+	ulp_data_unlock(in);
 	ulp_overlay_free(ov);
 	return rc < 0 ? rc : rc == 1 ? 0 : (ssize_t)(end - off_in);
 }

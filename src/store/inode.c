@@ -90,6 +90,11 @@ static void inode_free(ulp_inode *in)
 		close(in->fd);
 	pthread_rwlock_destroy(&in->data);
 	ulp_qentry_free(in);
+#ifndef NDEBUG
+	/* A later use fails its assertion, unless the memory was reused
+	 * (volatile: a store just before free is otherwise dropped). */
+	*(volatile unsigned *)&in->live = 0;
+#endif
 	free(in);
 }
 
@@ -206,6 +211,9 @@ int ulp_inode_get(ulp_store *st, uint64_t ino, ulp_inode **out)
 		return -ENOMEM;
 	}
 	in->ino = ino;
+#ifndef NDEBUG
+	in->live = ULP_INODE_LIVE;
+#endif
 	in->fd = -1;
 	in->refs = 1;
 	in->version = row.version;

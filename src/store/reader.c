@@ -400,18 +400,11 @@ ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
 	return n;
 }
 
-/* A read handed over in place: at most this many chunks (a FUSE request
- * of up to 1 MiB spans one or two chunks of the default size). */
-#define VIEW_PIECES 8
-
-/* One try of ulp_read_version_iov; *sunk is set once fn has been called
- * (its result is then the return, never retried). */
+/* One try of ulp_read_version_view.  A FUSE request of up to 1 MiB spans
+ * one or two chunks of the default size; more are copied into scratch. */
 static ssize_t view_chain(ulp_store *st, uint64_t vid, size_t len, uint64_t off,
-                          ulp_readahead *ra, void *scratch, ulp_read_sink fn,
-                          void *opaque, int *sunk)
+                          ulp_readahead *ra, void *scratch, ulp_read_view *v)
 {
-	ulp_cbuf *pins[VIEW_PIECES];
-	struct iovec iov[VIEW_PIECES];
 	ulp_ctask task = { 0 };
 	size_t got = 0;
 	ulp_oentry *e;
@@ -419,47 +412,54 @@ static ssize_t view_chain(ulp_store *st, uint64_t vid, size_t len, uint64_t off,
 
 	if (rc < 0)
 		return rc;
-	int k = pin_range(st, e, off, len, 0, &task, pins, iov, VIEW_PIECES,
-	                  &got);
+	int k = pin_range(st, e, off, len, 0, &task, v->pins, v->iov,
+	                  ULP_VIEW_PIECES, &got);
 	ulp_robj_put(st->reader, e);
 	if (k < 0) {
 		ulp_reader_forget(st, vid); /* as read_chain does */
 		return k;
 	}
-	int copied = got < len;
-	if (copied) {
-		/* Small chunks: more pieces than a reply takes, copied. */
-		pins_release(st, pins, k);
-		k = 0;
-		ssize_t n =
-			read_chain(st, vid, scratch, len, off, 0, &task, NULL);
-		if (n < 0)
-			return n;
-		iov[k].iov_base = scratch;
-		iov[k++].iov_len = (size_t)n;
-		len = (size_t)n;
+	if (got == len) {
+		v->n = v->npins = k;
+		return (ssize_t)len;
 	}
-	*sunk = 1;
-	rc = fn(opaque, iov, k);
-	if (!copied)
-		pins_release(st, pins, k);
-	return rc < 0 ? rc : (ssize_t)len;
+	pins_release(st, v->pins, k);
+	ssize_t n = read_chain(st, vid, scratch, len, off, 0, &task, NULL);
+	ulp_read_view_buf(v, scratch, n);
+	return n;
 }
 
-ssize_t ulp_read_version_iov(ulp_store *st, uint64_t vid, size_t len,
-                             uint64_t off, ulp_readahead *ra, void *scratch,
-                             ulp_read_sink fn, void *opaque)
+ssize_t ulp_read_version_view(ulp_store *st, uint64_t vid, size_t len,
+                              uint64_t off, ulp_readahead *ra, void *scratch,
+                              ulp_read_view *v)
 {
 	ssize_t n = 0;
-	int sunk = 0;
 
-	for (int tries = 0; tries < 3 && !sunk; tries++) {
-		n = view_chain(st, vid, len, off, ra, scratch, fn, opaque,
-		               &sunk);
+	v->n = v->npins = 0;
+	for (int tries = 0; tries < 3; tries++) {
+		n = view_chain(st, vid, len, off, ra, scratch, v);
 		if (n >= 0 || n == -ENOMEM)
 			break;
 	}
 	return n;
+}
+
+void ulp_read_view_buf(ulp_read_view *v, void *buf, ssize_t n)
+{
+	v->npins = 0;
+	v->n = n > 0;
+	v->iov[0].iov_base = buf;
+	v->iov[0].iov_len = n > 0 ? (size_t)n : 0;
+}
+
+ssize_t ulp_read_view_done(ulp_store *st, ulp_read_view *v, ssize_t n,
+                           ulp_read_sink fn, void *opaque)
+{
+	int rc = fn(opaque, v->iov, v->n);
+
+	pins_release(st, v->pins, v->npins);
+	v->n = v->npins = 0;
+	return rc < 0 ? rc : n;
 }
 
 int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,

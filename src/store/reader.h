@@ -15,13 +15,29 @@ void ulp_reader_free(ulp_reader *r);
  * read-ahead state.  Never call with st->mu held. */
 ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
                          uint64_t off, ulp_readahead *ra);
-/* The same range handed to fn in place, as pieces of the cached chunks
- * (valid while fn runs); scratch (len bytes) takes a copy where the range
- * has more chunks than one call hands over.  fn is called once when the
- * read succeeds, and its error is the return (not retried). */
-ssize_t ulp_read_version_iov(ulp_store *st, uint64_t vid, size_t len,
-                             uint64_t off, ulp_readahead *ra, void *scratch,
-                             ulp_read_sink fn, void *opaque);
+/* A read's bytes where they lie: n pieces, in order, in the chunks
+ * pinned in the cache or in a caller's scratch buffer.  The pins keep
+ * them valid, whatever becomes of the file they were read from, until
+ * ulp_read_view_done: a reply sent from a view may be followed at once by
+ * the file's release, so nothing of the file may be held across it. */
+#define ULP_VIEW_PIECES 8
+typedef struct ulp_read_view {
+	struct iovec iov[ULP_VIEW_PIECES];
+	ulp_cbuf *pins[ULP_VIEW_PIECES];
+	int n, npins;
+} ulp_read_view;
+/* The same range as a view of the cached chunks; scratch (len bytes)
+ * takes a copy where the range has more chunks than a view holds.
+ * Returns the count (v filled) or -errno (v empty). */
+ssize_t ulp_read_version_view(ulp_store *st, uint64_t vid, size_t len,
+                              uint64_t off, ulp_readahead *ra, void *scratch,
+                              ulp_read_view *v);
+/* v as one piece of buf (n bytes, none when n <= 0): a copied read. */
+void ulp_read_view_buf(ulp_read_view *v, void *buf, ssize_t n);
+/* Hand v to fn and release its pins: fn's result, or n when it is 0.
+ * Never call with the file's locks held (see ulp_read_view). */
+ssize_t ulp_read_view_done(ulp_store *st, ulp_read_view *v, ssize_t n,
+                           ulp_read_sink fn, void *opaque);
 /* Read-ahead work: decode chunk i of version vid into the cache, unless
  * it is there or being decoded; gives up once *stop is set. */
 int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,

@@ -31,7 +31,7 @@ static int set_size(ulp_store *st, uint64_t ino, uint64_t size)
 		return rc;
 	rc = ulp_stage_acquire(st, in, size == 0);
 	if (rc == 0) {
-		pthread_rwlock_wrlock(&in->data);
+		ulp_data_wrlock(in);
 		if (ftruncate(in->fd, (off_t)size) < 0)
 			rc = -errno;
 		else if (in->ov)
@@ -46,7 +46,7 @@ static int set_size(ulp_store *st, uint64_t ino, uint64_t size)
 			in->err_seq++;
 		}
 		pthread_mutex_unlock(&st->mu);
-		pthread_rwlock_unlock(&in->data);
+		ulp_data_unlock(in);
 	}
 	pthread_mutex_lock(&st->mu);
 	ulp_stage_writer_done(st, in);

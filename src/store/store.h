@@ -262,7 +262,9 @@ typedef int (*ulp_read_sink)(void *opaque, const struct iovec *iov, int count);
 /* ulp_file_read without the copy into a caller's buffer: the bytes go to
  * fn (called once, 0 pieces at EOF) from the decoded-chunk cache where
  * they are there, else from scratch (size bytes), which they are read
- * into.  Returns the count or -errno (fn's, once it was called). */
+ * into.  Returns the count or -errno (fn's, once it was called).  No lock
+ * is held while fn runs, and nothing of f is used once it is called: fn
+ * may release f (a reply lets the kernel release the file at once). */
 ssize_t ulp_file_read_iov(ulp_file *f, size_t size, off_t off, void *scratch,
                           ulp_read_sink fn, void *opaque);
 /* Write; returns the count or -errno (-ENOSPC when the backing store is

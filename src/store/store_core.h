@@ -164,7 +164,51 @@ typedef struct ulp_inode {
 	 * is queue.c's own. */
 	int qstate;
 	struct ulp_qentry *q;
+#ifndef NDEBUG
+	unsigned live;                 /* ULP_INODE_LIVE until freed */
+	_Atomic unsigned data_readers; /* holders of data, for ... */
+	_Atomic pthread_t data_writer; /* ... ulp_data_*()'s checks */
+#endif
 } ulp_inode;
+
+/* The data lock, taken and released through these.  Unless NDEBUG they
+ * check its ownership: an unlock without a hold, or any use of a freed
+ * inode's lock, fails there, instead of leaving the lock's count wrong
+ * for a later writer to wait on for ever. */
+#define ULP_INODE_LIVE 0x11a0deu
+static inline void ulp_data_rdlock(ulp_inode *in)
+{
+	assert(in->live == ULP_INODE_LIVE);
+	pthread_rwlock_rdlock(&in->data);
+#ifndef NDEBUG
+	atomic_fetch_add(&in->data_readers, 1);
+#endif
+}
+
+static inline void ulp_data_wrlock(ulp_inode *in)
+{
+	assert(in->live == ULP_INODE_LIVE);
+	pthread_rwlock_wrlock(&in->data);
+#ifndef NDEBUG
+	assert(atomic_load(&in->data_readers) == 0);
+	atomic_store(&in->data_writer, pthread_self());
+#endif
+}
+
+static inline void ulp_data_unlock(ulp_inode *in)
+{
+#ifndef NDEBUG
+	assert(in->live == ULP_INODE_LIVE);
+	if (pthread_equal(atomic_load(&in->data_writer), pthread_self())) {
+		atomic_store(&in->data_writer, (pthread_t)0);
+	} else {
+		unsigned held = atomic_fetch_sub(&in->data_readers, 1);
+		assert(held > 0);
+		(void)held;
+	}
+#endif
+	pthread_rwlock_unlock(&in->data);
+}
 
 typedef struct ulp_cache ulp_cache;
 typedef struct ulp_reader ulp_reader;

@@ -104,7 +104,7 @@ int ulp_stage_acquire(ulp_store *st, ulp_inode *in, int trunc)
 	uint64_t version = in->version;
 	pthread_mutex_unlock(&st->mu);
 
-	pthread_rwlock_wrlock(&in->data);
+	ulp_data_wrlock(in);
 	if (staged) {
 		/* A committed file kept as the kernel's backing file is
 		 * this writer's staging file (backing.c). */
@@ -165,7 +165,7 @@ done:
 	in->busy = 0;
 	pthread_cond_broadcast(&st->done_cv);
 	pthread_mutex_unlock(&st->mu);
-	pthread_rwlock_unlock(&in->data);
+	ulp_data_unlock(in);
 	return rc;
 }
 
