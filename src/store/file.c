@@ -142,7 +142,7 @@ ssize_t ulp_file_read_iov(ulp_file *f, size_t size, off_t off, void *scratch,
 	ulp_data_unlock(in);
 	/* Neither f nor in from here: the reply lets the kernel release
 	 * the file, in another thread, before fn has even returned. */
-	return n < 0 ? n : ulp_read_view_done(st, &v, n, fn, opaque);
+	return ulp_read_view_done(st, &v, n, fn, opaque);
 }
 
 static void record_error(ulp_store *st, ulp_inode *in, int err)

@@ -455,6 +455,8 @@ void ulp_read_view_buf(ulp_read_view *v, void *buf, ssize_t n)
 ssize_t ulp_read_view_done(ulp_store *st, ulp_read_view *v, ssize_t n,
                            ulp_read_sink fn, void *opaque)
 {
+	if (n < 0)
+		return n;
 	int rc = fn(opaque, v->iov, v->n);
 
 	pins_release(st, v->pins, v->npins);

@@ -34,8 +34,9 @@ ssize_t ulp_read_version_view(ulp_store *st, uint64_t vid, size_t len,
                               ulp_read_view *v);
 /* v as one piece of buf (n bytes, none when n <= 0): a copied read. */
 void ulp_read_view_buf(ulp_read_view *v, void *buf, ssize_t n);
-/* Hand v to fn and release its pins: fn's result, or n when it is 0.
- * Never call with the file's locks held (see ulp_read_view). */
+/* After a read of n bytes into v: hand v to fn and release its pins;
+ * fn's error, or n.  A failed read (n < 0, v empty) is returned as it is,
+ * without fn.  Never call with the file's locks held (see ulp_read_view). */
 ssize_t ulp_read_view_done(ulp_store *st, ulp_read_view *v, ssize_t n,
                            ulp_read_sink fn, void *opaque);
 /* Read-ahead work: decode chunk i of version vid into the cache, unless

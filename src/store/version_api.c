@@ -160,7 +160,7 @@ ssize_t ulp_version_read_iov(ulp_store *st, ulp_readahead *ra, uint64_t id,
 	ulp_read_view v;
 	ssize_t n = ulp_read_version_view(st, id, size, off, ra, scratch, &v);
 
-	return n < 0 ? n : ulp_read_view_done(st, &v, n, fn, opaque);
+	return ulp_read_view_done(st, &v, n, fn, opaque);
 }
 
 int ulp_ns_version(ulp_store *st, uint64_t ino, uint64_t *version)
