@@ -54,7 +54,8 @@ FS_T0=$SECONDS
 FS_START_EPOCH=$(date +%s)
 
 say() { printf '[%s] %s\n' "$FS_TEST" "$*"; }
-step() { printf '\n[%s] === %s\n' "$FS_TEST" "$*"; }
+# A step of a test, with the seconds since the test began (where its time goes).
+step() { printf '\n[%s] === %s (at %ds)\n' "$FS_TEST" "$*" "$((SECONDS - FS_T0))"; }
 ok() { printf '[%s]   ok: %s\n' "$FS_TEST" "$*"; }
 # A failed check: reported, counted, the test goes on (fs_finish fails).
 bad() {
@@ -115,21 +116,61 @@ fs_unavailable() {
 
 # A PID is alive when it exists and is not a zombie.
 pid_alive() {
-	local st
+	local st t
 	[ -n "${1:-}" ] || return 1
-	st=$(awk '{ sub(/^[^)]*\) /, ""); print $1 }' "/proc/$1/stat" 2>/dev/null) || return 1
-	[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ]
+	# Every thread: a killed process's leader is a zombie while its other
+	# threads still exit, holding its files (a store's flock) until the
+	# last one has.
+	for t in /proc/"$1"/task/*/stat; do
+		st=$(awk '{ sub(/^[^)]*\) /, ""); print $1 }' "$t" 2>/dev/null) || continue
+		[ -n "$st" ] && [ "$st" != Z ] && [ "$st" != X ] && return 0
+	done
+	return 1
 }
 
-# wait_pid_gone PID SECONDS: 0 when it is gone in time.
-wait_pid_gone() {
-	local pid=$1 n=$(($2 * 20))
-	while pid_alive "$pid"; do
+# pgrp_alive PGID: whether a process of group PGID is alive.
+pgrp_alive() {
+	local f line
+	for f in /proc/[0-9]*/stat; do
+		read -r line <"$f" 2>/dev/null || continue
+		# after the command name: state, parent, group
+		read -r -a line <<<"${line##*) }"
+		[ "${line[2]}" = "$1" ] && [ "${line[0]}" != Z ] && [ "${line[0]}" != X ] && return 0
+	done
+	return 1
+}
+
+# wait_while SECONDS CMD ARGS...: 0 once CMD ARGS fails, 1 if it still
+# succeeds after SECONDS.
+wait_while() {
+	local n=$(($1 * 20))
+	shift
+	while "$@"; do
 		n=$((n - 1))
 		[ "$n" -le 0 ] && return 1
 		sleep 0.05
 	done
 	return 0
+}
+
+# wait_pid_gone PID SECONDS, wait_pgrp_gone PGID SECONDS: 0 when the
+# process, every process of the group, is gone in time.
+wait_pid_gone() { wait_while "$2" pid_alive "$1"; }
+wait_pgrp_gone() { wait_while "$2" pgrp_alive "$1"; }
+
+# fs_lock_holders STORE: the processes with STORE's lock file open (what
+# a mount refused as "in use" waited for), each with its threads' states.
+fs_lock_holders() {
+	local lock fd pid ino
+	lock=$(realpath -m "$1/lock")
+	for fd in /proc/[0-9]*/fd/*; do
+		[ "$(readlink "$fd" 2>/dev/null)" = "$lock" ] || continue
+		pid=${fd#/proc/}
+		pid=${pid%%/*}
+		echo "    | $lock is open in PID $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-120)), threads: $(cat /proc/"$pid"/task/*/stat 2>/dev/null | awk '{ sub(/^[^)]*\) /, ""); printf "%s ", $1 }')"
+	done
+	ino=$(stat -c %i "$lock" 2>/dev/null) &&
+		grep -E ":$ino " /proc/locks | sed "s|^|    | /proc/locks: |"
 }
 
 # train LOG ARGS...: run the test's examples/train.py command ("${TRAIN[@]}")
@@ -239,6 +280,7 @@ fs_mount() {
 	rc=$?
 	if [ "$rc" -ne 0 ]; then
 		sed 's/^/    | /' "$log" >&2
+		fs_lock_holders "$store" >&2
 		if is_mounted "$mnt"; then FS_MOUNTS+=("$mnt") FS_DAEMONS+=("") FS_STORES+=("$store"); fi
 		[ "$rc" = 124 ] && die "ulpfs mount did not return within 120 s"
 		die "ulpfs mount failed (exit $rc)"
