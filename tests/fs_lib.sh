@@ -30,7 +30,9 @@
 # ULPFS_KEEP_WORK=1 (keep $WORK for a post-mortem), FS_MOUNT_OPTS (extra -o
 # options for every mount), FS_WRITE_MODE=passthrough|direct|cached (mount
 # with -o write_mode=MODE and check, with "ulpfs stats", that the daemon
-# uses it: make check runs the mount tests so in each mode, Makefile.am).
+# uses it: make check runs the mount tests so in each mode, Makefile.am),
+# ULPFS_TEST_TIMEOUT (the seconds after which make check kills the test:
+# the watchdog below fires before that).
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 
@@ -48,6 +50,7 @@ FS_STORES=()  # their stores (same index)
 FS_TMPFS=()   # tmpfs mounts to remove at exit
 FS_BG=()      # background processes we started
 FS_ALL_STORES=() # every store mounted (for daemon.log on failure)
+FS_WATCHDOG=""   # the watchdog's PID (fs_watchdog_start)
 FS_LAST_PID=""
 FS_NMOUNT=0
 FS_T0=$SECONDS
@@ -77,6 +80,7 @@ check() {
 
 fs_finish() {
 	local t=$((SECONDS - FS_T0))
+	[ -e "$WORK/watchdog.fired" ] && bad "the watchdog stopped this test's daemons (see WATCHDOG above)"
 	if [ "$FS_FAILS" -gt 0 ]; then
 		printf '\n[%s] FAILED: %d check(s) failed (%ds)\n' "$FS_TEST" "$FS_FAILS" "$t" >&2
 		exit 1
@@ -392,6 +396,7 @@ fs_cleanup() {
 	local rc=$? p i
 	trap - EXIT INT TERM HUP
 	set +e
+	[ -n "$FS_WATCHDOG" ] && kill "$FS_WATCHDOG" 2>/dev/null && wait "$FS_WATCHDOG" 2>/dev/null
 	for p in "${FS_BG[@]}"; do
 		kill -9 "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
@@ -419,6 +424,55 @@ fs_cleanup() {
 		fi
 	fi
 	exit "$rc"
+}
+
+# ---------------------------------------------------------------- watchdog
+
+# A test that hangs in a FUSE request is killed by make check's timeout(1)
+# with nothing said: the request waits in the kernel, so the test's trap
+# does not run before the KILL.  Shortly before that timeout
+# (ULPFS_TEST_TIMEOUT), the watchdog shows this test's processes and the
+# state and stacks of every daemon it started, then kills those daemons:
+# the request fails, the test goes on to fail and cleans up.
+fs_watchdog_start() {
+	local t=${ULPFS_TEST_TIMEOUT:-0} at
+	[ "$t" -gt 0 ] 2>/dev/null || return 0
+	at=$((t >= 180 ? t - 90 : t / 2))
+	(
+		trap 'kill "$s" 2>/dev/null; exit 0' TERM
+		sleep "$at" &
+		s=$!
+		wait "$s"
+		fs_watchdog_fire "$at" "$t"
+	) &
+	FS_WATCHDOG=$!
+}
+
+fs_watchdog_fire() {
+	local p pids=() n=0
+	for p in /proc/[0-9]*; do
+		p=${p#/proc/}
+		pid_argv_mentions "$p" "$WORK" && pid_has_fuse_fd "$p" && pids+=("$p")
+	done
+	: >"$WORK/watchdog.fired"
+	{
+		echo "[$FS_TEST] WATCHDOG: still running after $1 s (make check stops it at $2 s); its daemons: ${pids[*]:-none}"
+		echo "[$FS_TEST] WATCHDOG: the test's processes:"
+		ps -e -o pgid=,pid=,stat=,wchan:32=,args= |
+			awk -v g="$(ps -o pgid= -p $$ | tr -d ' ')" '$1 == g' | cut -c1-200 | sed 's/^/    | /'
+		for p in "${pids[@]}"; do
+			echo "[$FS_TEST] WATCHDOG: daemon $p, its threads (tid, state, kernel wait):"
+			ps -L -o tid=,stat=,wchan:32= -p "$p" | sed 's/^/    | /'
+			n=$((n + 1))
+			if [ "$n" -le 3 ] && command -v gdb >/dev/null; then
+				echo "[$FS_TEST] WATCHDOG: daemon $p, its stacks (gdb):"
+				timeout -k 5 20 gdb -p "$p" -batch -ex 'thread apply all bt' 2>&1 |
+					grep -E '^(Thread|#)' | head -n 400 | sed 's/^/    | /'
+			fi
+			echo "[$FS_TEST] WATCHDOG: kill -9 $p"
+			kill -9 "$p" 2>/dev/null
+		done
+	} >&2
 }
 
 # ------------------------------------------------------------------- setup
@@ -455,6 +509,7 @@ fs_init() {
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 	trap 'exit 129' HUP
+	fs_watchdog_start
 	say "ulpfs: $ULPFS"
 	say "work:  $WORK"
 }

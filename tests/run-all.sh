@@ -52,6 +52,8 @@ apt_packages=(
 	libcurl4-openssl-dev libssl-dev libexpat1-dev
 	swift-proxy swift-object swift-container swift-account memcached
 	curl awscli s3cmd
+	# the watchdog of tests/fs_lib.sh shows a hung test's daemon stacks
+	gdb
 )
 
 passed=0
