@@ -14,7 +14,9 @@
 #     are not reused), the newest and pinned ones stay, then verify passes
 #   - verify: 0 on a sound store; a byte flipped in an object under
 #     STORE/objects (unmounted) -> exit 1 naming the path; also for a
-#     version only a snapshot pins; 0 again once repaired
+#     version only a snapshot pins; and mounted, for an object damaged
+#     after its chunks were read into the daemon's cache; 0 again once
+#     repaired
 #   - bad arguments: exit 1 or 2 with a message, never a crash
 # FUSE unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1 (then exit 77).
 #
@@ -119,6 +121,25 @@ with open(p, "r+b") as f:
     f.seek(off)
     f.write(bytes([b[0] ^ 0x5A]))
 PY
+}
+
+# damaged_verify STORE MIN WHAT PATTERN [HOOK]: flip the middle byte of the
+# largest object of STORE (at least MIN bytes), run HOOK, expect verify to
+# fail naming PATTERN or the object, and to pass once the byte is back.
+damaged_verify() {
+	local store=$1 min=$2 what=$3 pat=$4 obj sz
+	obj=$(find "$store/objects" -type f -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2-)
+	[ -n "$obj" ] || die "no object under $store/objects"
+	sz=$(stat -c %s "$obj")
+	[ "$sz" -ge "$min" ] || bad "$what: the largest object has $sz bytes, not $min or more"
+	flip_byte "$obj" $((sz / 2)) || die "cannot flip a byte of $obj"
+	say "flipped the byte at $((sz / 2)) of $obj ($sz bytes)"
+	[ -z "${5:-}" ] || "$5"
+	expect_err "1" "" "verify, $what" verify --store "$store"
+	grep -qE "$pat|$(basename "$obj")" "$OUT_F" "$ERR_F" && ok "verify names $pat (or the object)" ||
+		{ bad "verify's message names neither $pat nor the object $(basename "$obj")"; show_output verify; }
+	flip_byte "$obj" $((sz / 2))
+	expect 0 "verify after the repair, $what" verify --store "$store"
 }
 
 step "generating data: 6 and 8 versions of two safetensors files, trainer checkpoints"
@@ -258,16 +279,7 @@ case $v in 6 | 2,6) ok "unmounted prune: versions $v" ;; *) bad "unmounted prune
 expect 0 "verify after unmounted prune" verify --store "$STORE"
 
 step "verify detects a corrupted object (unmounted)"
-obj=$(find "$STORE/objects" -type f -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2-)
-[ -n "$obj" ] || die "no object under $STORE/objects"
-sz=$(stat -c %s "$obj")
-flip_byte "$obj" $((sz / 2)) || die "cannot flip a byte of $obj"
-say "flipped the byte at $((sz / 2)) of $obj ($sz bytes)"
-expect_err "1" "" "verify of a corrupted store" verify --store "$STORE"
-grep -qE 'm\.safetensors|model\.safetensors|optimizer\.pt|'"$(basename "$obj")" "$OUT_F" "$ERR_F" &&
-	ok "verify names the damaged file" || { bad "verify's message names neither a path nor the object $(basename "$obj")"; show_output verify; }
-flip_byte "$obj" $((sz / 2))
-expect 0 "verify after the repair" verify --store "$STORE"
+damaged_verify "$STORE" 1 "a corrupted store" 'm\.safetensors|model\.safetensors|optimizer\.pt'
 
 step "verify checks versions only a snapshot pins"
 S2=$WORK/store2
@@ -287,13 +299,20 @@ z19_expect "$WORK/blob.bin" "$WORK/x.txt"
 expect 0 "stats --zstd19 --json --threads 1 (unmounted, nothing cached)" stats --zstd19 --json --threads 1 --store "$S2"
 z19_check "unmounted, with a version only a snapshot keeps"
 [ "$Z19_CACHED" = 0 ] || bad "unmounted first stats --zstd19 found $Z19_CACHED figures cached (expected 0)"
-obj=$(find "$S2/objects" -type f -printf '%s %p\n' | sort -n | tail -n1 | cut -d' ' -f2-)
-sz=$(stat -c %s "$obj")
-[ "$sz" -gt 1000000 ] || bad "the pinned blob's object is not the largest ($sz bytes)"
-flip_byte "$obj" $((sz / 2))
-expect_err "1" "" "verify with the pinned-only object corrupted" verify --store "$S2"
-grep -qE 'blob\.bin|pin|'"$(basename "$obj")" "$OUT_F" "$ERR_F" && ok "verify names ghost/blob.bin (or the snapshot / object)" ||
-	{ bad "verify's message does not name ghost/blob.bin"; show_output verify; }
-flip_byte "$obj" $((sz / 2))
-expect 0 "verify after the repair" verify --store "$S2"
+damaged_verify "$S2" 1000000 "the pinned-only object corrupted" 'blob\.bin|pin'
+
+step "verify through the mount, an object damaged after its chunks were cached"
+fs_mount "$S2" "$MNT"
+head -c 3000000 /dev/urandom >"$WORK/c.bin"
+cp "$WORK/c.bin" "$MNT/c.bin"
+expect 0 "sync" sync "$MNT"
+cmp -s "$MNT/c.bin" "$WORK/c.bin" || bad "c.bin reads back different"
+# The daemon decoded every chunk of c.bin for the read above: a decode
+# would notice nothing now, only the stored bytes' own checksums.
+served_from_cache() {
+	cmp -s "$MNT/c.bin" "$WORK/c.bin" && ok "the mount serves c.bin from its cache" ||
+		say "c.bin was not all in the cache (read again)"
+}
+damaged_verify "$S2" 2500000 "mounted, c.bin's object damaged" 'c\.bin' served_from_cache
+fs_umount "$MNT"
 fs_finish

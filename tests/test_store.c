@@ -1384,6 +1384,53 @@ Test(store, read_reply_may_release)
 	free(want);
 }
 
+/* Reads check the decoded bytes only; the stored bytes' checksums are
+ * what ulp_version_check_stored checks, from the object on disk, even
+ * with every chunk of the version decoded in the cache. */
+static void flip_object_byte(const ulp_version_info *v, off_t at)
+{
+	char p[700];
+	uint8_t b;
+
+	snprintf(p, sizeof p, "%s/objects/%s", store_dir(), v->object);
+	int fd = open(p, O_RDWR);
+	cr_assert_geq(fd, 0, "%s: %s", p, strerror(errno));
+	cr_assert_eq(pread(fd, &b, 1, at), 1);
+	b ^= 0x40;
+	cr_assert_eq(pwrite(fd, &b, 1, at), 1);
+	close(fd);
+}
+
+Test(store, check_stored_sees_damage_behind_the_cache)
+{
+	enum { LEN = 3 * (1u << 20) + 77 };
+	ulp_store *st = open_default();
+	uint8_t *want = malloc(LEN), *got = malloc(LEN);
+	cr_assert(want && got);
+	for (size_t j = 0; j < LEN; j++)
+		want[j] = (uint8_t)((j * 2654435761u) >> 13);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "dmg", want, LEN);
+	sync_ok(st);
+	ulp_version_info v = current(st, ino);
+	cr_assert_eq(ulp_version_read(st, v.id, got, LEN, 0), LEN);
+	cr_assert(memcmp(got, want, LEN) == 0);
+	size_t bad = 1000;
+	cr_assert_eq(ulp_version_check_stored(st, v.id, &bad), 0);
+
+	struct stat sb;
+	char p[700];
+	snprintf(p, sizeof p, "%s/objects/%s", store_dir(), v.object);
+	cr_assert_eq(stat(p, &sb), 0);
+	flip_object_byte(&v, sb.st_size / 2);
+	cr_assert_eq(ulp_version_check_stored(st, v.id, &bad), -EBADMSG);
+	cr_assert_lt(bad, 4, "bad chunk %zu of a 3 MiB version", bad);
+	flip_object_byte(&v, sb.st_size / 2);
+	cr_assert_eq(ulp_version_check_stored(st, v.id, &bad), 0);
+	ulp_store_close(st);
+	free(got);
+	free(want);
+}
+
 /* The store's one pool runs the encoders, their chunk workers and
  * read-ahead: files of several chunks (big enough for more than one
  * worker when the pool has two threads) committed while a reader reads

@@ -545,6 +545,12 @@ void ulp_dctx_free(ulp_dctx *dctx);
  * that must name the stored bytes as bad keeps it on. */
 void ulp_dctx_set_payload_check(ulp_dctx *dctx, int on);
 
+/* Check chunk i's stored payload against its checksum without decoding
+ * it: ULP_OK, ULP_ERR_CORRUPT or a read error.  A verification runs it
+ * where decodes skip that check (ulp_dctx_set_payload_check) or were made
+ * before it (a cache of decoded chunks). */
+int ulp_chunk_check_payload(ulp_dctx *dctx, const ulp_object *obj, size_t i);
+
 /* Decode chunk i into dst (ulp_object_chunk_range() gives its length).
  * Verifies the stored payload's checksum before decoding (unless
  * ulp_dctx_set_payload_check turned it off) and the decoded bytes'

@@ -52,18 +52,34 @@ static void vall_free(vall *a)
 
 /* ------------------------------------------------------------ verify */
 
-/* Decode version v of st and check its hash; the progress counts into
- * *done of total.  0, or a message in why and -1. */
+/* Check the stored bytes of version v's object, decode v and check its
+ * hash; the progress counts into *done of total.  0, or a message in why
+ * and -1. */
 static int verify_one(cli_env *env, ulp_store *st, const ulp_version_info *v,
                       uint8_t *buf, uint64_t *done, uint64_t total, char *why,
                       size_t whylen)
 {
+	/* Decodes check the decoded bytes only, and a chunk decoded before
+	 * its object was damaged may still be cached. */
+	size_t badc = 0;
+	int err = ulp_version_check_stored(st, v->id, &badc);
+	if (err == -EBADMSG) {
+		snprintf(why, whylen,
+		         "stored chunk %zu of its object fails its checksum",
+		         badc);
+		return -1;
+	}
+	if (err) {
+		/* as the decode below would say: it reads the same object */
+		snprintf(why, whylen, "cannot decode: %s", strerror(-err));
+		return -1;
+	}
 	/* The catalog holds the hash of the kind the version was committed
 	 * with (flat before object format 3): both are computed in the one
 	 * pass. */
 	ulp_hasher *tree = ulp_hasher_new(ULP_HASH_TREE);
 	ulp_hasher *flat = ulp_hasher_new(ULP_HASH_FLAT);
-	int err = tree && flat ? 0 : -ENOMEM;
+	err = tree && flat ? 0 : -ENOMEM;
 	for (uint64_t off = 0; !err && off < v->size;) {
 		size_t n = v->size - off < PIECE ? (size_t)(v->size - off)
 		                                 : PIECE;

@@ -845,6 +845,41 @@ static int decode_payload(ulp_dctx *d, const ulp_object *obj, size_t i,
 	return p == end ? ULP_OK : ULP_ERR_CORRUPT;
 }
 
+/* The stored payload of chunk ch: an object in memory is decoded where it
+ * lies (the index bounds every payload inside it; the copy was a
+ * twentieth of a bf16 delta decode), else it is read into d->in. */
+static int chunk_payload(ulp_dctx *d, const ulp_object *obj,
+                         const ulp_obj_chunk *ch, const uint8_t **pay)
+{
+	if (obj->mem) {
+		*pay = obj->mem + ch->stored_off;
+		return ULP_OK;
+	}
+	if (ulp_buf_reserve(&d->in, ch->stored_len))
+		return ULP_ERR_NOMEM;
+	int rc = obj->read_at(obj->opaque, ch->stored_off, d->in.p,
+	                      ch->stored_len);
+	if (rc)
+		return rc < 0 ? rc : ULP_ERR_IO;
+	*pay = d->in.p;
+	return ULP_OK;
+}
+
+int ulp_chunk_check_payload(ulp_dctx *d, const ulp_object *obj, size_t i)
+{
+	const uint8_t *pay;
+
+	if (!d || !obj || i >= obj->nchunks)
+		return ULP_ERR_ARG;
+	const ulp_obj_chunk *ch = &obj->chunks[i];
+	int rc = chunk_payload(d, obj, ch, &pay);
+	if (rc)
+		return rc;
+	return XXH3_64bits(pay, ch->stored_len) == ch->pay_hash
+	               ? ULP_OK
+	               : ULP_ERR_CORRUPT;
+}
+
 int ulp_chunk_decode(ulp_dctx *d, const ulp_object *obj, size_t i,
                      ulp_ref_read_fn ref_read, void *ref_opaque, void *dst)
 {
@@ -869,19 +904,10 @@ int ulp_chunk_decode_refs(ulp_dctx *d, const ulp_object *obj, size_t i,
 	     refs->side_size != obj->side_size ||
 	     memcmp(refs->side_hash, obj->side_hash, 16) != 0))
 		return ULP_ERR_SIDE;
-	/* An object in memory is decoded where it lies (the index bounds
-	 * every payload inside it); the copy was a twentieth of a bf16
-	 * delta decode. */
-	const uint8_t *pay = obj->mem ? obj->mem + ch->stored_off : NULL;
-	if (!pay) {
-		if (ulp_buf_reserve(&d->in, ch->stored_len))
-			return ULP_ERR_NOMEM;
-		rc = obj->read_at(obj->opaque, ch->stored_off, d->in.p,
-		                  ch->stored_len);
-		if (rc)
-			return rc < 0 ? rc : ULP_ERR_IO;
-		pay = d->in.p;
-	}
+	const uint8_t *pay;
+	rc = chunk_payload(d, obj, ch, &pay);
+	if (rc)
+		return rc;
 	/* Without the payload check a corrupt payload reaches the decoder,
 	 * which bounds every read and write by the payload and chunk
 	 * lengths (the corruption tests run it so under ASan); the decoded

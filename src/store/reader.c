@@ -400,6 +400,50 @@ ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
 	return n;
 }
 
+/* One try of ulp_read_check_stored. */
+static int check_stored(ulp_store *st, uint64_t vid, size_t *bad_chunk)
+{
+	ulp_oentry *e;
+
+	/* The object the version has now: one opened before its version
+	 * was rebased would leave the file that replaced it unchecked. */
+	ulp_reader_forget(st, vid);
+	int rc = ulp_robj_get(st, vid, &e);
+	if (rc < 0)
+		return rc;
+	ulp_dctx *d = ulp_robj_dctx_get(st->reader);
+	size_t n = ulp_object_chunk_count(e->obj), i = 0;
+	if (!d)
+		rc = -ENOMEM;
+	for (; rc == 0 && i < n; i++) {
+		int c = ulp_chunk_check_payload(d, e->obj, i);
+		rc = c == ULP_ERR_CORRUPT ? -EBADMSG : ulp_errno_of(c);
+	}
+	if (rc == -EBADMSG)
+		*bad_chunk = i - 1;
+	if (d)
+		ulp_robj_dctx_put(st->reader, d);
+	ulp_robj_put(st->reader, e);
+	return rc;
+}
+
+int ulp_read_check_stored(ulp_store *st, uint64_t vid, size_t *bad_chunk)
+{
+	size_t bad = 0;
+	int rc = 0;
+
+	/* As reads retry: the version may be rebased meanwhile, its old
+	 * object deleted. */
+	for (int tries = 0; tries < 3; tries++) {
+		rc = check_stored(st, vid, &bad);
+		if (rc == 0 || rc == -ENOMEM)
+			break;
+	}
+	if (bad_chunk)
+		*bad_chunk = bad;
+	return rc;
+}
+
 /* One try of ulp_read_version_view.  A FUSE request of up to 1 MiB spans
  * one or two chunks of the default size; more are copied into scratch. */
 static ssize_t view_chain(ulp_store *st, uint64_t vid, size_t len, uint64_t off,

@@ -15,6 +15,8 @@ void ulp_reader_free(ulp_reader *r);
  * read-ahead state.  Never call with st->mu held. */
 ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
                          uint64_t off, ulp_readahead *ra);
+/* ulp_version_check_stored (store.h). */
+int ulp_read_check_stored(ulp_store *st, uint64_t vid, size_t *bad_chunk);
 /* A read's bytes where they lie: n pieces, in order, in the chunks
  * pinned in the cache or in a caller's scratch buffer.  The pins keep
  * them valid, whatever becomes of the file they were read from, until

@@ -77,7 +77,12 @@ ulp_dctx *ulp_robj_dctx_get(ulp_reader *r)
 	if (r->npool)
 		d = r->pool[--r->npool];
 	pthread_mutex_unlock(&r->mu);
-	return d ? d : ulp_dctx_new();
+	if (!d && (d = ulp_dctx_new()))
+		/* Every decode is checked by its decoded bytes' hash;
+		 * verification checks the stored bytes on its own
+		 * (ulp_read_check_stored). */
+		ulp_dctx_set_payload_check(d, 0);
+	return d;
 }
 
 void ulp_robj_dctx_put(ulp_reader *r, ulp_dctx *d)

@@ -48,7 +48,8 @@ struct ulp_reader {
 int ulp_robj_get(ulp_store *st, uint64_t vid, ulp_oentry **out);
 void ulp_robj_put(ulp_reader *r, ulp_oentry *e);
 /* A decoding context from the pool (or a new one; NULL: no memory), and
- * back to it. */
+ * back to it.  Its decodes do not check the stored payload's checksum,
+ * only the decoded bytes'. */
 ulp_dctx *ulp_robj_dctx_get(ulp_reader *r);
 void ulp_robj_dctx_put(ulp_reader *r, ulp_dctx *d);
 

@@ -389,6 +389,12 @@ int ulp_version_list_under(ulp_store *st, const char *dir, ulp_version_fn fn,
 /* Read a live or ghost version: count (0 at its end) or -errno. */
 ssize_t ulp_version_read(ulp_store *st, uint64_t id, void *buf, size_t size,
                          uint64_t off);
+/* Check the stored bytes of a version's own object against their
+ * checksums, whatever the cache holds decoded: 0, -EBADMSG (*bad_chunk:
+ * the first chunk that fails) or another -errno.  Reads check only the
+ * decoded bytes; a verification runs this as well, so that every object
+ * is checked, as its own version, down to bits no decode depends on. */
+int ulp_version_check_stored(ulp_store *st, uint64_t id, size_t *bad_chunk);
 /* The read-ahead state of one open handle: while its reads are
  * sequential, the chunks that come next are decoded ahead on the store's
  * read-ahead threads.  Handles opened with ulp_file_open have their own;

@@ -147,6 +147,11 @@ ssize_t ulp_version_read(ulp_store *st, uint64_t id, void *buf, size_t size,
 	return ulp_read_version(st, id, buf, size, off, NULL);
 }
 
+int ulp_version_check_stored(ulp_store *st, uint64_t id, size_t *bad_chunk)
+{
+	return ulp_read_check_stored(st, id, bad_chunk);
+}
+
 ssize_t ulp_version_read_ra(ulp_store *st, ulp_readahead *ra, uint64_t id,
                             void *buf, size_t size, uint64_t off)
 {
