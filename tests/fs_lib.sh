@@ -171,10 +171,10 @@ fs_lock_holders() {
 		[ "$(readlink "$fd" 2>/dev/null)" = "$lock" ] || continue
 		pid=${fd#/proc/}
 		pid=${pid%%/*}
-		echo "    | $lock is open in PID $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-120)), threads: $(cat /proc/"$pid"/task/*/stat 2>/dev/null | awk '{ sub(/^[^)]*\) /, ""); printf "%s ", $1 }')"
+		echo "    | $lock is open in PID $pid ($(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-120)), threads: $(ps -L -o stat= -p "$pid" | tr -s ' \n' ' ')"
 	done
 	ino=$(stat -c %i "$lock" 2>/dev/null) &&
-		grep -E ":$ino " /proc/locks | sed "s|^|    | /proc/locks: |"
+		grep -E ":$ino " /proc/locks | sed "s#^#    | /proc/locks: #"
 }
 
 # train LOG ARGS...: run the test's examples/train.py command ("${TRAIN[@]}")
@@ -234,11 +234,26 @@ pid_has_fuse_fd() {
 
 pid_argv_mentions() { { tr '\0' '\n' <"/proc/$1/cmdline"; } 2>/dev/null | grep -qF -- "$2"; }
 
+# fs_fuse_pids PATH: the PIDs, one a line, of the live processes other
+# than this shell whose argv names PATH and which hold /dev/fuse open.
+fs_fuse_pids() {
+	local p pid
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		[ "$pid" = $$ ] && continue
+		[ "$pid" = "${BASHPID:-}" ] && continue
+		pid_argv_mentions "$pid" "$1" || continue
+		pid_alive "$pid" || continue
+		pid_has_fuse_fd "$pid" || continue
+		echo "$pid"
+	done
+}
+
 # fs_daemon_pid STORE: print the PID of the daemon serving STORE.  Only a
 # process whose argv names STORE (a path under our own $WORK) and which holds
 # /dev/fuse open qualifies, so we can never pick someone else's process.
 fs_daemon_pid() {
-	local store pid cands=() p
+	local store pid cands=()
 	store=$(realpath -m "$1")
 	if [ -r "$store/daemon.pid" ]; then
 		pid=$(tr -dc 0-9 <"$store/daemon.pid")
@@ -247,15 +262,7 @@ fs_daemon_pid() {
 			return 0
 		fi
 	fi
-	for p in /proc/[0-9]*; do
-		pid=${p#/proc/}
-		[ "$pid" = $$ ] && continue
-		[ "$pid" = "${BASHPID:-}" ] && continue
-		pid_argv_mentions "$pid" "$store" || continue
-		pid_alive "$pid" || continue
-		pid_has_fuse_fd "$pid" || continue
-		cands+=("$pid")
-	done
+	mapfile -t cands < <(fs_fuse_pids "$store")
 	if [ "${#cands[@]}" -eq 1 ]; then
 		echo "${cands[0]}"
 		return 0
@@ -450,10 +457,7 @@ fs_watchdog_start() {
 
 fs_watchdog_fire() {
 	local p pids=() n=0
-	for p in /proc/[0-9]*; do
-		p=${p#/proc/}
-		pid_argv_mentions "$p" "$WORK" && pid_has_fuse_fd "$p" && pids+=("$p")
-	done
+	mapfile -t pids < <(fs_fuse_pids "$WORK")
 	: >"$WORK/watchdog.fired"
 	{
 		echo "[$FS_TEST] WATCHDOG: still running after $1 s (make check stops it at $2 s); its daemons: ${pids[*]:-none}"
