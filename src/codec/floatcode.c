@@ -318,16 +318,17 @@ ULP_INLINE unsigned delta_symbol(uint64_t c, uint64_t r, unsigned *nraw_out,
 	return ki->base + (unsigned)neg * ki->negmul + b1;
 }
 
-/* The standalone estimate only steers the choice of coding: a 1-in-8
+/* The standalone estimate only steers the choice of coding: a 1-in-step
  * sample of the elements is plenty (counts scaled up to n). */
 ULP_INLINE void sa_sample_w(ulp_float_scratch *fs, ulp_float_fmt f,
-                            const uint8_t *cur, size_t n, unsigned W)
+                            const uint8_t *cur, size_t n, size_t step,
+                            unsigned W)
 {
 	const unsigned nb = 2u << sa_topbits(f);
-	for (size_t j = 0; j < n; j += 8) {
+	for (size_t j = 0; j < n; j += step) {
 		sa_parts sp = sa_split(el_load(cur, j, W), f, W);
-		fs->hist_s[sp.a] += 8;
-		fs->hist_b[sp.a * nb + sp.b] += 8;
+		fs->hist_s[sp.a] += (uint32_t)step;
+		fs->hist_b[sp.a * nb + sp.b] += (uint32_t)step;
 	}
 }
 
@@ -339,6 +340,18 @@ ULP_INLINE void sa_sample_w(ulp_float_scratch *fs, ulp_float_fmt f,
 #define DELTA_SAMPLE_MIN (64u << 10)
 #define DELTA_SAMPLES 2048u
 #define DELTA_SAMPLE_AHEAD 16u
+
+/* The standalone estimate's samples: 1 in SA_DENSE_STEP elements, or
+ * first 1 in SA_SPARSE_STEP for streams of SA_SPARSE_MIN elements or
+ * more (at least 1024 samples).  The dense sample's loop is bound by its
+ * histogram's read-modify-write chain, not by its loads: it cost 8% of a
+ * bf16 delta encode (perf, bench/floatcode_bench).  The sparse estimate
+ * decides alone where the delta coding's estimate is below
+ * SA_SPARSE_CLEAR of it, a margin far above its sampling error. */
+#define SA_DENSE_STEP 8u
+#define SA_SPARSE_STEP 61u /* odd: a sample of rows of 2^k elements */
+#define SA_SPARSE_MIN (64u << 10)
+#define SA_SPARSE_CLEAR 0.9
 
 /* The sampled delta histogram into hist_d (rows flagged in dused, counts
  * scaled up to about n; n >= DELTA_SAMPLES); returns the raw bits, scaled
@@ -566,9 +579,9 @@ static void delta_pass_any(ulp_float_scratch *fs, ulp_float_fmt f,
 }
 
 static void sa_sample_any(ulp_float_scratch *fs, ulp_float_fmt f,
-                          const uint8_t *cur, size_t n)
+                          const uint8_t *cur, size_t n, size_t step)
 {
-#define SA_SAMPLE(F, w) sa_sample_w(fs, F, cur, n, w)
+#define SA_SAMPLE(F, w) sa_sample_w(fs, F, cur, n, step, w)
 	ULP_DISPATCH_FMT(f, SA_SAMPLE);
 #undef SA_SAMPLE
 }
@@ -615,6 +628,23 @@ static double hist2_bits(const uint32_t *h, unsigned nctx, unsigned nsym,
 	if (cells)
 		*cells = used;
 	return bits;
+}
+
+/* The estimated cost in bits of coding cur[0..n) standalone, tables
+ * included, from a 1-in-step sample (hist_s and hist_b: its counts). */
+static double sa_estimate(ulp_float_scratch *fs, ulp_float_fmt f,
+                          const uint8_t *cur, size_t n, size_t step)
+{
+	const unsigned nb = 2u << sa_topbits(f);
+	const unsigned snsym = 1u << sa_symbits(f);
+	size_t scells, bcells;
+	memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
+	memset(fs->hist_b, 0, sizeof(uint32_t) * ULP_RANS_NCTX * nb);
+	sa_sample_any(fs, f, cur, n, step);
+	double bits = hist2_bits(fs->hist_s, 1, snsym, &scells) +
+	              hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, &bcells) +
+	              (double)n * sa_nraw(f);
+	return bits + 16.0 * (double)(scells + bcells);
 }
 
 /* The (k, sign) symbol of a delta symbol: what FM-Delta and ULPack code
@@ -933,20 +963,19 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 	const int sampled = n >= ULP_DELTA_SAMPLED_MIN;
 
 	const unsigned nb = 2u << sa_topbits(f);
-	memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
-	memset(fs->hist_b, 0, sizeof(uint32_t) * ULP_RANS_NCTX * nb);
 	int use_delta = 0;
 	size_t raw_bytes = 0;
-	double sa_bits = 0;
 	if (ref) {
 		delta_pass dp;
-		size_t dcells, scells, bcells;
-		sa_sample_any(fs, f, cur, n);
-		sa_bits = hist2_bits(fs->hist_s, 1, snsym, &scells) +
-		          hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, &bcells) +
-		          (double)n * sa_nraw(f);
-		scells += bcells;
-		const double sa_cost = sa_bits + 16.0 * scells;
+		size_t dcells;
+		/* large streams start from a sparse sample, which settles
+		 * every clear choice (most are: a delta version's weights
+		 * cost about 6 bits an element against 10 standalone); a
+		 * close one takes the dense sample's estimate, as always */
+		size_t sa_step = !alt_stats && n >= SA_SPARSE_MIN
+		                         ? SA_SPARSE_STEP
+		                         : SA_DENSE_STEP;
+		double sa_cost = sa_estimate(fs, f, cur, n, sa_step);
 		if (!alt_stats && n >= DELTA_SAMPLE_MIN) {
 			/* a sample's entropy errs low, and more so for the
 			 * delta model's many cells: skipping the delta pass
@@ -956,6 +985,11 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 			est += hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym,
 			                  &dcells) +
 			       16.0 * dcells;
+			if (sa_step != SA_DENSE_STEP &&
+			    est > SA_SPARSE_CLEAR * sa_cost) {
+				sa_step = SA_DENSE_STEP;
+				sa_cost = sa_estimate(fs, f, cur, n, sa_step);
+			}
 			if (est > 1.02 * sa_cost)
 				goto emit;
 			/* a sampled pass may not count these rows again,
@@ -970,7 +1004,11 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 		double dbits =
 			hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym, &dcells) +
 			(double)dp.raw_bits;
-		use_delta = dbits + 16.0 * dcells < sa_cost;
+		const double dcost = dbits + 16.0 * dcells;
+		if (sa_step != SA_DENSE_STEP &&
+		    dcost > SA_SPARSE_CLEAR * sa_cost)
+			sa_cost = sa_estimate(fs, f, cur, n, SA_DENSE_STEP);
+		use_delta = dcost < sa_cost;
 		if (use_delta) {
 			raw_bytes = dp.raw_bytes;
 			model_bits = dbits;
