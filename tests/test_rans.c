@@ -1865,6 +1865,66 @@ Test(floatcode, sampled_choice_matches_full_pass)
 	}
 }
 
+/* Large streams take their standalone estimate from a sparse sample
+ * first, and the dense one only where the choice is close: streams that
+ * are a mix of elements near the reference and elements unrelated to it
+ * sweep the choice across the line, and the encoder must choose as the
+ * full pass (the dense estimate every time) does, byte for byte. */
+Test(floatcode, close_choices_match_full_pass)
+{
+	tu_rng r;
+	tu_rng_init(&r, 0x464c4f415411ull);
+	const size_t n = 131072 + 7;
+	for (size_t k = 0; k < NFMTS; k++) {
+		ulp_float_fmt f = ulp_dtype_fmt(FMTS[k].dt);
+		const char *nm = ulp_dtype_name(FMTS[k].dt);
+		const size_t nb = n * (f.width / 8);
+		uint8_t *ref = tu_xmalloc(nb), *near = tu_xmalloc(nb);
+		uint8_t *other = tu_xmalloc(nb), *cur = tu_xmalloc(nb);
+		tu_fill_weights(&r, f, ref, n);
+		tu_walk_weights(&r, f, ref, near, n);
+		tu_fill_weights(&r, f, other, n);
+		int seen_delta = 0, seen_sa = 0;
+		for (unsigned pct = 0; pct <= 100; pct += 5) {
+			for (size_t i = 0; i < n; i++)
+				tu_store(cur, i,
+				         tu_load(tu_chance(&r, pct, 100)
+				                         ? near
+				                         : other,
+				                 i, f.width),
+				         f.width);
+			ulp_float_scratch *fs = ulp_float_scratch_new();
+			ulp_buf fast = { 0 }, full = { 0 };
+			ulp_dtype_stats st;
+			memset(&st, 0, sizeof(st));
+			cr_assert(fs);
+			TU_OK(ulp_float_encode(fs, f, cur, ref, n, 0, &fast,
+			                       NULL),
+			      "%s: encode", nm);
+			TU_OK(ulp_float_encode(fs, f, cur, ref, n, 1, &full,
+			                       &st),
+			      "%s: encode with statistics", nm);
+			TU_ASSERT(fast.len == full.len && fast.len > 0,
+			          "%s %u%% near: %zu vs %zu bytes", nm, pct,
+			          fast.len, full.len);
+			TU_MEMEQ(fast.p, full.p, fast.len, "sparse vs full");
+			seen_delta |= fast.p[0] == ULP_SC_DELTA;
+			seen_sa |= fast.p[0] == sa_coding(n);
+			ulp_buf_free(&fast);
+			ulp_buf_free(&full);
+			ulp_float_scratch_free(fs);
+		}
+		TU_ASSERT(seen_delta && seen_sa,
+		          "%s: the sweep did not cross the line (delta %d, "
+		          "standalone %d)",
+		          nm, seen_delta, seen_sa);
+		free(ref);
+		free(near);
+		free(other);
+		free(cur);
+	}
+}
+
 /* Streams large enough for 32-lane blocks, whose symbols are decoded in
  * bulk and reconstructed by the SIMD kernels of each width (float_rt
  * decodes at every level), with an odd tail for the portable loop: the
