@@ -647,6 +647,19 @@ static double sa_estimate(ulp_float_scratch *fs, ulp_float_fmt f,
 	return bits + 16.0 * (double)(scells + bcells);
 }
 
+/* The standalone estimate to weigh a delta cost dcost against: sa_cost,
+ * from a 1-in-*step sample, while the choice is clear, else the dense
+ * sample's (then *step becomes SA_DENSE_STEP). */
+static double sa_settle(ulp_float_scratch *fs, ulp_float_fmt f,
+                        const uint8_t *cur, size_t n, size_t *step,
+                        double sa_cost, double dcost)
+{
+	if (*step == SA_DENSE_STEP || dcost <= SA_SPARSE_CLEAR * sa_cost)
+		return sa_cost;
+	*step = SA_DENSE_STEP;
+	return sa_estimate(fs, f, cur, n, SA_DENSE_STEP);
+}
+
 /* The (k, sign) symbol of a delta symbol: what FM-Delta and ULPack code
  * (the first bit below the leading one then counts as raw). */
 static unsigned fold_ks(unsigned s)
@@ -985,11 +998,8 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 			est += hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym,
 			                  &dcells) +
 			       16.0 * dcells;
-			if (sa_step != SA_DENSE_STEP &&
-			    est > SA_SPARSE_CLEAR * sa_cost) {
-				sa_step = SA_DENSE_STEP;
-				sa_cost = sa_estimate(fs, f, cur, n, sa_step);
-			}
+			sa_cost = sa_settle(fs, f, cur, n, &sa_step, sa_cost,
+			                    est);
 			if (est > 1.02 * sa_cost)
 				goto emit;
 			/* a sampled pass may not count these rows again,
@@ -1005,9 +1015,7 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 			hist2_bits(fs->hist_d, ULP_RANS_NCTX, dnsym, &dcells) +
 			(double)dp.raw_bits;
 		const double dcost = dbits + 16.0 * dcells;
-		if (sa_step != SA_DENSE_STEP &&
-		    dcost > SA_SPARSE_CLEAR * sa_cost)
-			sa_cost = sa_estimate(fs, f, cur, n, SA_DENSE_STEP);
+		sa_cost = sa_settle(fs, f, cur, n, &sa_step, sa_cost, dcost);
 		use_delta = dcost < sa_cost;
 		if (use_delta) {
 			raw_bytes = dp.raw_bytes;
