@@ -331,16 +331,17 @@ static void scatter(const chunk_scratch *s, const ulp_run *runs, size_t nruns,
 	}
 }
 
-/* Level 19 only for streams of a few KiB (a safetensors header), where
- * it costs little: on a PyTorch file's ~57 KB of pickle and zip records
- * a version it was a sixth of a keyframe's encode, and level 9 costs 141
- * bytes over ten optimizer.pt objects of 305 MB (keyframe encode 1.07 ->
- * 1.22x zstd -3's; measured, bench/README.md). */
+/* Level 9 for streams up to 1 MiB, 3 above.  Level 19 on a safetensors
+ * header (4.7 KB, 26 tensors) ran at 1.6 MB/s: 3 ms, a fifth of a 6.6 MB
+ * bf16 keyframe's encode, to save 51 bytes over level 9 (measured,
+ * bench/README.md).  On a PyTorch file's ~57 KB of pickle and zip records
+ * a version, level 9 costs 141 bytes over ten optimizer.pt objects of
+ * 305 MB against 19 (keyframe encode 1.07 -> 1.22x zstd -3's). */
 static int zstd_level(const ulp_params *p, size_t len)
 {
 	if (p->generic_level)
 		return p->generic_level;
-	return len <= (16u << 10) ? 19 : len <= (1u << 20) ? 9 : 3;
+	return len <= (1u << 20) ? 9 : 3;
 }
 
 static unsigned window_log(size_t total)
