@@ -85,6 +85,11 @@ summary() {
 		grep -E '(^|[] ])(FAIL|FAILED|FATAL|not ok)[: ]' "$log" 2>/dev/null | head -n 20 | sed 's/^/    /' ||
 			echo "    (no FAIL line in the log)"
 	done
+	# A full disk fails tests anywhere: say how much room there was.
+	if [ "$failed" -gt 0 ]; then
+		echo "free space at the end:"
+		df -h "$builddir" "${TMPDIR:-/tmp}" 2>/dev/null | sed 's/^/    /' || true
+	fi
 	printf 'elapsed: %ds\n' "$((SECONDS - start_time))"
 	echo "==================================================================="
 	echo "$passed passed, $failed failed"
@@ -261,6 +266,15 @@ else
 		distcheck_result="FAILED (see $builddir/distcheck.log)"
 		failed=$((failed + 1))
 		fail_extra=$((fail_extra + 1))
+		# A failed distcheck leaves its build tree: show the logs of
+		# the tests that failed there, which distcheck.log lacks.
+		while IFS= read -r -d '' trs; do
+			grep -q '^:test-result: \(FAIL\|ERROR\)' "$trs" || continue
+			echo "----- distcheck: ${trs%.trs}.log (last 150 lines) -----"
+			tail -n 150 "${trs%.trs}.log" 2>/dev/null || true
+			echo "-----"
+			failed_logs+=("${trs%.trs}.log")
+		done < <(find . -path './ulpfs-*' -name '*.trs' -print0 2>/dev/null)
 	fi
 fi
 
