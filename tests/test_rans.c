@@ -234,6 +234,22 @@ Test(rans, simd_levels)
 	ulp_rans_set_simd(old);
 }
 
+/* ULPFS_RANS_GATHERS picks the AVX-512 decoder (tests/codec_decoders.sh
+ * runs the codec's tests under each): where it is set and the AVX-512
+ * level runs, the choice follows it. */
+Test(rans, gathers_follow_the_environment)
+{
+	const char *env = getenv("ULPFS_RANS_GATHERS");
+	int old = ulp_rans_set_simd(ULP_SIMD_AVX512);
+	if (ulp_rans_simd() < ULP_SIMD_AVX512)
+		TU_ASSERT(!ulp_rans_gathers(), "gathers below AVX-512");
+	else if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
+		TU_ASSERT(ulp_rans_gathers() == (env[0] == '1'),
+		          "ULPFS_RANS_GATHERS=%s: gathers %d", env,
+		          ulp_rans_gathers());
+	ulp_rans_set_simd(old);
+}
+
 Test(rans, hist_bits)
 {
 	const uint32_t a[4] = { 1, 1, 0, 0 };

@@ -1491,7 +1491,8 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 		return rc;
 	}
 	if (in[0] == ULP_SC_DELTA) {
-		if (W == 16 && f.ebits <= 8 && ulp_rans_gathers() &&
+		if (W == 16 && f.ebits <= 8 &&
+		    ulp_rans_simd() >= ULP_SIMD_AVX512 &&
 		    ulp_rans_block_lanes(p, blen) == 32) {
 			/* the contexts computed with the symbols */
 			rc = ulp_rans_decode_ref16(fs->rs, p, blen, ref,

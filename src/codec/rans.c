@@ -68,11 +68,11 @@ int ulp_rans_block_escapes(const uint8_t *in, size_t len)
 }
 
 /* What the CPU was found to run, asked once: the kernel level in the low
- * bits (ULPFS_SIMD applied), RANS_CPU_AMD for ulp_rans_gathers; -1 until
- * asked.  Atomics keep concurrent first calls clean. */
+ * bits (ULPFS_SIMD applied), RANS_CPU_SLOW_GATHERS for ulp_rans_gathers;
+ * -1 until asked.  Atomics keep concurrent first calls clean. */
 static int rans_cpu_state = -1;
 #define RANS_CPU_LEVEL 0xf
-#define RANS_CPU_AMD 0x10
+#define RANS_CPU_SLOW_GATHERS 0x10
 
 /* The highest kernel level this CPU runs: AVX-512 needs F, BW, VL, CD,
  * VBMI (byte permutations) and VBMI2 (word compression) besides what the
@@ -102,7 +102,14 @@ static int rans_cpu(void)
 	if (env && env[0] >= '0' && env[0] <= '9' && !env[1] &&
 	    env[0] - '0' < level)
 		level = env[0] - '0';
-	v = level | (__builtin_cpu_is("amd") ? RANS_CPU_AMD : 0);
+	/* AMD's gathers are slow (rans_avx512.c); ULPFS_RANS_GATHERS=0 or 1
+	 * overrides, so that the tests run either AVX-512 decoder on any
+	 * CPU with AVX-512 */
+	int slow = __builtin_cpu_is("amd");
+	env = getenv("ULPFS_RANS_GATHERS");
+	if (env && (env[0] == '0' || env[0] == '1') && !env[1])
+		slow = env[0] == '0';
+	v = level | (slow ? RANS_CPU_SLOW_GATHERS : 0);
 	__atomic_store_n(&rans_cpu_state, v, __ATOMIC_RELAXED);
 	return v;
 }
@@ -115,7 +122,8 @@ int ulp_rans_simd(void)
 int ulp_rans_gathers(void)
 {
 	int v = rans_cpu();
-	return !(v & RANS_CPU_AMD) && (v & RANS_CPU_LEVEL) >= ULP_SIMD_AVX512;
+	return !(v & RANS_CPU_SLOW_GATHERS) &&
+	       (v & RANS_CPU_LEVEL) >= ULP_SIMD_AVX512;
 }
 
 int ulp_rans_set_simd(int level)
@@ -123,7 +131,7 @@ int ulp_rans_set_simd(int level)
 	int v = rans_cpu();
 	int max = rans_simd_max();
 	level = level < 0 ? 0 : level > max ? max : level;
-	__atomic_store_n(&rans_cpu_state, level | (v & RANS_CPU_AMD),
+	__atomic_store_n(&rans_cpu_state, level | (v & RANS_CPU_SLOW_GATHERS),
 	                 __ATOMIC_RELAXED);
 	return v & RANS_CPU_LEVEL;
 }
@@ -545,15 +553,14 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	                                                : ULP_RANS_WAYS;
 	uint32_t x[ULP_RANS_MAX_LANES];
 	uint16_t *wend = sc->words + ULP_RANS_WORDS_SLACK + n;
-	uint16_t *w = lanes == ULP_RANS_WAYS
-	                      ? rans_enc_lanes(sc, tabs, remap, rowlen, sym,
-	                                       ctx, n, lsym, wend, x,
-	                                       list ? sc->escv : NULL, &nesc,
-	                                       ULP_RANS_WAYS)
-	                      : rans_enc_lanes(sc, tabs, remap, rowlen, sym,
-	                                       ctx, n, lsym, wend, x,
-	                                       list ? sc->escv : NULL, &nesc,
-	                                       32);
+	uint16_t *w =
+		lanes == ULP_RANS_WAYS
+			? rans_enc_lanes(sc, tabs, remap, rowlen, sym, ctx, n,
+	                                 lsym, wend, x, list ? sc->escv : NULL,
+	                                 &nesc, ULP_RANS_WAYS)
+			: rans_enc_lanes(sc, tabs, remap, rowlen, sym, ctx, n,
+	                                 lsym, wend, x, list ? sc->escv : NULL,
+	                                 &nesc, 32);
 	size_t nwords = (size_t)(wend - w);
 	p[0] |= lanes == 32 ? RANS_HDR_LANES32 : 0;
 	if (esc) {
@@ -767,7 +774,7 @@ static size_t rans_dec32(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
 }
 
 /* ulp_rans_decode, and with ref16 ulp_rans_decode_ref16 where the
- * AVX-512 kernel runs (a 32-lane block). */
+ * AVX-512 kernels run (a 32-lane block). */
 static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                        uint8_t *ctx, const uint8_t *ref16, unsigned shift,
                        unsigned emask, size_t n, unsigned nsym, uint8_t *sym,
@@ -784,8 +791,11 @@ static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		const int simd = ulp_rans_simd();
 		size_t i;
 		if (ref16) {
-			i = ulp_rans_dec32_ref16_avx512(&d, ref16, shift, emask,
-			                                n, sym);
+			i = ulp_rans_gathers()
+			            ? ulp_rans_dec32_ref16_avx512(
+					      &d, ref16, shift, emask, n, sym)
+			            : ulp_rans_dec32_ref16_avx512_loads(
+					      &d, ref16, shift, emask, n, sym);
 			/* the tail's contexts */
 			for (size_t j = i; j < n; j++)
 				ctx[j] = (uint8_t)((ulp_le16(ref16 + 2 * j) >>
@@ -794,6 +804,9 @@ static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		} else
 			i = ulp_rans_gathers()
 			            ? ulp_rans_dec32_avx512(&d, ctx, n, sym)
+			    : simd >= ULP_SIMD_AVX512
+			            ? ulp_rans_dec32_avx512_loads(&d, ctx, n,
+			                                          sym)
 			    : simd ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
 			           : rans_dec32(&d, ctx, n, sym);
 		for (; i < n; i++) {
@@ -856,7 +869,8 @@ int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                           uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
                           size_t *used)
 {
-	if (ulp_rans_gathers() && ulp_rans_block_lanes(in, len) == 32)
+	if (ulp_rans_simd() >= ULP_SIMD_AVX512 &&
+	    ulp_rans_block_lanes(in, len) == 32)
 		return rans_decode(sc, in, len, ctx, ref, shift, emask, n, nsym,
 		                   sym, used);
 	for (size_t i = 0; i < n; i++)

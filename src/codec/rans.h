@@ -64,12 +64,13 @@ void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
 int ulp_rans_simd(void);
 int ulp_rans_set_simd(int level);
 
-/* Whether the AVX-512 rANS decoder runs (level ULP_SIMD_AVX512, and not
- * on AMD): it loads its table entries by vpgatherdd, which beats scalar
- * loads on the Intel cores measured, while on AMD Zen 4 a gather cost
- * about 3 ns and halved the AVX2 kernel's speed (bench/README.md); there
- * the AVX2 kernel decodes the symbols and the other AVX-512 kernels
- * still run. */
+/* Whether the gathering AVX-512 rANS decoder runs (level
+ * ULP_SIMD_AVX512, and not on AMD): it loads its table entries by
+ * vpgatherdd, which beats scalar loads on the Intel cores measured, while
+ * on AMD Zen 4 a gather cost about 3 ns and halved the AVX2 kernel's
+ * speed (bench/README.md); there ulp_rans_dec32_avx512_loads decodes the
+ * symbols.  ULPFS_RANS_GATHERS=0 or 1 overrides the choice (for the
+ * tests, which run both decoders on any CPU with AVX-512). */
 int ulp_rans_gathers(void);
 
 /* Upper bound of the encoded size of n symbols over nsym values. */
@@ -121,10 +122,10 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 
 /* ulp_rans_decode with the contexts of 16-bit reference elements ref,
  * ctx[i] = (ref[i] >> shift) & emask (emask < ULP_RANS_NCTX): the
- * AVX-512 kernel (where ulp_rans_gathers()) computes them as it decodes
- * a 32-lane block instead of reading them from a pass of their own; ctx
+ * AVX-512 kernels (level ULP_SIMD_AVX512) compute them as they decode a
+ * 32-lane block instead of reading them from a pass of their own; ctx
  * (n bytes of scratch) receives those computed apart (all of them, by a
- * portable loop, where that kernel does not run). */
+ * portable loop, where those kernels do not run). */
 int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                           const uint8_t *ref, unsigned shift, unsigned emask,
                           uint8_t *ctx, size_t n, unsigned nsym, uint8_t *sym,
@@ -249,6 +250,18 @@ size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
  * Only when ulp_rans_gathers(). */
 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                              uint8_t *sym);
+
+/* The same with AVX-512 where its gathers are slow
+ * (rans_avx512_loads.c: four registers of 8 lanes, a scalar load an
+ * entry).  Only when ulp_rans_simd() >= ULP_SIMD_AVX512 and not
+ * ulp_rans_gathers(). */
+size_t ulp_rans_dec32_avx512_loads(ulp_rans_dec *d, const uint8_t *ctx,
+                                   size_t n, uint8_t *sym);
+
+/* ulp_rans_dec32_avx512_loads with the contexts of ulp_rans_decode_ref16. */
+size_t ulp_rans_dec32_ref16_avx512_loads(ulp_rans_dec *d, const uint8_t *ref,
+                                         unsigned shift, unsigned emask,
+                                         size_t n, uint8_t *sym);
 
 /* ulp_rans_dec32_avx512 with the contexts of ulp_rans_decode_ref16. */
 size_t ulp_rans_dec32_ref16_avx512(ulp_rans_dec *d, const uint8_t *ref,

@@ -16,7 +16,7 @@
  */
 #include <immintrin.h>
 
-#include "rans.h"
+#include "rans_avx2.h"
 
 #define ULP_AVX2 __attribute__((target("avx2,bmi2")))
 
@@ -25,14 +25,12 @@
  * table entry is flat[off[ctx[k]] + slot]: the slots leave the register
  * by one store and the entries come back by scalar loads and inserts.
  * Adding the table offsets in scalar code spares the eight inserts a
- * vector of offsets would cost; a vpgatherdd, for either load, costs
- * about 3 ns on the AMD EPYC measured (half the kernel's speed). */
+ * vector of offsets would cost (without AVX-512's byte permutations). */
 static inline __attribute__((always_inline)) ULP_AVX2 __m256i
 dec8(__m256i x, const uint8_t *ctx, const uint32_t *off, const uint32_t *flat,
      const uint8_t **pp, __m256i *s)
 {
 	const __m256i mmask = _mm256_set1_epi32(ULP_RANS_M - 1);
-	const __m256i m12 = _mm256_set1_epi32(0xfff);
 	const __m256i lm1 = _mm256_set1_epi32(ULP_RANS_L - 1);
 	uint32_t ix[8] __attribute__((aligned(32)));
 	_mm256_store_si256((__m256i *)(void *)ix, _mm256_and_si256(x, mmask));
@@ -46,19 +44,9 @@ dec8(__m256i x, const uint8_t *ctx, const uint32_t *off, const uint32_t *flat,
 		                      (int)flat[off[ctx[5]] + ix[5]],
 		                      (int)flat[off[ctx[6]] + ix[6]],
 		                      (int)flat[off[ctx[7]] + ix[7]]);
-	else {
-		const uint32_t *t = flat + off[0];
-		e = _mm256_setr_epi32((int)t[ix[0]], (int)t[ix[1]],
-		                      (int)t[ix[2]], (int)t[ix[3]],
-		                      (int)t[ix[4]], (int)t[ix[5]],
-		                      (int)t[ix[6]], (int)t[ix[7]]);
-	}
-	__m256i freq = _mm256_add_epi32(_mm256_and_si256(e, m12),
-	                                _mm256_set1_epi32(1));
-	__m256i bias = _mm256_and_si256(_mm256_srli_epi32(e, 12), m12);
-	x = _mm256_add_epi32(
-		_mm256_mullo_epi32(freq, _mm256_srli_epi32(x, ULP_RANS_SCALE)),
-		bias);
+	else
+		e = ulp_rans_load8_avx2(flat + off[0], ix);
+	x = ulp_rans_advance8_avx2(x, e);
 	*s = _mm256_srli_epi32(e, 24);
 	/* lanes with x < L read a word: x <= L - 1 as unsigned */
 	__m256i need = _mm256_cmpeq_epi32(_mm256_min_epu32(x, lm1), x);
@@ -81,33 +69,21 @@ ULP_AVX2 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx,
 {
 	const uint32_t *flat = d->flat, *off = d->off;
 	const uint8_t *p = d->p;
-	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-	__m256i x0 = _mm256_loadu_si256((const __m256i *)(void *)d->x);
-	__m256i x1 = _mm256_loadu_si256((const __m256i *)(void *)(d->x + 8));
-	__m256i x2 = _mm256_loadu_si256((const __m256i *)(void *)(d->x + 16));
-	__m256i x3 = _mm256_loadu_si256((const __m256i *)(void *)(d->x + 24));
+	__m256i x[4];
+	ulp_rans_x_load_avx2(d->x, x);
 	size_t i = 0;
 	/* each register step reads at most 16 bytes (8 words, some unused)
 	 * and consumes at most 16: four of them stay within 64 */
 	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
 		const uint8_t *c = ctx ? ctx + i : NULL;
-		__m256i s0, s1, s2, s3;
-		x0 = dec8(x0, c, off, flat, &p, &s0);
-		x1 = dec8(x1, c ? c + 8 : NULL, off, flat, &p, &s1);
-		x2 = dec8(x2, c ? c + 16 : NULL, off, flat, &p, &s2);
-		x3 = dec8(x3, c ? c + 24 : NULL, off, flat, &p, &s3);
-		/* 4 x 8 symbols to 32 bytes: the packs interleave the 128-bit
-		 * halves, the permutation restores symbol order */
-		__m256i t01 = _mm256_packus_epi32(s0, s1);
-		__m256i t23 = _mm256_packus_epi32(s2, s3);
-		__m256i b = _mm256_packus_epi16(t01, t23);
-		b = _mm256_permutevar8x32_epi32(b, order);
-		_mm256_storeu_si256((__m256i *)(void *)(sym + i), b);
+		__m256i s[4];
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++)
+			x[k] = dec8(x[k], c ? c + 8 * k : NULL, off, flat, &p,
+			            &s[k]);
+		ulp_rans_sym32_avx2(sym + i, s[0], s[1], s[2], s[3]);
 	}
-	_mm256_storeu_si256((__m256i *)(void *)d->x, x0);
-	_mm256_storeu_si256((__m256i *)(void *)(d->x + 8), x1);
-	_mm256_storeu_si256((__m256i *)(void *)(d->x + 16), x2);
-	_mm256_storeu_si256((__m256i *)(void *)(d->x + 24), x3);
+	ulp_rans_x_store_avx2(d->x, x);
 	d->p = p;
 	return i;
 }

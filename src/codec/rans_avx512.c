@@ -74,11 +74,8 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 	const uint32_t *flat = d->flat;
 	const uint8_t *p = d->p;
 	/* context -> table index, as four 64-byte permutation sources */
-	uint8_t map[ULP_RANS_NCTX] __attribute__((aligned(64)));
-	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
-		map[c] = (uint8_t)(d->off[c] / ULP_RANS_M);
 	__m512i m[4];
-	ulp_map256_load_avx512(map, m);
+	ulp_rans_dec_map_avx512(d, m);
 	const __m128i sh = _mm_cvtsi32_si128((int)shift);
 	const __m512i em = _mm512_set1_epi16((short)emask);
 	/* byte 3 of each entry of two registers: the 32 symbols (the upper
@@ -96,22 +93,9 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 	 * of them stay within 64 */
 	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
 		if (ctx || ref16) {
-			__m512i c;
-			if (ctx)
-				c = _mm512_zextsi256_si512(_mm256_loadu_si256(
-					(const __m256i *)(const void *)(ctx +
-				                                        i)));
-			else
-				c = _mm512_zextsi256_si512(
-					_mm512_cvtepi16_epi8(_mm512_and_si512(
-						_mm512_srl_epi16(
-							_mm512_loadu_si512((
-								const void
-									*)(ref16 +
-				                                           2 * i)),
-							sh),
-						em)));
-			__m512i t = ulp_map256_avx512(m, c);
+			__m512i t = ulp_map256_avx512(
+				m,
+				ulp_rans_ctx32_avx512(ctx, ref16, i, sh, em));
 			b0 = _mm512_slli_epi32(
 				_mm512_cvtepu8_epi32(_mm512_castsi512_si128(t)),
 				ULP_RANS_SCALE);

@@ -34,4 +34,31 @@ ulp_map256_avx512(const __m512i m[4], __m512i c)
 	return _mm512_mask_blend_epi8(_mm512_movepi8_mask(c), lo, hi);
 }
 
+/* A decoder's context -> table map (d->off[c] / ULP_RANS_M) as the four
+ * permutation sources of ulp_map256_avx512. */
+static inline __attribute__((always_inline, target("avx512f,avx512bw,"
+                                                   "avx512vbmi"))) void
+ulp_rans_dec_map_avx512(const ulp_rans_dec *d, __m512i m[4])
+{
+	uint8_t map[ULP_RANS_NCTX] __attribute__((aligned(64)));
+	for (unsigned c = 0; c < ULP_RANS_NCTX; c++)
+		map[c] = (uint8_t)(d->off[c] / ULP_RANS_M);
+	ulp_map256_load_avx512(map, m);
+}
+
+/* The contexts of symbols i .. i + 31 in the low 32 bytes: read from ctx,
+ * or (ctx NULL) computed from the 16-bit reference elements ref16 as
+ * (r >> sh) & em. */
+static inline __attribute__((always_inline, target("avx512f,avx512bw"))) __m512i
+ulp_rans_ctx32_avx512(const uint8_t *ctx, const uint8_t *ref16, size_t i,
+                      __m128i sh, __m512i em)
+{
+	if (ctx)
+		return _mm512_zextsi256_si512(_mm256_loadu_si256(
+			(const __m256i *)(const void *)(ctx + i)));
+	__m512i r = _mm512_loadu_si512((const void *)(ref16 + 2 * i));
+	return _mm512_zextsi256_si512(_mm512_cvtepi16_epi8(
+		_mm512_and_si512(_mm512_srl_epi16(r, sh), em)));
+}
+
 #endif /* ULP_RANS_AVX512_H */
