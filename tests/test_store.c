@@ -1764,6 +1764,49 @@ Test(store, snapshot_pins_survive_unlink_gc_and_prune)
 	free(v.p);
 }
 
+/* Deleting a snapshot leaves a version it kept as history while its path
+ * names a file, and the current version alone; a kept version whose path
+ * is gone goes with the snapshot. */
+Test(store, snapshot_delete_keeps_history_of_existing_paths)
+{
+	ulp_store *st = open_default();
+	sfile v = st_make(16 * 1024, 64, 45);
+	uint64_t ino = put_file(st, ULP_ROOT_INO, "m", v.p, v.len);
+	ulp_version_info v1, v2, got;
+
+	sync_ok(st);
+	v1 = current(st, ino);
+	cr_assert_eq(ulp_snapshot_create(st, "s", NULL, 0, NULL), 0);
+	st_step(&v, 46);
+	put_file(st, ULP_ROOT_INO, "m", v.p, v.len);
+	sync_ok(st);
+	v2 = current(st, ino);
+	cr_assert_neq(v2.id, v1.id);
+	cr_assert_eq(ulp_snapshot_delete(st, "s"), 0);
+	cr_assert_eq(ulp_store_gc(st), 0);
+	cr_assert_eq(ulp_version_get(st, v1.id, &got), 0);
+	cr_assert_eq(got.state, ULP_VERSION_LIVE, "history of m stays");
+	cr_assert_eq(ulp_version_get(st, v2.id, &got), 0);
+	cr_assert_eq(got.state, ULP_VERSION_LIVE, "the current version stays");
+
+	/* m goes while a snapshot keeps its current version: its history
+	 * goes, the kept version when the snapshot does. */
+	cr_assert_eq(ulp_snapshot_create(st, "t", NULL, 0, NULL), 0);
+	cr_assert_eq(ulp_ns_unlink(st, ULP_ROOT_INO, "m"), 0);
+	cr_assert_eq(ulp_store_gc(st), 0);
+	cr_assert_eq(ulp_version_get(st, v1.id, &got), 0);
+	cr_assert_neq(got.state, ULP_VERSION_LIVE, "m's history went with m");
+	cr_assert_eq(ulp_version_get(st, v2.id, &got), 0);
+	cr_assert_eq(got.state, ULP_VERSION_LIVE, "t keeps m's last version");
+	cr_assert_eq(ulp_snapshot_delete(st, "t"), 0);
+	cr_assert_eq(ulp_store_gc(st), 0);
+	cr_assert_eq(ulp_version_get(st, v2.id, &got), 0);
+	cr_assert_neq(got.state, ULP_VERSION_LIVE, "released with t");
+	check_integrity(st);
+	ulp_store_close(st);
+	free(v.p);
+}
+
 Test(store, version_usage_records_format_and_stats)
 {
 	ulp_store *st = open_default();

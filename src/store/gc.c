@@ -158,8 +158,6 @@ static int fits(ulp_store *st, const ulp_version_info *d,
 	return rc < 0 ? rc : !rc;
 }
 
-static const char Q_VPATH[] = "SELECT path FROM versions WHERE id = ?";
-
 /* Fill in d's map and path and, when it stays, n and its map (mu held). */
 static int job_load(ulp_store *st, job *j, uint64_t did, uint64_t nid)
 {
@@ -169,16 +167,8 @@ static int job_load(ulp_store *st, job *j, uint64_t did, uint64_t nid)
 	if (rc == 0)
 		rc = ulp_version_tmap_locked(st, did, &j->dmap);
 	if (rc == 0) {
-		sqlite3_stmt *s = ulp_cat_q(st->cat, Q_VPATH, "u", did);
-		rc = ulp_cat_step(st->cat, s);
-		if (rc == 1) {
-			const char *p = (const char *)sqlite3_column_text(s, 0);
-			j->path = strdup(p ? p : "");
-			ulp_cat_done(s);
-			rc = j->path ? 0 : -ENOMEM;
-		} else if (rc == 0) {
-			rc = -ENOENT;
-		}
+		rc = ulp_version_path_locked(st, did, 0, &j->path);
+		rc = rc == 1 ? 0 : rc == 0 ? -ENOENT : rc;
 	}
 	if (rc == 0 && nid)
 		rc = ulp_version_get_locked(st, nid, &j->n);

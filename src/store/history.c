@@ -180,7 +180,6 @@ static const char Q_PRUNE_LIST[] = "SELECT id, seq FROM versions"
 				   " WHERE path = ? AND state = 0"
 				   " ORDER BY seq DESC";
 static const char Q_STATE_OF[] = "SELECT state FROM versions WHERE id = ?";
-static const char Q_IS_CURRENT[] = "SELECT 1 FROM inodes WHERE version = ?";
 
 int ulp_version_prune(ulp_store *st, const char *path, unsigned keep_last,
                       unsigned keep_every, uint64_t *dropped)
@@ -218,10 +217,9 @@ int ulp_version_prune(ulp_store *st, const char *path, unsigned keep_last,
 		rc = -ENOENT; /* no such path (or no history at all) */
 	/* Newest first: the first keep_last are kept. */
 	for (size_t i = keep_last; rc == 0 && i < n; i++) {
-		int64_t one;
 		if (keep_every && seqs[i] % keep_every == 0)
 			continue;
-		rc = ulp_cat_int(st->cat, &one, Q_IS_CURRENT, "u", ids[i]);
+		rc = ulp_version_is_current_locked(st, ids[i]);
 		if (rc != 0) {
 			rc = rc < 0 ? rc : 0; /* a live file's content */
 			continue;

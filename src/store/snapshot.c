@@ -86,10 +86,6 @@ unlock:
 static const char Q_SNAP_VERS[] = "SELECT version FROM snapshot_items"
 				  " WHERE snapshot = ?";
 static const char Q_SNAP_DEL[] = "DELETE FROM snapshots WHERE id = ?";
-static const char Q_VER_PATH[] = "SELECT path FROM versions WHERE id = ?"
-				 " AND state = 0"
-				 " AND id NOT IN (SELECT version FROM inodes"
-				 "  WHERE version IS NOT NULL)";
 
 int ulp_snapshot_delete(ulp_store *st, const char *name)
 {
@@ -125,19 +121,13 @@ int ulp_snapshot_delete(ulp_store *st, const char *name)
 	}
 	if (rc == 0)
 		rc = ulp_cat_exec(st->cat, Q_SNAP_DEL, "i", id);
-	/* A version this snapshot kept whose path is gone goes now (history
-	 * of a path that still exists stays, as for any other version). */
+	/* A version this snapshot kept that is no file's current one is
+	 * history now, under the rule of any other (ulp_versions_retire):
+	 * it goes if its path is gone. */
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		sqlite3_stmt *s = ulp_cat_q(st->cat, Q_VER_PATH, "u", ids[i]);
-		rc = ulp_cat_step(st->cat, s);
-		if (rc != 1)
-			continue;
-		char *p = strdup((const char *)sqlite3_column_text(s, 0) ?: "");
-		ulp_cat_done(s);
-		rc = p ? ulp_ns_path_exists(st, p) : -ENOMEM;
-		free(p);
+		rc = ulp_version_is_current_locked(st, ids[i]);
 		if (rc == 0)
-			rc = ulp_versions_release(st, ids[i], &dead);
+			rc = ulp_versions_retire(st, ids[i], &dead);
 		else if (rc == 1)
 			rc = 0;
 	}

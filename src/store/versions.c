@@ -166,21 +166,41 @@ int ulp_versions_release(ulp_store *st, uint64_t vid, ulp_obj_list *dead)
 	return rc;
 }
 
-int ulp_versions_retire(ulp_store *st, uint64_t vid, ulp_obj_list *dead)
+static const char Q_IS_CURRENT[] = "SELECT 1 FROM inodes WHERE version = ?";
+
+int ulp_version_is_current_locked(ulp_store *st, uint64_t vid)
 {
 	ULP_MU_HELD(st);
-	static const char Q_PATH[] = "SELECT path FROM versions WHERE id = ? "
-				     "AND state = 0";
-	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_PATH, "u", vid);
+	int64_t one;
+	return ulp_cat_int(st->cat, &one, Q_IS_CURRENT, "u", vid);
+}
+
+static const char Q_PATH[] = "SELECT path FROM versions WHERE id = ?1"
+			     " AND (NOT ?2 OR state = 0)";
+
+int ulp_version_path_locked(ulp_store *st, uint64_t vid, int live, char **path)
+{
+	ULP_MU_HELD(st);
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_PATH, "ud", vid, live);
 	int rc = ulp_cat_step(st->cat, s);
 
+	*path = NULL;
 	if (rc <= 0)
 		return rc;
 	const char *t = (const char *)sqlite3_column_text(s, 0);
-	char *path = strdup(t ? t : "");
+	*path = strdup(t ? t : "");
 	ulp_cat_done(s);
-	if (!path)
-		return -ENOMEM;
+	return *path ? 1 : -ENOMEM;
+}
+
+int ulp_versions_retire(ulp_store *st, uint64_t vid, ulp_obj_list *dead)
+{
+	ULP_MU_HELD(st);
+	char *path;
+	int rc = ulp_version_path_locked(st, vid, 1, &path);
+
+	if (rc <= 0)
+		return rc;
 	rc = ulp_ns_path_exists(st, path);
 	free(path);
 	if (rc == 0)

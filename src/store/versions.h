@@ -40,6 +40,11 @@ int ulp_versions_release_path(ulp_store *st, const char *path, int subtree,
  * committed, or the file is destroyed): it stays as history while its
  * path names an entry, else it is released.  The one rule for both. */
 int ulp_versions_retire(ulp_store *st, uint64_t vid, ulp_obj_list *dead);
+/* The path of version vid (with live, only while it is live) into *path,
+ * malloc'd: 1, 0 (none), or -errno. */
+int ulp_version_path_locked(ulp_store *st, uint64_t vid, int live, char **path);
+/* Whether vid is some inode's current version: 1, 0, or -errno. */
+int ulp_version_is_current_locked(ulp_store *st, uint64_t vid);
 /* Release one version (no longer current). */
 int ulp_versions_release(ulp_store *st, uint64_t vid, ulp_obj_list *dead);
 /* Turn ghosts nothing depends on into deleted versions. */
