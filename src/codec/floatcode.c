@@ -1307,9 +1307,15 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 		                  dst);
 	if (W == 32 && ulp_rans_simd() && !fused)
 		i = ulp_sa32_avx2(a, b, rawp, rawlen, n, dst);
-	if (W == 16 && ulp_rans_simd() && fused)
+	if (W == 16 && ulp_rans_simd() >= ULP_SIMD_AVX512 && fused)
+		i = ulp_saf16_avx512(a, base, ULP_RANS_MAXSYM, rawp, rawlen, n,
+		                     nraw, dst);
+	else if (W == 16 && ulp_rans_simd() && fused)
 		i = ulp_saf16_avx2(a, base, rawp, rawlen, n, nraw, dst);
-	if (W == 32 && ulp_rans_simd() && fused)
+	if (W == 32 && ulp_rans_simd() >= ULP_SIMD_AVX512 && fused)
+		i = ulp_saf32_avx512(a, base, ULP_RANS_MAXSYM, rawp, rawlen, n,
+		                     dst);
+	else if (W == 32 && ulp_rans_simd() && fused)
 		i = ulp_saf32_avx2(a, base, rawp, rawlen, n, dst);
 	if (W <= 32) {
 		/* element i's raw bits start at bit i * nraw: independent
@@ -1364,7 +1370,7 @@ static int fused_decode(ulp_float_scratch *fs, ulp_float_fmt f,
 {
 	const unsigned W = f.width;
 	const unsigned nsa = 1u << sa_symbits(f), nb = 2u << sa_topbits(f);
-	uint64_t base[ULP_RANS_MAXSYM];
+	uint64_t base[ULP_RANS_MAXSYM] = { 0 }; /* all of it read by SIMD */
 	uint64_t rows, nesc = 0, blen;
 	unsigned K = 0;
 	size_t used;

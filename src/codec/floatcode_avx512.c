@@ -1,6 +1,6 @@
 /*
  * floatcode_avx512.c - AVX-512 reconstruction of 16- and 32-bit delta
- * elements.
+ * elements, and of fused standalone 16- and 32-bit ones.
  *
  * Delta elements as the AVX2 kernels (floatcode_avx2.c) decode them: the
  * symbol gives the residual's leading bits, sign and raw bit count
@@ -18,6 +18,7 @@
 
 #include "floatcode.h"
 #include "rans.h"
+#include "rans_avx512.h"
 
 #define ULP_AVX512 \
 	__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi,bmi2")))
@@ -189,5 +190,101 @@ ULP_AVX512 size_t ulp_delta32_avx512(const uint8_t *sym, const uint8_t *rawp,
 		                    V512_APPLY(32, u, d));
 	}
 	*posp = pos;
+	return i;
+}
+
+/* Fused standalone 16-bit elements, 32 a step in 16-bit lanes: each
+ * element's top bits are base[code] (its low two bytes, by two VBMI byte
+ * lookups of 256-entry tables, where the AVX2 kernel gathers: slow on
+ * AMD), its low lowm bits the next raw field.  32 fields of lowm <= 16
+ * bits start on a byte (i is a multiple of 32) and fit one 64-byte load. */
+ULP_AVX512 size_t ulp_saf16_avx512(const uint8_t *code, const uint64_t *base,
+                                   unsigned ncode, const uint8_t *rawp,
+                                   size_t rawlen, size_t n, unsigned lowm,
+                                   uint8_t *dst)
+{
+	const __m512i iota = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24,
+	                                      23, 22, 21, 20, 19, 18, 17, 16,
+	                                      15, 14, 13, 12, 11, 10, 9, 8, 7,
+	                                      6, 5, 4, 3, 2, 1, 0);
+	uint8_t lo[ULP_RANS_NCTX] __attribute__((aligned(64))) = { 0 };
+	uint8_t hi[ULP_RANS_NCTX] __attribute__((aligned(64))) = { 0 };
+	if (lowm > 16 || ncode > ULP_RANS_NCTX)
+		return 0;
+	for (unsigned c = 0; c < ncode; c++) {
+		lo[c] = (uint8_t)base[c];
+		hi[c] = (uint8_t)(base[c] >> 8);
+	}
+	__m512i mlo[4], mhi[4];
+	ulp_map256_load_avx512(lo, mlo);
+	ulp_map256_load_avx512(hi, mhi);
+	const __m512i off =
+		_mm512_mullo_epi16(iota, _mm512_set1_epi16((short)lowm));
+	const __m512i lm = _mm512_set1_epi16((short)((1u << lowm) - 1));
+	size_t i = 0;
+	for (; i + 32 <= n && (i / 8) * lowm + 64 <= rawlen; i += 32) {
+		__m512i c = _mm512_zextsi256_si512(_mm256_loadu_si256(
+			(const __m256i *)(const void *)(code + i)));
+		__m512i top = _mm512_or_si512(
+			_mm512_cvtepu8_epi16(_mm512_castsi512_si256(
+				ulp_map256_avx512(mlo, c))),
+			_mm512_slli_epi16(
+				_mm512_cvtepu8_epi16(_mm512_castsi512_si256(
+					ulp_map256_avx512(mhi, c))),
+				8));
+		__m512i win = _mm512_loadu_si512(
+			(const void *)(rawp + (i / 8) * lowm));
+		__m512i raw =
+			_mm512_and_si512(V512_WINDOW_BITS(16, win, off), lm);
+		_mm512_storeu_si512((void *)(dst + 2 * i),
+		                    _mm512_or_si512(top, raw));
+	}
+	return i;
+}
+
+/* The same for fp32, 16 a step in 32-bit lanes: base[code]'s bits 16-31
+ * (those below are 0: the raw field's), 20-bit raw fields, 40 bytes a
+ * step. */
+ULP_AVX512 size_t ulp_saf32_avx512(const uint8_t *code, const uint64_t *base,
+                                   unsigned ncode, const uint8_t *rawp,
+                                   size_t rawlen, size_t n, uint8_t *dst)
+{
+	const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+	                                       11, 12, 13, 14, 15);
+	uint8_t b2[ULP_RANS_NCTX] __attribute__((aligned(64))) = { 0 };
+	uint8_t b3[ULP_RANS_NCTX] __attribute__((aligned(64))) = { 0 };
+	if (ncode > ULP_RANS_NCTX)
+		return 0;
+	for (unsigned c = 0; c < ncode; c++) {
+		b2[c] = (uint8_t)(base[c] >> 16);
+		b3[c] = (uint8_t)(base[c] >> 24);
+	}
+	__m512i m2[4], m3[4];
+	ulp_map256_load_avx512(b2, m2);
+	ulp_map256_load_avx512(b3, m3);
+	const __m512i off = _mm512_mullo_epi32(iota, _mm512_set1_epi32(20));
+	const __m512i lm = _mm512_set1_epi32((1 << 20) - 1);
+	size_t i = 0;
+	for (; i + 16 <= n && (i / 16) * 40 + 64 <= rawlen; i += 16) {
+		__m512i c = _mm512_zextsi128_si512(_mm_loadu_si128(
+			(const __m128i *)(const void *)(code + i)));
+		__m512i top = _mm512_or_si512(
+			_mm512_slli_epi32(
+				_mm512_cvtepu8_epi32(_mm512_castsi512_si128(
+					ulp_map256_avx512(m2, c))),
+				16),
+			_mm512_slli_epi32(
+				_mm512_cvtepu8_epi32(_mm512_castsi512_si128(
+					ulp_map256_avx512(m3, c))),
+				24));
+		/* the output 512 elements ahead, as in ulp_saf32_avx2 */
+		_mm_prefetch((const char *)(dst + 4 * i + 2048), _MM_HINT_T0);
+		__m512i win = _mm512_loadu_si512(
+			(const void *)(rawp + (i / 16) * 40));
+		__m512i raw =
+			_mm512_and_si512(V512_WINDOW_BITS(32, win, off), lm);
+		_mm512_storeu_si512((void *)(dst + 4 * i),
+		                    _mm512_or_si512(top, raw));
+	}
 	return i;
 }
