@@ -1308,13 +1308,11 @@ ULP_INLINE int sa_decode_w(ulp_float_scratch *fs, ulp_float_fmt f,
 	if (W == 32 && ulp_rans_simd() && !fused)
 		i = ulp_sa32_avx2(a, b, rawp, rawlen, n, dst);
 	if (W == 16 && ulp_rans_simd() >= ULP_SIMD_AVX512 && fused)
-		i = ulp_saf16_avx512(a, base, ULP_RANS_MAXSYM, rawp, rawlen, n,
-		                     nraw, dst);
+		i = ulp_saf16_avx512(a, base, rawp, rawlen, n, nraw, dst);
 	else if (W == 16 && ulp_rans_simd() && fused)
 		i = ulp_saf16_avx2(a, base, rawp, rawlen, n, nraw, dst);
 	if (W == 32 && ulp_rans_simd() >= ULP_SIMD_AVX512 && fused)
-		i = ulp_saf32_avx512(a, base, ULP_RANS_MAXSYM, rawp, rawlen, n,
-		                     dst);
+		i = ulp_saf32_avx512(a, base, rawp, rawlen, n, dst);
 	else if (W == 32 && ulp_rans_simd() && fused)
 		i = ulp_saf32_avx2(a, base, rawp, rawlen, n, dst);
 	if (W <= 32) {

@@ -116,16 +116,17 @@ size_t ulp_saf16_avx2(const uint8_t *code, const uint64_t *base,
                       unsigned lowm, uint8_t *dst);
 /* ulp_saf16_avx2 and ulp_saf32_avx2 with AVX-512 (floatcode_avx512.c;
  * only when ulp_rans_simd() >= ULP_SIMD_AVX512), 32 and 16 elements a
- * step, base[0..ncode) the codes' (the codes are below ncode). */
+ * step; base has ULP_RANS_MAXSYM entries, all read (those no code names
+ * set, to 0). */
 size_t ulp_saf16_avx512(const uint8_t *code, const uint64_t *base,
-                        unsigned ncode, const uint8_t *rawp, size_t rawlen,
-                        size_t n, unsigned lowm, uint8_t *dst);
+                        const uint8_t *rawp, size_t rawlen, size_t n,
+                        unsigned lowm, uint8_t *dst);
 size_t ulp_saf32_avx2(const uint8_t *code, const uint64_t *base,
                       const uint8_t *rawp, size_t rawlen, size_t n,
                       uint8_t *dst);
 size_t ulp_saf32_avx512(const uint8_t *code, const uint64_t *base,
-                        unsigned ncode, const uint8_t *rawp, size_t rawlen,
-                        size_t n, uint8_t *dst);
+                        const uint8_t *rawp, size_t rawlen, size_t n,
+                        uint8_t *dst);
 
 /* ulp_sa16_pass_avx2 (below) for fp32 (8 exponent bits, 3 top mantissa
  * bits). */

@@ -193,31 +193,35 @@ ULP_AVX512 size_t ulp_delta32_avx512(const uint8_t *sym, const uint8_t *rawp,
 	return i;
 }
 
+/* Byte k of each of the 256 entries of base as the four permutation
+ * sources of ulp_map256_avx512. */
+ULP_AVX512_INLINE void base_byte_map(const uint64_t *base, unsigned k,
+                                     __m512i m[4])
+{
+	uint8_t t[ULP_RANS_MAXSYM] __attribute__((aligned(64)));
+	for (unsigned c = 0; c < ULP_RANS_MAXSYM; c++)
+		t[c] = (uint8_t)(base[c] >> (8 * k));
+	ulp_map256_load_avx512(t, m);
+}
+
 /* Fused standalone 16-bit elements, 32 a step in 16-bit lanes: each
  * element's top bits are base[code] (its low two bytes, by two VBMI byte
  * lookups of 256-entry tables, where the AVX2 kernel gathers: slow on
  * AMD), its low lowm bits the next raw field.  32 fields of lowm <= 16
  * bits start on a byte (i is a multiple of 32) and fit one 64-byte load. */
 ULP_AVX512 size_t ulp_saf16_avx512(const uint8_t *code, const uint64_t *base,
-                                   unsigned ncode, const uint8_t *rawp,
-                                   size_t rawlen, size_t n, unsigned lowm,
-                                   uint8_t *dst)
+                                   const uint8_t *rawp, size_t rawlen, size_t n,
+                                   unsigned lowm, uint8_t *dst)
 {
 	const __m512i iota = _mm512_set_epi16(31, 30, 29, 28, 27, 26, 25, 24,
 	                                      23, 22, 21, 20, 19, 18, 17, 16,
 	                                      15, 14, 13, 12, 11, 10, 9, 8, 7,
 	                                      6, 5, 4, 3, 2, 1, 0);
-	uint8_t lo[ULP_RANS_NCTX] __attribute__((aligned(64))) = { 0 };
-	uint8_t hi[ULP_RANS_NCTX] __attribute__((aligned(64))) = { 0 };
-	if (lowm > 16 || ncode > ULP_RANS_NCTX)
+	if (lowm > 16)
 		return 0;
-	for (unsigned c = 0; c < ncode; c++) {
-		lo[c] = (uint8_t)base[c];
-		hi[c] = (uint8_t)(base[c] >> 8);
-	}
 	__m512i mlo[4], mhi[4];
-	ulp_map256_load_avx512(lo, mlo);
-	ulp_map256_load_avx512(hi, mhi);
+	base_byte_map(base, 0, mlo);
+	base_byte_map(base, 1, mhi);
 	const __m512i off =
 		_mm512_mullo_epi16(iota, _mm512_set1_epi16((short)lowm));
 	const __m512i lm = _mm512_set1_epi16((short)((1u << lowm) - 1));
@@ -246,22 +250,14 @@ ULP_AVX512 size_t ulp_saf16_avx512(const uint8_t *code, const uint64_t *base,
  * (those below are 0: the raw field's), 20-bit raw fields, 40 bytes a
  * step. */
 ULP_AVX512 size_t ulp_saf32_avx512(const uint8_t *code, const uint64_t *base,
-                                   unsigned ncode, const uint8_t *rawp,
-                                   size_t rawlen, size_t n, uint8_t *dst)
+                                   const uint8_t *rawp, size_t rawlen, size_t n,
+                                   uint8_t *dst)
 {
 	const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
 	                                       11, 12, 13, 14, 15);
-	uint8_t b2[ULP_RANS_NCTX] __attribute__((aligned(64))) = { 0 };
-	uint8_t b3[ULP_RANS_NCTX] __attribute__((aligned(64))) = { 0 };
-	if (ncode > ULP_RANS_NCTX)
-		return 0;
-	for (unsigned c = 0; c < ncode; c++) {
-		b2[c] = (uint8_t)(base[c] >> 16);
-		b3[c] = (uint8_t)(base[c] >> 24);
-	}
 	__m512i m2[4], m3[4];
-	ulp_map256_load_avx512(b2, m2);
-	ulp_map256_load_avx512(b3, m3);
+	base_byte_map(base, 2, m2);
+	base_byte_map(base, 3, m3);
 	const __m512i off = _mm512_mullo_epi32(iota, _mm512_set1_epi32(20));
 	const __m512i lm = _mm512_set1_epi32((1 << 20) - 1);
 	size_t i = 0;

@@ -73,11 +73,8 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 {
 	const uint32_t *flat = d->flat;
 	const uint8_t *p = d->p;
-	/* context -> table index, as four 64-byte permutation sources */
-	__m512i m[4];
-	ulp_rans_dec_map_avx512(d, m);
-	const __m128i sh = _mm_cvtsi32_si128((int)shift);
-	const __m512i em = _mm512_set1_epi16((short)emask);
+	ulp_rans_ctx_src cs;
+	ulp_rans_ctx_src_init(&cs, d, ctx, ref16, shift, emask);
 	/* byte 3 of each entry of two registers: the 32 symbols (the upper
 	 * half of the result is not stored) */
 	const __m512i pick = _mm512_set_epi8(
@@ -93,9 +90,7 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 	 * of them stay within 64 */
 	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
 		if (ctx || ref16) {
-			__m512i t = ulp_map256_avx512(
-				m,
-				ulp_rans_ctx32_avx512(ctx, ref16, i, sh, em));
+			__m512i t = ulp_rans_ctx_tables(&cs, i);
 			b0 = _mm512_slli_epi32(
 				_mm512_cvtepu8_epi32(_mm512_castsi512_si128(t)),
 				ULP_RANS_SCALE);

@@ -71,11 +71,8 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 {
 	const uint32_t *flat = d->flat;
 	const uint8_t *p = d->p;
-	/* context -> table index, as four 64-byte permutation sources */
-	__m512i m[4];
-	ulp_rans_dec_map_avx512(d, m);
-	const __m128i sh = _mm_cvtsi32_si128((int)shift);
-	const __m512i em = _mm512_set1_epi16((short)emask);
+	ulp_rans_ctx_src cs;
+	ulp_rans_ctx_src_init(&cs, d, ctx, ref16, shift, emask);
 	__m256i x[4], b[4];
 	ulp_rans_x_load_avx2(d->x, x);
 #pragma GCC unroll 4
@@ -86,9 +83,7 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 	 * of them stay within 64 */
 	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
 		if (ctx || ref16) {
-			__m512i t = ulp_map256_avx512(
-				m,
-				ulp_rans_ctx32_avx512(ctx, ref16, i, sh, em));
+			__m512i t = ulp_rans_ctx_tables(&cs, i);
 #pragma GCC unroll 4
 			for (int k = 0; k < 4; k++)
 				b[k] = base8(t, k);
