@@ -251,10 +251,9 @@ size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                              uint8_t *sym);
 
-/* The same with AVX-512 where its gathers are slow
- * (rans_avx512_loads.c: four registers of 8 lanes, a scalar load an
- * entry).  Only when ulp_rans_simd() >= ULP_SIMD_AVX512 and not
- * ulp_rans_gathers(). */
+/* The same with AVX-512 where its gathers are slow (rans_avx512.c:
+ * scalar loads instead).  Only when ulp_rans_simd() >= ULP_SIMD_AVX512
+ * and not ulp_rans_gathers(). */
 size_t ulp_rans_dec32_avx512_loads(ulp_rans_dec *d, const uint8_t *ctx,
                                    size_t n, uint8_t *sym);
 

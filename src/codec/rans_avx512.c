@@ -8,12 +8,13 @@
  *  - the contexts become table offsets by byte permutations (VBMI) of a
  *    256-byte context -> table map, 32 at a time, instead of a scalar
  *    load per lane;
- *  - each register's sixteen entries come by one vpgatherdd, which on
- *    the Intel cores with AVX-512 measured beats sixteen scalar loads
- *    and inserts (on AMD Zen 4 it does not: bench/README.md, so this
- *    kernel does not run there, ulp_rans_gathers);
  *  - the lanes below L take the next words in lane order by vpexpandd
  *    from one 32-byte load, instead of PDEP and a permutation.
+ * Each register's sixteen table entries come one of two ways, chosen
+ * once (ulp_rans_gathers): by one vpgatherdd, which on the Intel cores
+ * with AVX-512 measured beats sixteen scalar loads; or, on AMD Zen 4,
+ * where a gather is slow, by sixteen scalar loads and inserts
+ * (bench/README.md).
  *
  * Compiled for the baseline target; only these functions are built for
  * AVX-512, and they run only where ulp_rans_simd() found it.
@@ -26,16 +27,41 @@
 	__attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi," \
 	                      "bmi2,popcnt")))
 
+/* The entries t[idx[0]] .. t[idx[15]] by scalar loads, four to each
+ * 128-bit quarter. */
+static inline __attribute__((always_inline)) ULP_AVX512 __m512i
+load16(const uint32_t *t, __m512i idx)
+{
+	uint32_t ix[16] __attribute__((aligned(64)));
+	_mm512_store_si512((void *)ix, idx);
+	__m512i e = _mm512_castsi128_si512(_mm_setr_epi32(
+		(int)t[ix[0]], (int)t[ix[1]], (int)t[ix[2]], (int)t[ix[3]]));
+	e = _mm512_inserti32x4(e,
+	                       _mm_setr_epi32((int)t[ix[4]], (int)t[ix[5]],
+	                                      (int)t[ix[6]], (int)t[ix[7]]),
+	                       1);
+	e = _mm512_inserti32x4(e,
+	                       _mm_setr_epi32((int)t[ix[8]], (int)t[ix[9]],
+	                                      (int)t[ix[10]], (int)t[ix[11]]),
+	                       2);
+	return _mm512_inserti32x4(e,
+	                          _mm_setr_epi32((int)t[ix[12]], (int)t[ix[13]],
+	                                         (int)t[ix[14]],
+	                                         (int)t[ix[15]]),
+	                          3);
+}
+
 /* One decoding step of sixteen lanes whose tables start at entries base
  * (multiples of ULP_RANS_M): returns the new states, the entries (symbol
- * in bits 24-31) in *e.  The 32 lanes are two chains of dependent steps,
- * so a step's latency is what counts: the slot joins the base by one
- * ternary OR, the product goes through vpmuludq (5 cycles against
- * vpmulld's 10), and the words are widened before the expansion that
- * waits for the lane mask. */
+ * in bits 24-31) in *e.  With gathers (Intel) the two registers' chains
+ * of dependent steps bound the speed, so latency counts: the product goes
+ * through vpmuludq (5 cycles against vpmulld's 10).  With loads (Zen 4)
+ * the instructions do, and one vpmulld beats two vpmuludq and their
+ * shifts (a fifth faster there than four registers of eight lanes,
+ * bench/README.md). */
 static inline __attribute__((always_inline)) ULP_AVX512 __m512i
 dec16(__m512i x, __m512i base, const uint32_t *flat, const uint8_t **pp,
-      __m512i *e)
+      __m512i *e, const int gather)
 {
 	const __m512i m12 = _mm512_set1_epi32(0xfff);
 	/* (x & (M - 1)) | base */
@@ -44,18 +70,24 @@ dec16(__m512i x, __m512i base, const uint32_t *flat, const uint8_t **pp,
 	__m512i w = _mm512_cvtepu16_epi32(
 		_mm256_loadu_si256((const __m256i *)(const void *)*pp));
 	__m512i q = _mm512_srli_epi32(x, ULP_RANS_SCALE);
-	__m512i t = _mm512_i32gather_epi32(idx, (const void *)flat, 4);
+	__m512i t = gather ? _mm512_i32gather_epi32(idx, (const void *)flat, 4)
+	                   : load16(flat, idx);
 	*e = t;
 	__m512i freq = _mm512_add_epi32(_mm512_and_si512(t, m12),
 	                                _mm512_set1_epi32(1));
 	__m512i bias = _mm512_and_si512(_mm512_srli_epi32(t, 12), m12);
-	/* freq * q + bias < 2^32 in each lane: the even lanes' products
-	 * fill their quadwords' low halves, the odd ones' are shifted up */
-	__m512i pe = _mm512_mul_epu32(freq, q);
-	__m512i po = _mm512_mul_epu32(_mm512_srli_epi64(freq, 32),
-	                              _mm512_srli_epi64(q, 32));
-	x = _mm512_add_epi32(_mm512_add_epi32(pe, bias),
-	                     _mm512_slli_epi64(po, 32));
+	if (gather) {
+		/* freq * q + bias < 2^32 in each lane: the even lanes'
+		 * products fill their quadwords' low halves, the odd ones'
+		 * are shifted up */
+		__m512i pe = _mm512_mul_epu32(freq, q);
+		__m512i po = _mm512_mul_epu32(_mm512_srli_epi64(freq, 32),
+		                              _mm512_srli_epi64(q, 32));
+		x = _mm512_add_epi32(_mm512_add_epi32(pe, bias),
+		                     _mm512_slli_epi64(po, 32));
+	} else {
+		x = _mm512_add_epi32(_mm512_mullo_epi32(freq, q), bias);
+	}
 	/* lanes with x < L take the next words, in lane order */
 	__mmask16 need =
 		_mm512_cmplt_epu32_mask(x, _mm512_set1_epi32(ULP_RANS_L));
@@ -69,7 +101,7 @@ dec16(__m512i x, __m512i base, const uint32_t *flat, const uint8_t **pp,
  * (r >> shift) & emask, or all 0. */
 static inline __attribute__((always_inline)) ULP_AVX512 size_t
 dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
-      unsigned emask, size_t n, uint8_t *sym)
+      unsigned emask, size_t n, uint8_t *sym, const int gather)
 {
 	const uint32_t *flat = d->flat;
 	const uint8_t *p = d->p;
@@ -100,8 +132,8 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 				ULP_RANS_SCALE);
 		}
 		__m512i e0, e1;
-		x0 = dec16(x0, b0, flat, &p, &e0);
-		x1 = dec16(x1, b1, flat, &p, &e1);
+		x0 = dec16(x0, b0, flat, &p, &e0, gather);
+		x1 = dec16(x1, b1, flat, &p, &e1, gather);
 		__m512i s = _mm512_permutex2var_epi8(e0, pick, e1);
 		_mm256_storeu_si256((__m256i *)(void *)(sym + i),
 		                    _mm512_castsi512_si256(s));
@@ -115,8 +147,8 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 ULP_AVX512 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx,
                                         size_t n, uint8_t *sym)
 {
-	return ctx ? dec32(d, ctx, NULL, 0, 0, n, sym)
-	           : dec32(d, NULL, NULL, 0, 0, n, sym);
+	return ctx ? dec32(d, ctx, NULL, 0, 0, n, sym, 1)
+	           : dec32(d, NULL, NULL, 0, 0, n, sym, 1);
 }
 
 ULP_AVX512 size_t ulp_rans_dec32_ref16_avx512(ulp_rans_dec *d,
@@ -124,7 +156,24 @@ ULP_AVX512 size_t ulp_rans_dec32_ref16_avx512(ulp_rans_dec *d,
                                               unsigned shift, unsigned emask,
                                               size_t n, uint8_t *sym)
 {
-	return dec32(d, NULL, ref, shift, emask, n, sym);
+	return dec32(d, NULL, ref, shift, emask, n, sym, 1);
+}
+
+ULP_AVX512 size_t ulp_rans_dec32_avx512_loads(ulp_rans_dec *d,
+                                              const uint8_t *ctx, size_t n,
+                                              uint8_t *sym)
+{
+	return ctx ? dec32(d, ctx, NULL, 0, 0, n, sym, 0)
+	           : dec32(d, NULL, NULL, 0, 0, n, sym, 0);
+}
+
+ULP_AVX512 size_t ulp_rans_dec32_ref16_avx512_loads(ulp_rans_dec *d,
+                                                    const uint8_t *ref,
+                                                    unsigned shift,
+                                                    unsigned emask, size_t n,
+                                                    uint8_t *sym)
+{
+	return dec32(d, NULL, ref, shift, emask, n, sym, 0);
 }
 
 ULP_AVX512 void ulp_rans_fill_avx512(uint32_t *e, const uint16_t *f,
