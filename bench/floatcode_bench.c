@@ -132,16 +132,27 @@ static int bench_file(ulp_float_scratch *fs, const bfile *cur,
 			                     ends[i] - start,
 			                     p ? prev->data + p->offset : NULL,
 			                     t->nbytes / (f.width / 8),
-			                     dst + t->offset) ||
-			    memcmp(dst + t->offset, cur->data + t->offset,
-			           t->nbytes) != 0) {
-				fprintf(stderr, "%s: round trip mismatch\n",
+			                     dst + t->offset)) {
+				fprintf(stderr, "%s: decoding failed\n",
 				        t->name);
 				goto done;
 			}
 			start = ends[i];
 		}
 		double t2 = cpu_now();
+		/* compared after the clock stops: zstd's decode below is not
+		 * timed with a comparison either */
+		for (size_t i = 0; i < cur->map.n; i++) {
+			const ulp_tensor *t = &cur->map.v[i];
+			if (ulp_dtype_fmt(t->dtype).width &&
+			    memcmp(dst + t->offset, cur->data + t->offset,
+			           t->nbytes) != 0) {
+				fprintf(stderr, "%s: round trip mismatch\n",
+				        t->name);
+				goto done;
+			}
+		}
+		double tz = cpu_now();
 		size_t zn = ZSTD_compressCCtx(zc, z, zb, flat, nflat, 3);
 		double t3 = cpu_now();
 		if (ZSTD_isError(zn) ||
@@ -150,7 +161,7 @@ static int bench_file(ulp_float_scratch *fs, const bfile *cur,
 		double t4 = cpu_now();
 		te[r] = t1 - t0;
 		td[r] = t2 - t1;
-		tze[r] = t3 - t2;
+		tze[r] = t3 - tz;
 		tzd[r] = t4 - t3;
 		row->zcoded = zn;
 	}
