@@ -16,62 +16,9 @@
  */
 #include <immintrin.h>
 
-#include "rans.h"
+#include "rans_avx2.h"
 
 #define ULP_AVX2 __attribute__((target("avx2,bmi2")))
-
-#define AVX2_INLINE static inline __attribute__((always_inline)) ULP_AVX2
-
-/* The entries t[ix[0]] .. t[ix[7]], by scalar loads: a vpgatherdd costs
- * about 3 ns on the AMD EPYC measured (half the kernel's speed). */
-AVX2_INLINE __m256i load8(const uint32_t *t, const uint32_t ix[8])
-{
-	return _mm256_setr_epi32((int)t[ix[0]], (int)t[ix[1]], (int)t[ix[2]],
-	                         (int)t[ix[3]], (int)t[ix[4]], (int)t[ix[5]],
-	                         (int)t[ix[6]], (int)t[ix[7]]);
-}
-
-/* The states x after decoding the symbols of entries e (frequency - 1 in
- * bits 0-11, the slot's bias in bits 12-23), before renormalisation. */
-AVX2_INLINE __m256i advance8(__m256i x, __m256i e)
-{
-	const __m256i m12 = _mm256_set1_epi32(0xfff);
-	__m256i freq = _mm256_add_epi32(_mm256_and_si256(e, m12),
-	                                _mm256_set1_epi32(1));
-	__m256i bias = _mm256_and_si256(_mm256_srli_epi32(e, 12), m12);
-	return _mm256_add_epi32(
-		_mm256_mullo_epi32(freq, _mm256_srli_epi32(x, ULP_RANS_SCALE)),
-		bias);
-}
-
-/* The 32 states x[0..32) as four registers of eight, and back. */
-AVX2_INLINE void x_load(const uint32_t *x, __m256i v[4])
-{
-#pragma GCC unroll 4
-	for (int k = 0; k < 4; k++)
-		v[k] = _mm256_loadu_si256(
-			(const __m256i *)(const void *)(x + 8 * k));
-}
-
-AVX2_INLINE void x_store(uint32_t *x, const __m256i v[4])
-{
-#pragma GCC unroll 4
-	for (int k = 0; k < 4; k++)
-		_mm256_storeu_si256((__m256i *)(void *)(x + 8 * k), v[k]);
-}
-
-/* Four registers of eight symbols (one per 32-bit lane, below 256) to
- * 32 bytes in order at sym: the packs interleave the 128-bit halves, the
- * permutation restores symbol order. */
-AVX2_INLINE void sym32(uint8_t *sym, __m256i s0, __m256i s1, __m256i s2,
-                       __m256i s3)
-{
-	const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
-	__m256i b = _mm256_packus_epi16(_mm256_packus_epi32(s0, s1),
-	                                _mm256_packus_epi32(s2, s3));
-	_mm256_storeu_si256((__m256i *)(void *)sym,
-	                    _mm256_permutevar8x32_epi32(b, order));
-}
 
 /* One decoding step of eight lanes; returns the new states and leaves the
  * eight symbols (one per 32-bit lane, in bits 0-7) in *s.  Each lane's
@@ -98,8 +45,8 @@ dec8(__m256i x, const uint8_t *ctx, const uint32_t *off, const uint32_t *flat,
 		                      (int)flat[off[ctx[6]] + ix[6]],
 		                      (int)flat[off[ctx[7]] + ix[7]]);
 	else
-		e = load8(flat + off[0], ix);
-	x = advance8(x, e);
+		e = ulp_rans_load8_avx2(flat + off[0], ix);
+	x = ulp_rans_advance8_avx2(x, e);
 	*s = _mm256_srli_epi32(e, 24);
 	/* lanes with x < L read a word: x <= L - 1 as unsigned */
 	__m256i need = _mm256_cmpeq_epi32(_mm256_min_epu32(x, lm1), x);
@@ -123,7 +70,7 @@ ULP_AVX2 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx,
 	const uint32_t *flat = d->flat, *off = d->off;
 	const uint8_t *p = d->p;
 	__m256i x[4];
-	x_load(d->x, x);
+	ulp_rans_x_load_avx2(d->x, x);
 	size_t i = 0;
 	/* each register step reads at most 16 bytes (8 words, some unused)
 	 * and consumes at most 16: four of them stay within 64 */
@@ -134,9 +81,9 @@ ULP_AVX2 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx,
 		for (int k = 0; k < 4; k++)
 			x[k] = dec8(x[k], c ? c + 8 * k : NULL, off, flat, &p,
 			            &s[k]);
-		sym32(sym + i, s[0], s[1], s[2], s[3]);
+		ulp_rans_sym32_avx2(sym + i, s[0], s[1], s[2], s[3]);
 	}
-	x_store(d->x, x);
+	ulp_rans_x_store_avx2(d->x, x);
 	d->p = p;
 	return i;
 }

@@ -14,13 +14,15 @@
  * once (ulp_rans_gathers): by one vpgatherdd, which on the Intel cores
  * with AVX-512 measured beats sixteen scalar loads; or, on AMD Zen 4,
  * where a gather is slow, by sixteen scalar loads and inserts
- * (bench/README.md).
+ * (bench/README.md).  There a block without contexts (one table) runs
+ * in four registers of eight lanes instead.
  *
  * Compiled for the baseline target; only these functions are built for
  * AVX-512, and they run only where ulp_rans_simd() found it.
  */
 #include <immintrin.h>
 
+#include "rans_avx2.h"
 #include "rans_avx512.h"
 
 #define ULP_AVX512                                                    \
@@ -159,12 +161,61 @@ ULP_AVX512 size_t ulp_rans_dec32_ref16_avx512(ulp_rans_dec *d,
 	return dec32(d, NULL, ref, shift, emask, n, sym, 1);
 }
 
+/* One decoding step of eight lanes of table t, with scalar loads. */
+static inline __attribute__((always_inline)) ULP_AVX512 __m256i
+dec8_one(__m256i x, const uint32_t *t, const uint8_t **pp, __m256i *e)
+{
+	uint32_t ix[8] __attribute__((aligned(32)));
+	_mm256_store_si256((__m256i *)(void *)ix,
+	                   _mm256_and_si256(x,
+	                                    _mm256_set1_epi32(ULP_RANS_M - 1)));
+	__m256i w = _mm256_cvtepu16_epi32(
+		_mm_loadu_si128((const __m128i *)(const void *)*pp));
+	*e = ulp_rans_load8_avx2(t, ix);
+	x = ulp_rans_advance8_avx2(x, *e);
+	/* lanes with x < L take the next words, in lane order */
+	__mmask8 need =
+		_mm256_cmplt_epu32_mask(x, _mm256_set1_epi32(ULP_RANS_L));
+	*pp += 2 * (unsigned)__builtin_popcount(need);
+	return _mm256_or_si256(_mm256_mask_slli_epi32(x, need, x, 16),
+	                       _mm256_maskz_expand_epi32(need, w));
+}
+
+/* A block of one table without gathers: four registers of eight lanes.
+ * There they beat two of sixteen by a fifth (0.46 against 0.56 ns a
+ * symbol on Zen 4, bench/README.md), while with contexts the two of
+ * sixteen win (0.83 against 0.94), their table offsets made half as
+ * often. */
+static inline __attribute__((always_inline)) ULP_AVX512 size_t
+dec32_one(ulp_rans_dec *d, size_t n, uint8_t *sym)
+{
+	const uint32_t *t = d->flat + d->off[0];
+	const uint8_t *p = d->p;
+	__m256i x[4];
+	ulp_rans_x_load_avx2(d->x, x);
+	size_t i = 0;
+	/* each register step reads 16 bytes and consumes at most 16: four
+	 * of them stay within 64 */
+	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
+		__m256i e[4];
+#pragma GCC unroll 4
+		for (int k = 0; k < 4; k++) {
+			x[k] = dec8_one(x[k], t, &p, &e[k]);
+			e[k] = _mm256_srli_epi32(e[k], 24);
+		}
+		ulp_rans_sym32_avx2(sym + i, e[0], e[1], e[2], e[3]);
+	}
+	ulp_rans_x_store_avx2(d->x, x);
+	d->p = p;
+	return i;
+}
+
 ULP_AVX512 size_t ulp_rans_dec32_avx512_loads(ulp_rans_dec *d,
                                               const uint8_t *ctx, size_t n,
                                               uint8_t *sym)
 {
 	return ctx ? dec32(d, ctx, NULL, 0, 0, n, sym, 0)
-	           : dec32(d, NULL, NULL, 0, 0, n, sym, 0);
+	           : dec32_one(d, n, sym);
 }
 
 ULP_AVX512 size_t ulp_rans_dec32_ref16_avx512_loads(ulp_rans_dec *d,
