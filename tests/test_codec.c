@@ -209,6 +209,50 @@ static void versions_roundtrip(uint32_t chunk_size, uint64_t k, uint64_t seed)
 	free_versions(v);
 }
 
+/* A large piece shorter than its bound keeps its place: its length is a
+ * varint padded to the gap, which reads back as the length; a small one
+ * moves behind the shortest varint, and one past its bound behind a
+ * longer one. */
+Test(codec, length_gaps_pad_or_move)
+{
+	const uint64_t bounds[] = { 0, 1, 127, 128, (1u << 21) + 5, 1u << 28 };
+	const size_t lens[] = { 0,    1,     100,   127,     128,
+		                4000, 65535, 65536, 1u << 20 };
+	for (size_t b = 0; b < sizeof(bounds) / sizeof(*bounds); b++) {
+		for (size_t l = 0; l < sizeof(lens) / sizeof(*lens); l++) {
+			ulp_buf out = { 0 };
+			cr_assert_eq(ulp_buf_reserve(&out, 3), ULP_OK);
+			memcpy(out.p, "abc", 3);
+			out.len = 3;
+			size_t gap = ulp_buf_open_gap(&out, bounds[b]);
+			uint8_t vi[ULP_VARINT_MAX];
+			cr_assert_eq(gap, ulp_varint_put(vi, bounds[b]));
+			cr_assert_eq(ulp_buf_reserve(&out, out.len + lens[l]),
+			             ULP_OK);
+			for (size_t i = 0; i < lens[l]; i++)
+				out.p[out.len + i] = (uint8_t)(i * 7 + l);
+			out.len += lens[l];
+			cr_assert_eq(ulp_buf_close_gap(&out, 3, gap), ULP_OK);
+			size_t vn = ulp_varint_put(vi, lens[l]);
+			size_t want = vn < gap && lens[l] >= ULP_GAP_PAD_MIN
+			                      ? gap
+			                      : vn;
+			cr_assert_eq(out.len, 3 + want + lens[l],
+			             "bound %zu len %zu", b, l);
+			const uint8_t *p = out.p + 3;
+			uint64_t v;
+			cr_assert_eq(ulp_varint_get(&p, out.p + out.len, &v),
+			             ULP_OK);
+			cr_assert_eq(v, lens[l]);
+			cr_assert_eq((size_t)(p - out.p), 3 + want);
+			cr_assert_eq(memcmp(out.p, "abc", 3), 0);
+			for (size_t i = 0; i < lens[l]; i++)
+				cr_assert_eq(p[i], (uint8_t)(i * 7 + l));
+			ulp_buf_free(&out);
+		}
+	}
+}
+
 Test(codec, versions_default_chunks)
 {
 	versions_roundtrip(0, 1, 0xc0dec001ull);

@@ -502,6 +502,61 @@ static try_res try_payload(const uint8_t *pay, size_t plen, uint32_t L,
 	return res;
 }
 
+/* ulp_writer_add_chunk_hashed writes what ulp_writer_add_chunk does when
+ * given the payload's hash, and the reader refuses the chunk when the
+ * hash it was given is not the payload's. */
+static int object_of_payload(const uint8_t *pay, size_t plen,
+                             const uint8_t *data, uint32_t L, int hashed,
+                             uint64_t enc_hash, tu_sink *sink)
+{
+	ulp_writer *w = NULL;
+	uint8_t fh[16];
+	ulp_hash128(data, L, fh);
+	TU_OK(ulp_writer_new(tu_sink_write, sink, NULL, 0, &w), "writer");
+	uint64_t dh = XXH3_64bits(data, L);
+	TU_OK(hashed ? ulp_writer_add_chunk_hashed(w, 0, L, pay, plen, dh,
+	                                           enc_hash)
+	             : ulp_writer_add_chunk(w, 0, L, pay, plen, dh),
+	      "add");
+	TU_OK(ulp_writer_finish(w, fh, NULL), "finish");
+	ulp_writer_free(w);
+	tu_mem m = tu_mem_of(sink->b.p, sink->b.len);
+	ulp_object *obj = NULL;
+	int rc = ulp_object_open(tu_mem_read, &m, sink->b.len, &obj);
+	if (!rc) {
+		ulp_dctx *d = ulp_dctx_new();
+		uint8_t out[8];
+		rc = ulp_object_read(d, obj, 0, out, L, NULL, NULL);
+		if (!rc)
+			TU_MEMEQ(out, data, L, "read back");
+		ulp_dctx_free(d);
+		ulp_object_close(obj);
+	}
+	return rc;
+}
+
+Test(container, writer_takes_the_payload_hash)
+{
+	const uint8_t data[8] = { 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40 };
+	/* one F32 run of 2 elements, stored RAW (as hand_made_payloads) */
+	const uint8_t pay[14] = { 1, 1,    8,    ULP_DT_F32, 9, 0, 0,
+		                  0, 0x80, 0x3f, 0,          0, 0, 0x40 };
+	const size_t plen = sizeof(pay);
+	tu_sink a = { 0 }, b = { 0 }, c = { 0 };
+	TU_OK(object_of_payload(pay, plen, data, 8, 0, 0, &a), "unhashed");
+	TU_OK(object_of_payload(pay, plen, data, 8, 1, XXH3_64bits(pay, plen),
+	                        &b),
+	      "hashed");
+	TU_ASSERT(a.b.len == b.b.len && memcmp(a.b.p, b.b.p, a.b.len) == 0,
+	          "the two objects differ");
+	TU_RC(object_of_payload(pay, plen, data, 8, 1,
+	                        XXH3_64bits(pay, plen) ^ 1, &c),
+	      ULP_ERR_CORRUPT, "a wrong payload hash");
+	tu_buf_free(&a.b);
+	tu_buf_free(&b.b);
+	tu_buf_free(&c.b);
+}
+
 Test(container, hand_made_payloads)
 {
 	const uint8_t data[16] = { 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40,

@@ -375,6 +375,12 @@ int ulp_writer_new_kind(ulp_write_fn write, void *opaque,
 int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
                          const void *enc, size_t enc_len,
                          uint64_t decoded_xxh3);
+/* The same with enc_xxh3 = XXH3_64bits(enc, enc_len) computed by the
+ * caller: by the thread that encoded the chunk, so that a writer adding
+ * the chunks of several threads does not hash every coded byte alone. */
+int ulp_writer_add_chunk_hashed(ulp_writer *w, uint64_t off, uint32_t len,
+                                const void *enc, size_t enc_len,
+                                uint64_t decoded_xxh3, uint64_t enc_xxh3);
 /* Write the index and trailer.  file_hash is the content hash of all
  * logical bytes, of the writer's kind.  Returns the total object size in
  * *total. */

@@ -67,8 +67,20 @@ static inline size_t ulp_varint_put(uint8_t *p, uint64_t v)
 	return n;
 }
 
+/* v in exactly n bytes (at least ulp_varint_put's): continuation bytes
+ * of zero bits after the value's. */
+static inline void ulp_varint_put_padded(uint8_t *p, uint64_t v, size_t n)
+{
+	for (size_t k = 0; k + 1 < n; k++) {
+		p[k] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n - 1] = (uint8_t)v;
+}
+
 /* Reads a varint from [*pp, end); returns 0 on success and advances *pp,
- * or ULP_ERR_CORRUPT on truncation or overlong encoding. */
+ * or ULP_ERR_CORRUPT on truncation or past ten bytes.  A padded varint
+ * (ulp_varint_put_padded) reads as its value. */
 static inline int ulp_varint_get(const uint8_t **pp, const uint8_t *end,
                                  uint64_t *out)
 {
@@ -116,8 +128,13 @@ void ulp_buf_free(ulp_buf *b);
  * after out->len for the varint of a length of at most bound (returns
  * the gap's size, 0 without memory), the caller appends the piece, and
  * ulp_buf_close_gap writes the varint of the piece's length at start.
- * The piece moves only when its varint is shorter than its bound's,
- * which is rare: a pass over every coded byte otherwise. */
+ * A piece of at least ULP_GAP_PAD_MIN bytes never moves unless it
+ * outgrew its bound: its varint is padded to the gap (ulp_varint_get
+ * reads a padded varint as the value).  A 2 MiB chunk's bound takes four
+ * bytes and its coded length three, and moving the piece was a pass over
+ * every coded byte; a smaller piece moves, which costs little and keeps
+ * its varint short (an unchanged tensor's stream is one byte). */
+#define ULP_GAP_PAD_MIN (64u << 10)
 size_t ulp_buf_open_gap(ulp_buf *out, uint64_t bound);
 int ulp_buf_close_gap(ulp_buf *out, size_t start, size_t gap);
 

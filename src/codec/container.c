@@ -116,6 +116,15 @@ int ulp_writer_new_side(ulp_write_fn write, void *opaque,
 int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
                          const void *enc, size_t enc_len, uint64_t decoded_xxh3)
 {
+	return ulp_writer_add_chunk_hashed(w, off, len, enc, enc_len,
+	                                   decoded_xxh3,
+	                                   XXH3_64bits(enc, enc_len));
+}
+
+int ulp_writer_add_chunk_hashed(ulp_writer *w, uint64_t off, uint32_t len,
+                                const void *enc, size_t enc_len,
+                                uint64_t decoded_xxh3, uint64_t enc_xxh3)
+{
 	uint8_t e[ULP_OBJ_INDEX_ENTRY] = { 0 };
 	int needs, needs_side, rc;
 	if (w->failed)
@@ -131,7 +140,7 @@ int ulp_writer_add_chunk(ulp_writer *w, uint64_t off, uint32_t len,
 	ulp_put32(e + 8, (needs ? ULP_IDX_FLAG_NEEDS_REF : 0) |
 	                         (needs_side ? ULP_IDX_FLAG_NEEDS_SIDE : 0));
 	ulp_put64(e + 16, decoded_xxh3);
-	ulp_put64(e + 24, XXH3_64bits(enc, enc_len));
+	ulp_put64(e + 24, enc_xxh3);
 	if (ulp_buf_reserve(&w->index, w->index.len + sizeof(e)))
 		return ULP_ERR_NOMEM;
 	rc = w_out(w, enc, enc_len);

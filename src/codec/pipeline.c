@@ -28,6 +28,7 @@ typedef struct enc_slot {
 	ulp_buf buf;
 	ulp_buf src; /* the chunk's bytes read through cur_read (len 0: none) */
 	uint64_t dec_hash;
+	uint64_t enc_hash; /* of buf: hashed by the worker, not the writer */
 	ulp_stats st;
 } enc_slot;
 
@@ -246,10 +247,12 @@ static void encode_chunk(enc_pipe *p, enc_lane *ln, size_t i)
 		zm->hash = h;
 		zm->len = len;
 	}
+	uint64_t eh = rc ? 0 : XXH3_64bits(slot->buf.p, slot->buf.len);
 	pthread_mutex_lock(&p->mu);
 	slot->rc = rc;
 	slot->st = st;
 	slot->dec_hash = h;
+	slot->enc_hash = eh;
 	slot->done = 1;
 	if (rc)
 		p->abort = 1;
@@ -383,8 +386,9 @@ static int drain(enc_pipe *p, ulp_writer *w, ulp_hasher *hs, ulp_stats *stats)
 		rc = s->rc;
 		ulp_plan_chunk_range(p->plan, i, &off, &len);
 		if (!rc)
-			rc = ulp_writer_add_chunk(w, off, len, s->buf.p,
-			                          s->buf.len, s->dec_hash);
+			rc = ulp_writer_add_chunk_hashed(w, off, len, s->buf.p,
+			                                 s->buf.len, s->dec_hash,
+			                                 s->enc_hash);
 		/* A chunk that is a leaf is hashed by its decoded hash: its
 		 * bytes are not read again (nor decoded, when unchanged). */
 		if (!rc && !job->known_hash &&

@@ -102,7 +102,11 @@ int ulp_buf_close_gap(ulp_buf *out, size_t start, size_t gap)
 	uint64_t len = out->len - start - gap;
 	uint8_t vi[ULP_VARINT_MAX];
 	size_t vn = ulp_varint_put(vi, len);
-	/* a piece past its bound would need room: slower, still right */
+	if (vn < gap && len >= ULP_GAP_PAD_MIN) {
+		ulp_varint_put_padded(out->p + start, len, gap);
+		return ULP_OK;
+	}
+	/* a piece past its bound needs room: slower, still right */
 	if (vn > gap && ulp_buf_reserve(out, out->len + vn - gap))
 		return ULP_ERR_NOMEM;
 	if (vn != gap)
