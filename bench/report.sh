@@ -14,13 +14,17 @@
 # 2. The same weights as f16 and f32 safetensors (bench/dtype_variants.py:
 #    the fp32 master weights of each checkpoint's optimizer.pt), for the
 #    dtype rows.  Skipped when the trajectory has no master weights.
-# 3. The codec: "ulpfs bench --threads 2 --reps R" over both, with zstd -3,
+# 3. The codec: "ulpfs bench --threads 2 --cpu-time --reps R" over both,
+#    with zstd -3,
 #    zstd -19 and the byte-grouped coder on the same files in the same run;
 #    and the trajectory again with "--no-side" (no file coded given another
 #    of its checkpoint: optimizer.pt's master weights without the bf16
 #    copy in model.safetensors), for the rows of that context.
 #    The speed rows: each large kind against zstd -3 on the same files,
 #    its keyframe (first version) apart from its deltas, 1 and 2 threads.
+#    One thread and zstd are timed in CPU seconds: on a shared VM the
+#    host's steal moved wall-clock rows of unchanged code by up to 30%
+#    from one run to the next (2026-12-04); two threads are wall time.
 # 3b. One large file (bench/bigfile.py: two checkpoints of the middle of
 #    the run tiled into 512 MiB, --quick 128 MiB) and its next version, in
 #    bf16 and f32: 2 threads against 1 within one file, keyframe and delta.
@@ -173,15 +177,15 @@ else
 fi
 
 # ----------------------------------------------------------------- codec
-STEP_OUT=$WORK/codec.txt step "codec: ulpfs bench --threads 2 --reps $reps over ${#files[@]} files" \
-	"$ULPFS" bench --threads 2 --reps "$reps" "${files[@]}" || exit 1
+STEP_OUT=$WORK/codec.txt step "codec: ulpfs bench --threads 2 --cpu-time --reps $reps over ${#files[@]} files" \
+	"$ULPFS" bench --threads 2 --cpu-time --reps "$reps" "${files[@]}" || exit 1
 codec_total=$(awk '$1 == "TOTAL" { t = $3 } END { print t }' "$WORK/codec.txt")
 [ -n "$codec_total" ] || die "no TOTAL line in the ulpfs bench output"
 STEP_OUT=$WORK/codec-noside.txt step "codec without sides: ulpfs bench --no-side --no-baselines --threads 1 --reps 1" \
 	"$ULPFS" bench --no-side --no-baselines --threads 1 --reps 1 "${files[@]}" || exit 1
 if [ "${#dtfiles[@]}" -gt 0 ]; then
-	STEP_OUT=$WORK/codec-dt.txt step "codec: ulpfs bench --threads 2 --reps $reps over ${#dtfiles[@]} dtype variants" \
-		"$ULPFS" bench --threads 2 --reps "$reps" "${dtfiles[@]}" || exit 1
+	STEP_OUT=$WORK/codec-dt.txt step "codec: ulpfs bench --threads 2 --cpu-time --reps $reps over ${#dtfiles[@]} dtype variants" \
+		"$ULPFS" bench --threads 2 --cpu-time --reps "$reps" "${dtfiles[@]}" || exit 1
 fi
 
 # ----------------------------------------------- one large file, 2T / 1T
@@ -328,7 +332,7 @@ bf16_rows
 [ "${#dtfiles[@]}" -eq 0 ] || codec_rows "$WORK/codec-dt.txt" "${dtfiles[@]}"
 # The speeds of each large kind against zstd -3 on the same files, the
 # keyframe (its first file, coded standalone) apart from the deltas
-# (medians over the files): 1 thread, and 2 in the note.
+# (medians over the files): 1 thread (CPU time), and 2 (wall) in the note.
 speed_rows() { # BENCH_OUTPUT KIND FILE...
 	local f=$1 k=$2 i=0 x lines key="" del=""
 	shift 2
@@ -351,10 +355,10 @@ speed_rows() { # BENCH_OUTPUT KIND FILE...
 			z3e=$(medcol 7 <<<"$del") z3d=$(medcol 8 <<<"$del")
 			nd="median of $(grep -c . <<<"$del") delta versions"
 		fi
-		row "encode, 1 thread: $(label "$k"), $what" "$e1 MB/s" "zstd -3 encode: $z3e MB/s" "$(div "$e1" "$z3e")" \
-			"$nd; 2 threads: $e2 MB/s, $(div "$e2" "$z3e") of zstd -3 (1 thread)"
-		row "decode, 1 thread: same" "$d1 MB/s" "zstd -3 decode: $z3d MB/s" "$(div "$d1" "$z3d")" \
-			"2 threads: $d2 MB/s, $(div "$d2" "$z3d") of zstd -3 (1 thread)"
+		row "encode, 1 thread (CPU time): $(label "$k"), $what" "$e1 MB/s" "zstd -3 encode: $z3e MB/s" "$(div "$e1" "$z3e")" \
+			"$nd; 2 threads (wall): $e2 MB/s, $(div "$e2" "$z3e") of zstd -3 (1 thread)"
+		row "decode, 1 thread (CPU time): same" "$d1 MB/s" "zstd -3 decode: $z3d MB/s" "$(div "$d1" "$z3d")" \
+			"2 threads (wall): $d2 MB/s, $(div "$d2" "$z3d") of zstd -3 (1 thread)"
 	done
 }
 for fk in "${BIG[@]}"; do
@@ -410,7 +414,7 @@ dtnote=""
 	echo "- load average (1, 5, 15 min): $load_start at the start, $load_end at the end"
 	echo "- ulpfs: source tree at commit $commit; binary ${ULPFS#"$top"/} built $built"
 	echo "- trajectory: $trajdesc, $nck checkpoints, ${#files[@]} files, $(mb "$raw")$dtnote"
-	echo "- \`bash bench/report.sh$([ "$quick" = 1 ] && echo " --quick")\` took $took s; codec: \`ulpfs bench --threads 2 --reps $reps\`; mount options ${F[p_opts]}"
+	echo "- \`bash bench/report.sh$([ "$quick" = 1 ] && echo " --quick")\` took $took s; codec: \`ulpfs bench --threads 2 --cpu-time --reps $reps\`; mount options ${F[p_opts]}"
 	echo "- every baseline was measured in the same run; ratio = ulpfs / baseline (sizes and times: lower is better; speeds: higher)"
 	[ "${F[fails]:-0}" = 0 ] || echo "- **fs_bench.sh reported ${F[fails]} failed check(s): see the log**"
 	echo
