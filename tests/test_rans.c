@@ -230,23 +230,31 @@ Test(rans, simd_levels)
 		/* the gathering decoder only at the AVX-512 level */
 		TU_ASSERT(!ulp_rans_gathers() || got == ULP_SIMD_AVX512,
 		          "gathers at level %d", got);
+		TU_ASSERT(!ulp_rans_gathers_one() || got == ULP_SIMD_AVX512,
+		          "one-table gathers at level %d", got);
 	}
 	ulp_rans_set_simd(old);
 }
 
 /* ULPFS_RANS_GATHERS picks the AVX-512 decoder (tests/codec_decoders.sh
  * runs the codec's tests under each): where it is set and the AVX-512
- * level runs, the choice follows it. */
+ * level runs, the choice follows it, for blocks with contexts and blocks
+ * of one table alike, and survives a change of level. */
 Test(rans, gathers_follow_the_environment)
 {
 	const char *env = getenv("ULPFS_RANS_GATHERS");
 	int old = ulp_rans_set_simd(ULP_SIMD_AVX512);
-	if (ulp_rans_simd() < ULP_SIMD_AVX512)
-		TU_ASSERT(!ulp_rans_gathers(), "gathers below AVX-512");
-	else if (env && (!strcmp(env, "0") || !strcmp(env, "1")))
-		TU_ASSERT(ulp_rans_gathers() == (env[0] == '1'),
-		          "ULPFS_RANS_GATHERS=%s: gathers %d", env,
-		          ulp_rans_gathers());
+	if (ulp_rans_simd() < ULP_SIMD_AVX512) {
+		TU_ASSERT(!ulp_rans_gathers() && !ulp_rans_gathers_one(),
+		          "gathers below AVX-512");
+	} else if (env && (!strcmp(env, "0") || !strcmp(env, "1"))) {
+		ulp_rans_set_simd(ULP_SIMD_AVX2);
+		ulp_rans_set_simd(ULP_SIMD_AVX512);
+		TU_ASSERT(ulp_rans_gathers() == (env[0] == '1') &&
+		                  ulp_rans_gathers_one() == (env[0] == '1'),
+		          "ULPFS_RANS_GATHERS=%s: gathers %d, one table %d",
+		          env, ulp_rans_gathers(), ulp_rans_gathers_one());
+	}
 	ulp_rans_set_simd(old);
 }
 

@@ -9,6 +9,7 @@
  */
 #include "rans.h"
 
+#include <cpuid.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,11 +69,13 @@ int ulp_rans_block_escapes(const uint8_t *in, size_t len)
 }
 
 /* What the CPU was found to run, asked once: the kernel level in the low
- * bits (ULPFS_SIMD applied), RANS_CPU_SLOW_GATHERS for ulp_rans_gathers;
+ * bits (ULPFS_SIMD applied), RANS_CPU_SLOW_GATHERS for ulp_rans_gathers,
+ * RANS_CPU_ONE_LOADS where blocks of one table decode without gathers;
  * -1 until asked.  Atomics keep concurrent first calls clean. */
 static int rans_cpu_state = -1;
 #define RANS_CPU_LEVEL 0xf
 #define RANS_CPU_SLOW_GATHERS 0x10
+#define RANS_CPU_ONE_LOADS 0x20
 
 /* The highest kernel level this CPU runs: AVX-512 needs F, BW, VL, CD,
  * VBMI (byte permutations) and VBMI2 (word compression) besides what the
@@ -91,6 +94,17 @@ static int rans_simd_max(void)
 	return ULP_SIMD_AVX2;
 }
 
+/* The x86 family number: CPUID leaf 1's base family, plus its extended
+ * family where the base is 0xf. */
+static unsigned rans_cpu_family(void)
+{
+	unsigned a, b, c, d;
+	if (!__get_cpuid(1, &a, &b, &c, &d))
+		return 0;
+	unsigned fam = (a >> 8) & 0xf;
+	return fam == 0xf ? fam + ((a >> 20) & 0xff) : fam;
+}
+
 static int rans_cpu(void)
 {
 	int v = __atomic_load_n(&rans_cpu_state, __ATOMIC_RELAXED);
@@ -102,14 +116,17 @@ static int rans_cpu(void)
 	if (env && env[0] >= '0' && env[0] <= '9' && !env[1] &&
 	    env[0] - '0' < level)
 		level = env[0] - '0';
-	/* AMD's gathers are slow (rans_avx512.c); ULPFS_RANS_GATHERS=0 or 1
-	 * overrides, so that the tests run either AVX-512 decoder on any
-	 * CPU with AVX-512 */
-	int slow = __builtin_cpu_is("amd");
+	/* Where scalar loads beat gathers (rans_avx512.c, bench/README.md):
+	 * on AMD Zen 4 (family 19h) in every block; on Zen 5 (1Ah) only in
+	 * blocks of one table.  ULPFS_RANS_GATHERS=0 or 1 sets both, so that
+	 * the tests run either AVX-512 decoder on any CPU with AVX-512. */
+	const int amd = __builtin_cpu_is("amd");
+	int slow = amd && rans_cpu_family() < 0x1a, one_loads = amd;
 	env = getenv("ULPFS_RANS_GATHERS");
 	if (env && (env[0] == '0' || env[0] == '1') && !env[1])
-		slow = env[0] == '0';
-	v = level | (slow ? RANS_CPU_SLOW_GATHERS : 0);
+		slow = one_loads = env[0] == '0';
+	v = level | (slow ? RANS_CPU_SLOW_GATHERS : 0) |
+	    (one_loads ? RANS_CPU_ONE_LOADS : 0);
 	__atomic_store_n(&rans_cpu_state, v, __ATOMIC_RELAXED);
 	return v;
 }
@@ -126,12 +143,19 @@ int ulp_rans_gathers(void)
 	       (v & RANS_CPU_LEVEL) >= ULP_SIMD_AVX512;
 }
 
+int ulp_rans_gathers_one(void)
+{
+	int v = rans_cpu();
+	return !(v & RANS_CPU_ONE_LOADS) &&
+	       (v & RANS_CPU_LEVEL) >= ULP_SIMD_AVX512;
+}
+
 int ulp_rans_set_simd(int level)
 {
 	int v = rans_cpu();
 	int max = rans_simd_max();
 	level = level < 0 ? 0 : level > max ? max : level;
-	__atomic_store_n(&rans_cpu_state, level | (v & RANS_CPU_SLOW_GATHERS),
+	__atomic_store_n(&rans_cpu_state, level | (v & ~RANS_CPU_LEVEL),
 	                 __ATOMIC_RELAXED);
 	return v & RANS_CPU_LEVEL;
 }
@@ -802,7 +826,7 @@ static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 				                    shift) &
 				                   emask);
 		} else
-			i = ulp_rans_gathers()
+			i = (ctx ? ulp_rans_gathers() : ulp_rans_gathers_one())
 			            ? ulp_rans_dec32_avx512(&d, ctx, n, sym)
 			    : simd >= ULP_SIMD_AVX512
 			            ? ulp_rans_dec32_avx512_loads(&d, ctx, n,

@@ -64,14 +64,17 @@ void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
 int ulp_rans_simd(void);
 int ulp_rans_set_simd(int level);
 
-/* Whether the gathering AVX-512 rANS decoder runs (level
- * ULP_SIMD_AVX512, and not on AMD): it loads its table entries by
- * vpgatherdd, which beats scalar loads on the Intel cores measured, while
- * on AMD Zen 4 a gather cost about 3 ns and halved the AVX2 kernel's
- * speed (bench/README.md); there ulp_rans_dec32_avx512_loads decodes the
- * symbols.  ULPFS_RANS_GATHERS=0 or 1 overrides the choice (for the
- * tests, which run both decoders on any CPU with AVX-512). */
+/* Whether the gathering AVX-512 rANS decoder runs for blocks with
+ * contexts (level ULP_SIMD_AVX512, and not on AMD Zen 4): it loads its
+ * table entries by vpgatherdd, which beats scalar loads on the Intel
+ * cores and the AMD Zen 5 measured, while on Zen 4 a gather cost about
+ * 3 ns and halved the AVX2 kernel's speed (bench/README.md); there
+ * ulp_rans_dec32_avx512_loads decodes the symbols.  ulp_rans_gathers_one:
+ * the same for blocks of one table, where scalar loads in four registers
+ * of eight lanes win on both AMD cores.  ULPFS_RANS_GATHERS=0 or 1 sets
+ * both (for the tests, which run both decoders on any CPU with AVX-512). */
 int ulp_rans_gathers(void);
+int ulp_rans_gathers_one(void);
 
 /* Upper bound of the encoded size of n symbols over nsym values. */
 size_t ulp_rans_bound(size_t n, unsigned nsym);

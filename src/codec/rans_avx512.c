@@ -12,10 +12,11 @@
  *    from one 32-byte load, instead of PDEP and a permutation.
  * Each register's sixteen table entries come one of two ways, chosen
  * once (ulp_rans_gathers): by one vpgatherdd, which on the Intel cores
- * with AVX-512 measured beats sixteen scalar loads; or, on AMD Zen 4,
- * where a gather is slow, by sixteen scalar loads and inserts
- * (bench/README.md).  There a block without contexts (one table) runs
- * in four registers of eight lanes instead.
+ * with AVX-512 and on AMD Zen 5 measured beats sixteen scalar loads; or,
+ * on AMD Zen 4, where a gather is slow, by sixteen scalar loads and
+ * inserts (bench/README.md).  Without gathers a block without contexts
+ * (one table) runs in four registers of eight lanes instead, as it does
+ * on Zen 5 (ulp_rans_gathers_one).
  *
  * Compiled for the baseline target; only these functions are built for
  * AVX-512, and they run only where ulp_rans_simd() found it.
@@ -55,12 +56,9 @@ load16(const uint32_t *t, __m512i idx)
 
 /* One decoding step of sixteen lanes whose tables start at entries base
  * (multiples of ULP_RANS_M): returns the new states, the entries (symbol
- * in bits 24-31) in *e.  With gathers (Intel) the two registers' chains
- * of dependent steps bound the speed, so latency counts: the product goes
- * through vpmuludq (5 cycles against vpmulld's 10).  With loads (Zen 4)
- * the instructions do, and one vpmulld beats two vpmuludq and their
- * shifts (a fifth faster there than four registers of eight lanes,
- * bench/README.md). */
+ * in bits 24-31) in *e.  The product is one vpmulld: on the Intel cores
+ * measured it ran as fast as two vpmuludq and their shifts, whose latency
+ * is lower; on AMD Zen 4 and 5 it is faster (bench/README.md). */
 static inline __attribute__((always_inline)) ULP_AVX512 __m512i
 dec16(__m512i x, __m512i base, const uint32_t *flat, const uint8_t **pp,
       __m512i *e, const int gather)
@@ -78,18 +76,7 @@ dec16(__m512i x, __m512i base, const uint32_t *flat, const uint8_t **pp,
 	__m512i freq = _mm512_add_epi32(_mm512_and_si512(t, m12),
 	                                _mm512_set1_epi32(1));
 	__m512i bias = _mm512_and_si512(_mm512_srli_epi32(t, 12), m12);
-	if (gather) {
-		/* freq * q + bias < 2^32 in each lane: the even lanes'
-		 * products fill their quadwords' low halves, the odd ones'
-		 * are shifted up */
-		__m512i pe = _mm512_mul_epu32(freq, q);
-		__m512i po = _mm512_mul_epu32(_mm512_srli_epi64(freq, 32),
-		                              _mm512_srli_epi64(q, 32));
-		x = _mm512_add_epi32(_mm512_add_epi32(pe, bias),
-		                     _mm512_slli_epi64(po, 32));
-	} else {
-		x = _mm512_add_epi32(_mm512_mullo_epi32(freq, q), bias);
-	}
+	x = _mm512_add_epi32(_mm512_mullo_epi32(freq, q), bias);
 	/* lanes with x < L take the next words, in lane order */
 	__mmask16 need =
 		_mm512_cmplt_epu32_mask(x, _mm512_set1_epi32(ULP_RANS_L));
