@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/codec_decoders.sh - the codec's unit tests under each AVX-512 rANS
 # decoder: the one that loads its table entries by gathers (the default on
-# Intel) and the one that loads them one by one (the default on AMD, whose
-# gathers are slow).  A CPU runs only its default in the other unit tests;
+# Intel, and on AMD Zen 5 for blocks with contexts) and the one that loads
+# them one by one (the default on AMD Zen 4, whose gathers are slow, and
+# on Zen 5 for blocks of one table).  A CPU runs only its defaults in the
+# other unit tests;
 # ULPFS_RANS_GATHERS picks the other here, so that both are tested on any
 # CPU with AVX-512.  Without AVX-512 neither runs: the test is skipped
 # (exit 77), which tests/run-all.sh counts as a failure unless

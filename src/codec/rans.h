@@ -250,13 +250,15 @@ size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                            uint8_t *sym);
 
 /* The same with AVX-512 (rans_avx512.c): two registers of 16 lanes.
- * Only when ulp_rans_gathers(). */
+ * Only when ulp_rans_gathers() (ctx given) or ulp_rans_gathers_one()
+ * (ctx NULL). */
 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                              uint8_t *sym);
 
 /* The same with AVX-512 where its gathers are slow (rans_avx512.c:
  * scalar loads instead).  Only when ulp_rans_simd() >= ULP_SIMD_AVX512
- * and not ulp_rans_gathers(). */
+ * and not ulp_rans_gathers() (ctx given) or ulp_rans_gathers_one()
+ * (ctx NULL). */
 size_t ulp_rans_dec32_avx512_loads(ulp_rans_dec *d, const uint8_t *ctx,
                                    size_t n, uint8_t *sym);
 
