@@ -121,12 +121,16 @@ static double busy_threads(const double *cpu, const double *wall, unsigned reps)
 	return median(v, reps);
 }
 
-/* Encode with nthreads, reps times; the object of the last rep stays in
+/* Encode with nthreads, reps times, after one untimed run when warm: a
+ * pass with another thread count leaves the contexts' spare buffers
+ * spread over its lanes, and the first runs after it faulted in the rest
+ * (the first file of a run encoded at a third of its speed in two of
+ * three runs, bench/README.md).  The object of the last rep stays in
  * sink; *busy (if not NULL) gets busy_threads of the reps.  Returns the
  * median MB/s or a negative error. */
 static double time_encode(ulp_encode_job *job, unsigned nthreads, unsigned reps,
-                          mem_sink *sink, ulp_stats *st, const bench_opts *o,
-                          double *busy)
+                          int warm, mem_sink *sink, ulp_stats *st,
+                          const bench_opts *o, double *busy)
 {
 	double v[32], cpu[32], wall[32];
 	job->nthreads = nthreads;
@@ -134,15 +138,18 @@ static double time_encode(ulp_encode_job *job, unsigned nthreads, unsigned reps,
 	job->pool = cli_pool(o->threads); /* NULL: threads of its own */
 	job->write = sink_write;
 	job->write_opaque = sink;
-	for (unsigned r = 0; r < reps; r++) {
+	for (int r = warm ? -1 : 0; r < (int)reps; r++) {
 		sink->len = 0;
 		double c0 = cpu_now(), w0 = cli_now();
 		int rc = ulp_encode_file(job, st, NULL, NULL);
-		cpu[r] = cpu_now() - c0;
-		wall[r] = cli_now() - w0;
-		double t = bench_cpu_clock(o, nthreads) ? cpu[r] : wall[r];
+		double c = cpu_now() - c0, w = cli_now() - w0;
+		double t = bench_cpu_clock(o, nthreads) ? c : w;
 		if (rc)
 			return rc;
+		if (r < 0)
+			continue;
+		cpu[r] = c;
+		wall[r] = w;
 		v[r] = (double)job->cur_size / 1e6 / (t > 1e-9 ? t : 1e-9);
 	}
 	if (busy)
@@ -335,13 +342,14 @@ static int bench_file(file_row *rows, size_t i, cli_map *maps,
 
 	/* statistics pass (slower models), then the timed passes */
 	job.params.model_stats = 1;
-	double v = time_encode(&job, o->threads, 1, &sink, &row->st, o, NULL);
+	double v =
+		time_encode(&job, o->threads, 1, 0, &sink, &row->st, o, NULL);
 	job.params.model_stats = 0;
 	if (v >= 0)
 		v = row->enc1 =
-			time_encode(&job, 1, o->reps, &sink, NULL, o, NULL);
+			time_encode(&job, 1, o->reps, 1, &sink, NULL, o, NULL);
 	if (v >= 0 && o->threads > 1)
-		v = row->encn = time_encode(&job, o->threads, o->reps, &sink,
+		v = row->encn = time_encode(&job, o->threads, o->reps, 1, &sink,
 		                            NULL, o, &row->encn_cpu);
 	if (v < 0) {
 		rc = (int)v;
