@@ -136,18 +136,22 @@ int ulp_rans_simd(void)
 	return rans_cpu() & RANS_CPU_LEVEL;
 }
 
-int ulp_rans_gathers(void)
+/* Whether the gathering kernel runs where the CPU state lacks loads_flag:
+ * only at the AVX-512 level. */
+static int rans_gathers_unless(int loads_flag)
 {
 	int v = rans_cpu();
-	return !(v & RANS_CPU_SLOW_GATHERS) &&
-	       (v & RANS_CPU_LEVEL) >= ULP_SIMD_AVX512;
+	return !(v & loads_flag) && (v & RANS_CPU_LEVEL) >= ULP_SIMD_AVX512;
+}
+
+int ulp_rans_gathers(void)
+{
+	return rans_gathers_unless(RANS_CPU_SLOW_GATHERS);
 }
 
 int ulp_rans_gathers_one(void)
 {
-	int v = rans_cpu();
-	return !(v & RANS_CPU_ONE_LOADS) &&
-	       (v & RANS_CPU_LEVEL) >= ULP_SIMD_AVX512;
+	return rans_gathers_unless(RANS_CPU_ONE_LOADS);
 }
 
 int ulp_rans_set_simd(int level)
