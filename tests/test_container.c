@@ -301,7 +301,7 @@ Test(container, future_versions)
 		int want;
 		const char *what;
 	} cases[] = {
-		{ 8, 6, ULP_ERR_VERSION, "format 6" },
+		{ 8, ULP_OBJ_FORMAT + 1, ULP_ERR_VERSION, "the next format" },
 		{ 8, 0, ULP_ERR_VERSION, "format 0" },
 		{ 9, 1, ULP_ERR_VERSION, "format 257" },
 		{ 7, '2', ULP_ERR_VERSION, "magic ULPFSOB2" },
@@ -1097,6 +1097,13 @@ Test(container, format3_objects_still_verify)
 Test(container, format4_objects_still_verify)
 {
 	data_objects_verify("format4", 4, ULP_HASH_TREE);
+}
+
+/* Objects written by the format-5 encoder (main before format 6's 64-lane
+ * rANS blocks): blocks of at most 32 lanes. */
+Test(container, format5_objects_still_verify)
+{
+	data_objects_verify("format5", 5, ULP_HASH_TREE);
 }
 
 /* Objects written by the format-2 encoder: the file hash is the whole-file

@@ -229,8 +229,8 @@ Test(hash, unchanged_chunks_hashed_from_the_index)
 			                  (flat ? ULP_HASH_FLAT
 			                        : ULP_HASH_TREE),
 			          "kind");
-			/* format 5 either way, the kind in header flag 2 */
-			TU_ASSERT(sink.b.p[8] == 5 && sink.b.p[9] == 0 &&
+			/* format 6 either way, the kind in header flag 2 */
+			TU_ASSERT(sink.b.p[8] == 6 && sink.b.p[9] == 0 &&
 			                  ((sink.b.p[10] & 2) != 0) == flat,
 			          "header: format %u flags %u", sink.b.p[8],
 			          sink.b.p[10]);

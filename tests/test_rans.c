@@ -20,6 +20,20 @@
 
 /* ================================================================ rANS */
 
+/* The lanes the encoder chooses for n symbols. */
+static unsigned rans_lanes_for(size_t n)
+{
+	return n >= ULP_RANS_WIDE64_MIN ? 64u
+	       : n >= ULP_RANS_WIDE_MIN ? 32u
+	                                : 4u;
+}
+
+/* The lane counts a block can have, in turn: 4, 32, 64. */
+static unsigned rans_lanes_next(unsigned lanes)
+{
+	return lanes == 4 ? 32u : 2 * lanes;
+}
+
 static uint32_t *make_hist(const uint8_t *sym, const uint8_t *ctx, size_t n,
                            unsigned nsym, unsigned nctx)
 {
@@ -102,8 +116,7 @@ static size_t rans_rt_path(const uint8_t *sym, const uint8_t *ctx, size_t n,
 	}
 	ulp_rans_set_simd(simd);
 	unsigned got = ulp_rans_block_lanes(b.p, b.len);
-	TU_ASSERT(lanes ? got == lanes
-	                : got == (n >= ULP_RANS_WIDE_MIN ? 32u : 4u),
+	TU_ASSERT(lanes ? got == lanes : got == rans_lanes_for(n),
 	          "%u lanes asked, block has %u (n=%zu)", lanes, got, n);
 	uint8_t *dec = tu_xmalloc(n);
 	size_t used = 0;
@@ -137,7 +150,7 @@ static size_t rans_rt_path(const uint8_t *sym, const uint8_t *ctx, size_t n,
 	return blen;
 }
 
-/* Every code path: the encoder's choice, 4 and 32 lanes forced, each
+/* Every code path: the encoder's choice, 4, 32 and 64 lanes forced, each
  * decoded by the portable and (where the CPU has them) the AVX2 and
  * AVX-512 kernels.
  * Returns the size of the block the encoder chose. */
@@ -147,7 +160,7 @@ static size_t rans_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
 	size_t blen = rans_rt_path(sym, ctx, n, nsym, nctx, 0, 0);
 	for (int simd = 1; simd <= ULP_SIMD_AVX512; simd++)
 		rans_rt_path(sym, ctx, n, nsym, nctx, 0, simd);
-	for (unsigned lanes = 4; lanes <= 32; lanes *= 8)
+	for (unsigned lanes = 4; lanes <= 64; lanes = rans_lanes_next(lanes))
 		for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++)
 			rans_rt_path(sym, ctx, n, nsym, nctx, lanes, simd);
 	return blen;
@@ -177,7 +190,7 @@ Test(rans, contexts_from_16bit_reference)
 		ctx[i] = (uint8_t)((v >> shift) & emask);
 		sym[i] = (uint8_t)((ctx[i] + tu_below(&r, 5)) % nsym);
 	}
-	for (unsigned lanes = 4; lanes <= 32; lanes *= 8) {
+	for (unsigned lanes = 4; lanes <= 64; lanes = rans_lanes_next(lanes)) {
 		ulp_rans_scratch *sc = ulp_rans_scratch_new();
 		cr_assert(sc);
 		ulp_rans_scratch_set_lanes(sc, lanes);
@@ -327,15 +340,16 @@ Test(rans, single_symbol)
 		uint8_t *ctx = tu_xmalloc(ns[k]);
 		memset(ctx, 9, ns[k]);
 		size_t s2 = rans_rt(sym, ctx, ns[k], 17, 256);
-		TU_ASSERT(s2 < 40 + 4 * (ULP_RANS_LANES - 4),
+		TU_ASSERT(s2 < 40 + 4 * (64 - 4),
 		          "one-symbol block of %zu bytes", s2);
 		free(ctx);
 		free(sym);
 	}
-	/* beyond ULP_RANS_WIDE_MIN symbols the block carries 32 states */
+	/* beyond ULP_RANS_WIDE_MIN symbols the block carries 32 states,
+	 * beyond ULP_RANS_WIDE64_MIN 64 */
 	TU_ASSERT(sizes[0] < 40, "one-symbol block of %zu bytes", sizes[0]);
 	TU_ASSERT(sizes[1] == sizes[0] + 4 * (ULP_RANS_LANES - 4) &&
-	                  sizes[1] == sizes[2],
+	                  sizes[2] == sizes[1] + 4 * 32,
 	          "block size grows with n: %zu %zu %zu", sizes[0], sizes[1],
 	          sizes[2]);
 	/* nsym 1 */
@@ -395,7 +409,7 @@ static void esc_rt(const uint8_t *sym, const uint8_t *ctx, size_t n,
                    unsigned nsym, unsigned nctx, const uint32_t *h,
                    int want_esc)
 {
-	for (unsigned lanes = 4; lanes <= 32; lanes *= 8) {
+	for (unsigned lanes = 4; lanes <= 64; lanes = rans_lanes_next(lanes)) {
 		ulp_rans_scratch *sc = ulp_rans_scratch_new();
 		cr_assert(sc);
 		ulp_rans_scratch_set_lanes(sc, lanes);
@@ -531,7 +545,8 @@ Test(rans, mapped_codes)
 			h[codes[i]]++;
 			nesc += codes[i] == 7;
 		}
-		for (unsigned lanes = 4; lanes <= 32; lanes *= 8) {
+		for (unsigned lanes = 4; lanes <= 64;
+		     lanes = rans_lanes_next(lanes)) {
 			for (int simd = 0; simd <= ULP_SIMD_AVX512; simd++) {
 				int old = ulp_rans_set_simd(simd);
 				ulp_rans_scratch *sc = ulp_rans_scratch_new();
@@ -2283,11 +2298,11 @@ Test(floatcode, reject_truncated_all_codings)
 	ulp_float_scratch_free(fs);
 }
 
-/* Streams long enough for 32-lane blocks and the SIMD kernels: each
- * truncation (sampled) fails and each corruption decodes or fails cleanly,
- * through both kernels (the sanitizer build checks every read). */
-/* Streams of n elements: 32-lane blocks, and from ULP_DELTA_SAMPLED_MIN
- * delta blocks with escaped symbols (tables from a sample). */
+/* Streams long enough for 32- or 64-lane blocks and the SIMD kernels:
+ * each truncation (sampled) fails and each corruption decodes or fails
+ * cleanly, through both kernels (the sanitizer build checks every read).
+ * From ULP_DELTA_SAMPLED_MIN elements delta blocks have escaped symbols
+ * (tables from a sample). */
 static void wide_streams_corrupted(size_t n, uint64_t seed)
 {
 	static const ulp_dtype dts[] = { ULP_DT_BF16, ULP_DT_F16, ULP_DT_F32,
@@ -2321,7 +2336,8 @@ static void wide_streams_corrupted(size_t n, uint64_t seed)
 			                                                   "len"
 			                                                   "gt"
 			                                                   "h");
-			TU_ASSERT(ulp_rans_block_lanes(bp, blen) == 32,
+			TU_ASSERT(ulp_rans_block_lanes(bp, blen) ==
+			                  rans_lanes_for(n),
 			          "%s: %u lanes", ulp_dtype_name(dts[k]),
 			          ulp_rans_block_lanes(bp, blen));
 			TU_ASSERT(ulp_rans_block_escapes(bp, blen) ==
@@ -2408,5 +2424,6 @@ static void wide_streams_corrupted(size_t n, uint64_t seed)
 Test(floatcode, wide_streams_corrupted_never_crash)
 {
 	wide_streams_corrupted(20000, 0x464c4f41540aull);
+	wide_streams_corrupted(ULP_RANS_WIDE64_MIN + 77, 0x464c4f41540cull);
 	wide_streams_corrupted(ULP_DELTA_SAMPLED_MIN + 4321, 0x464c4f41540bull);
 }

@@ -206,8 +206,10 @@ void ulp_params_resolve(const ulp_params *in, ulp_params *out);
  * format-4 blocks would promise format-2 readers an object they cannot
  * decode.
  * 5: standalone streams of at least 1024 elements are ULP_SC_FUSED, one
- * rANS symbol per element (floatcode.c). */
-#define ULP_OBJ_FORMAT 5
+ * rANS symbol per element (floatcode.c).
+ * 6: rANS blocks of at least ULP_RANS_WIDE64_MIN symbols have 64 lanes
+ * (rans.h), which the SIMD decoders step as two independent sets of 32. */
+#define ULP_OBJ_FORMAT 6
 #define ULP_OBJ_FORMAT_MIN 1
 #define ULP_OBJ_HEADER_SIZE 48
 #define ULP_OBJ_INDEX_ENTRY 32

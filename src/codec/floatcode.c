@@ -1483,7 +1483,7 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 	const uint8_t *rawp = p + blen;
 	size_t rawlen = (size_t)(end - rawp);
 	/* Four-lane blocks (format 1, and small streams) decode fused with
-	 * the reconstruction; 32-lane blocks and blocks with escaped
+	 * the reconstruction; wider blocks and blocks with escaped
 	 * symbols decode the symbols in bulk, the contexts gathered from the
 	 * reference first. */
 	if (in[0] == ULP_SC_DELTA && W <= 32 &&
@@ -1497,7 +1497,7 @@ int ulp_float_decode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *in,
 	if (in[0] == ULP_SC_DELTA) {
 		if (W == 16 && f.ebits <= 8 &&
 		    ulp_rans_simd() >= ULP_SIMD_AVX512 &&
-		    ulp_rans_block_lanes(p, blen) == 32) {
+		    ulp_rans_block_lanes(p, blen) >= 32) {
 			/* the contexts computed with the symbols */
 			rc = ulp_rans_decode_ref16(fs->rs, p, blen, ref,
 			                           f.mbits, (1u << f.ebits) - 1,

@@ -45,27 +45,40 @@ struct ulp_rans_scratch {
 };
 
 /* Block header byte 0: bit 0 an escape table follows the own tables,
- * bit 1 32 lanes (else 4), bit 2 the tables have an escape symbol
- * (object format 4: ulp_rans_encode_esc). */
+ * bit 1 32 lanes, bit 3 64 lanes (object format 6; neither: 4), bit 2
+ * the tables have an escape symbol (object format 4:
+ * ulp_rans_encode_esc). */
 #define RANS_HDR_LANES32 2u
 #define RANS_HDR_ESC 4u
-#define RANS_HDR_ALL (RANS_HDR_ESC | RANS_HDR_LANES32 | 1u)
+#define RANS_HDR_LANES64 8u
+#define RANS_HDR_ALL (RANS_HDR_LANES64 | RANS_HDR_ESC | RANS_HDR_LANES32 | 1u)
 
 void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes)
 {
-	s->lanes = lanes == ULP_RANS_WAYS || lanes == 32 ? lanes : 0;
+	s->lanes = lanes == ULP_RANS_WAYS || lanes == 32 || lanes == 64 ? lanes
+	                                                                : 0;
+}
+
+/* Whether the header byte h is one a decoder knows. */
+static int rans_hdr_known(uint8_t h)
+{
+	return h <= RANS_HDR_ALL &&
+	       (h & (RANS_HDR_LANES32 | RANS_HDR_LANES64)) !=
+	               (RANS_HDR_LANES32 | RANS_HDR_LANES64);
 }
 
 unsigned ulp_rans_block_lanes(const uint8_t *in, size_t len)
 {
-	if (!len || in[0] > RANS_HDR_ALL)
+	if (!len || !rans_hdr_known(in[0]))
 		return 0;
-	return in[0] & RANS_HDR_LANES32 ? 32 : ULP_RANS_WAYS;
+	return in[0] & RANS_HDR_LANES64   ? 64
+	       : in[0] & RANS_HDR_LANES32 ? 32
+	                                  : ULP_RANS_WAYS;
 }
 
 int ulp_rans_block_escapes(const uint8_t *in, size_t len)
 {
-	return len && in[0] <= RANS_HDR_ALL && (in[0] & RANS_HDR_ESC);
+	return len && rans_hdr_known(in[0]) && (in[0] & RANS_HDR_ESC);
 }
 
 /* What the CPU was found to run, asked once: the kernel level in the low
@@ -413,17 +426,18 @@ rans_enc_lanes(const ulp_rans_scratch *sc, const ulp_rans_esym *tabs,
 		i--;
 		RANS_ENC_STEP(x[i % N], i);
 	}
-	if (N == 32 && i > 0 && ulp_rans_simd()) {
+	if (N >= 32 && i > 0 && ulp_rans_simd()) {
 		w = ulp_rans_simd() >= ULP_SIMD_AVX512
 		            ? ulp_rans_enc32_avx512(tabs, remap, rowlen, sym,
-		                                    ctx, i, x, w, escv, nesc)
-		            : ulp_rans_enc32_avx2(eb, sym, ctx, i, x, w, escv,
-		                                  nesc);
+		                                    ctx, i, x, N / 32, w, escv,
+		                                    nesc)
+		            : ulp_rans_enc32_avx2(eb, sym, ctx, i, x, N / 32, w,
+		                                  escv, nesc);
 		i = 0;
 	}
 	while (i > 0) {
 		i -= N;
-#pragma GCC unroll 32
+#pragma GCC unroll 64
 		for (unsigned k = N; k-- > 0;)
 			RANS_ENC_STEP(x[k], i + k);
 	}
@@ -575,22 +589,30 @@ static int rans_encode_impl(ulp_rans_scratch *sc, const uint8_t *sym,
 	const uint8_t *remap = map ? rans_rowmap : sc->remap;
 	const unsigned rowlen = map ? map->nsym : nt;
 	/* 32 final states cost 112 bytes more than 4: small blocks, which
-	 * decode fast either way, keep four lanes */
-	const unsigned lanes = sc->lanes                ? sc->lanes
-	                       : n >= ULP_RANS_WIDE_MIN ? ULP_RANS_LANES
-	                                                : ULP_RANS_WAYS;
+	 * decode fast either way, keep four lanes; 64 cost 128 more than
+	 * 32, paid back by the decoders' two independent sets of 32 only in
+	 * large blocks */
+	const unsigned lanes = sc->lanes                  ? sc->lanes
+	                       : n >= ULP_RANS_WIDE64_MIN ? 64
+	                       : n >= ULP_RANS_WIDE_MIN   ? ULP_RANS_LANES
+	                                                  : ULP_RANS_WAYS;
 	uint32_t x[ULP_RANS_MAX_LANES];
 	uint16_t *wend = sc->words + ULP_RANS_WORDS_SLACK + n;
+	uint32_t *escl = list ? sc->escv : NULL;
 	uint16_t *w =
 		lanes == ULP_RANS_WAYS
 			? rans_enc_lanes(sc, tabs, remap, rowlen, sym, ctx, n,
-	                                 lsym, wend, x, list ? sc->escv : NULL,
-	                                 &nesc, ULP_RANS_WAYS)
+	                                 lsym, wend, x, escl, &nesc,
+	                                 ULP_RANS_WAYS)
+		: lanes == 32
+			? rans_enc_lanes(sc, tabs, remap, rowlen, sym, ctx, n,
+	                                 lsym, wend, x, escl, &nesc, 32)
 			: rans_enc_lanes(sc, tabs, remap, rowlen, sym, ctx, n,
-	                                 lsym, wend, x, list ? sc->escv : NULL,
-	                                 &nesc, 32);
+	                                 lsym, wend, x, escl, &nesc, 64);
 	size_t nwords = (size_t)(wend - w);
-	p[0] |= lanes == 32 ? RANS_HDR_LANES32 : 0;
+	p[0] |= lanes == 64   ? RANS_HDR_LANES64
+	        : lanes == 32 ? RANS_HDR_LANES32
+	                      : 0;
 	if (esc) {
 		/* the escaped symbols, in symbol order (the coder walked
 		 * backwards, the SIMD kernel a register at a time) */
@@ -777,32 +799,40 @@ int ulp_rans_dec_end(const ulp_rans_dec *d, const uint8_t *in, size_t *used)
 	return ULP_OK;
 }
 
-/* Portable 32-lane decoding of whole groups while the input surely
- * holds their (at most 32) renormalisation words; returns the symbols
- * done, the caller finishes with checked steps. */
-static size_t rans_dec32(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
-                         uint8_t *sym)
+/* Portable decoding of whole groups of L (32 or 64) symbols while the
+ * input surely holds their (at most L) renormalisation words; returns
+ * the symbols done, the caller finishes with checked steps. */
+static inline __attribute__((always_inline)) size_t
+rans_dec_wide_l(ulp_rans_dec *d, const uint8_t *ctx, size_t n, uint8_t *sym,
+                const unsigned L)
 {
 	const uint32_t *const *db = d->tab;
 	const uint8_t *p = d->p;
-	uint32_t x[32];
+	uint32_t x[ULP_RANS_MAX_LANES];
 	size_t i = 0;
-	memcpy(x, d->x, sizeof(x));
-	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
-		for (unsigned k = 0; k < 32; k++) {
+	memcpy(x, d->x, sizeof(x[0]) * L);
+	for (; i + L <= n && d->end - p >= 2 * L; i += L) {
+		for (unsigned k = 0; k < L; k++) {
 			unsigned s;
 			x[k] = ulp_rans_dec_step(x[k], db[ctx ? ctx[i + k] : 0],
 			                         &p, &s);
 			sym[i + k] = (uint8_t)s;
 		}
 	}
-	memcpy(d->x, x, sizeof(x));
+	memcpy(d->x, x, sizeof(x[0]) * L);
 	d->p = p;
 	return i;
 }
 
+static size_t rans_dec_wide(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
+                            uint8_t *sym)
+{
+	return d->lanes == 64 ? rans_dec_wide_l(d, ctx, n, sym, 64)
+	                      : rans_dec_wide_l(d, ctx, n, sym, 32);
+}
+
 /* ulp_rans_decode, and with ref16 ulp_rans_decode_ref16 where the
- * AVX-512 kernels run (a 32-lane block). */
+ * AVX-512 kernels run (a block of 32 or 64 lanes). */
 static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                        uint8_t *ctx, const uint8_t *ref16, unsigned shift,
                        unsigned emask, size_t n, unsigned nsym, uint8_t *sym,
@@ -815,7 +845,7 @@ static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 	if (n > 0 && (d.ntab == 0 || (!ctx && d.ntab != 1)))
 		return ULP_ERR_CORRUPT;
 	const uint32_t *const *db = d.tab;
-	if (d.lanes == 32) {
+	if (d.lanes >= 32) {
 		const int simd = ulp_rans_simd();
 		size_t i;
 		if (ref16) {
@@ -836,10 +866,10 @@ static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 			            ? ulp_rans_dec32_avx512_loads(&d, ctx, n,
 			                                          sym)
 			    : simd ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
-			           : rans_dec32(&d, ctx, n, sym);
+			           : rans_dec_wide(&d, ctx, n, sym);
 		for (; i < n; i++) {
 			unsigned s;
-			if (ulp_rans_dec_step_checked(&d, &d.x[i % 32],
+			if (ulp_rans_dec_step_checked(&d, &d.x[i % d.lanes],
 			                              db[ctx ? ctx[i] : 0], &s))
 				return ULP_ERR_CORRUPT;
 			sym[i] = (uint8_t)s;
@@ -898,7 +928,7 @@ int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                           size_t *used)
 {
 	if (ulp_rans_simd() >= ULP_SIMD_AVX512 &&
-	    ulp_rans_block_lanes(in, len) == 32)
+	    ulp_rans_block_lanes(in, len) >= 32)
 		return rans_decode(sc, in, len, ctx, ref, shift, emask, n, nsym,
 		                   sym, used);
 	for (size_t i = 0; i < n; i++)

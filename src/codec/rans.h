@@ -1,5 +1,6 @@
 /*
- * rans.h - static, interleaved rANS (4 or 32 lanes) with per-context tables.
+ * rans.h - static, interleaved rANS (4, 32 or 64 lanes) with per-context
+ * tables.
  *
  * Symbols are bytes from an alphabet of nsym <= 256 values; each symbol has
  * a context byte (0..255) that selects its frequency table.  Tables are
@@ -10,9 +11,10 @@
  *
  * Encoded block: [header + tables][escapes][W x u32 final states][16-bit
  * words]; symbol i is coded by state i % W, which hides the latency of each
- * step.  The header's first byte says W: 4 lanes (object format 1) or 32
+ * step.  The header's first byte says W: 4 lanes (object format 1), 32
  * (format 2, which the AVX2 decoder runs as four 8-lane registers; the
- * scalar decoder reads the same bitstream), and (format 4) whether the
+ * scalar decoder reads the same bitstream) or 64 (format 6: two such sets
+ * of 32, stepped independently), and (format 4) whether the
  * counts were a sample's: then every table has an escape symbol nsym
  * (its frequency first in the table), a symbol without a frequency is
  * coded as it, and [escapes] is a varint count and the escaped symbols'
@@ -31,7 +33,7 @@
 #define ULP_RANS_SCALE 11
 #define ULP_RANS_WAYS 4   /* format-1 blocks; the fused float decoder */
 #define ULP_RANS_LANES 32 /* what the encoder writes for large blocks */
-#define ULP_RANS_MAX_LANES 32
+#define ULP_RANS_MAX_LANES 64
 #define ULP_RANS_M (1u << ULP_RANS_SCALE)
 #define ULP_RANS_L (1u << 16)
 #define ULP_RANS_NCTX 256
@@ -43,11 +45,15 @@ typedef struct ulp_rans_scratch ulp_rans_scratch;
 ulp_rans_scratch *ulp_rans_scratch_new(void);
 void ulp_rans_scratch_free(ulp_rans_scratch *s);
 
-/* Blocks of at least this many symbols get ULP_RANS_LANES lanes. */
+/* Blocks of at least this many symbols get ULP_RANS_LANES lanes, of at
+ * least ULP_RANS_WIDE64_MIN 64 (object format 6), which the SIMD
+ * decoders run as two independent sets of 32: twice the chains of
+ * dependent steps in flight. */
 #define ULP_RANS_WIDE_MIN 16384
+#define ULP_RANS_WIDE64_MIN 131072
 
 /* Lanes the encoder writes with this scratch: 0 (the default) chooses by
- * the block's size, 4 or 32 force a lane count (tests cover both paths
+ * the block's size, 4, 32 or 64 force a lane count (tests cover both paths
  * whatever the sizes). */
 void ulp_rans_scratch_set_lanes(ulp_rans_scratch *s, unsigned lanes);
 
@@ -126,7 +132,7 @@ int ulp_rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 /* ulp_rans_decode with the contexts of 16-bit reference elements ref,
  * ctx[i] = (ref[i] >> shift) & emask (emask < ULP_RANS_NCTX): the
  * AVX-512 kernels (level ULP_SIMD_AVX512) compute them as they decode a
- * 32-lane block instead of reading them from a pass of their own; ctx
+ * block of 32 or 64 lanes instead of reading them from a pass of their own; ctx
  * (n bytes of scratch) receives those computed apart (all of them, by a
  * portable loop, where those kernels do not run). */
 int ulp_rans_decode_ref16(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
@@ -221,37 +227,43 @@ typedef struct ulp_rans_esym {
 /* Words of scratch the encoders may write below their output. */
 #define ULP_RANS_WORDS_SLACK 8
 
-/* The AVX2 kernel of 32-lane encoding (rans_avx2.c): codes symbols
- * [0, i) (i a multiple of 32, walking down from i - 1) with the 32 states
- * x, entry eb[context] + symbol, writing words downwards from w (which
- * may write ULP_RANS_WORDS_SLACK words below the last one it keeps);
- * returns the new w.  The indices of the symbols whose entries are
- * marked ULP_RANS_ESYM_ESC are appended to escv (*nesc of them), in no
- * particular order; escv NULL: a block without escapes, whose entries
- * have no marks.  The bytes are the portable loop's. */
+/* The AVX2 kernel of 32- and 64-lane encoding (rans_avx2.c): codes
+ * symbols [0, i) (i a multiple of 32 * sets, walking down from i - 1)
+ * with the 32 * sets states x (sets 1 or 2), entry eb[context] + symbol,
+ * writing words downwards from w (which may write ULP_RANS_WORDS_SLACK
+ * words below the last one it keeps); returns the new w.  The indices of
+ * the symbols whose entries are marked ULP_RANS_ESYM_ESC are appended to
+ * escv (*nesc of them), in no particular order; escv NULL: a block
+ * without escapes, whose entries have no marks.  The bytes are the
+ * portable loop's. */
 uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
                               const uint8_t *sym, const uint8_t *ctx, size_t i,
-                              uint32_t *x, uint16_t *w, uint32_t *escv,
-                              size_t *nesc);
+                              uint32_t *x, unsigned sets, uint16_t *w,
+                              uint32_t *escv, size_t *nesc);
 
 /* ulp_rans_enc32_avx2 with AVX-512 (rans_avx512.c: two registers of 16
- * states), for ulp_rans_simd() >= ULP_SIMD_AVX512.  The entry of a symbol
- * s in context c is esym[remap[c] * nt + s] (remap: 256 table indices,
- * nt entries a table); writes no words below the last one it keeps. */
+ * states a set), for ulp_rans_simd() >= ULP_SIMD_AVX512.  The entry of a
+ * symbol s in context c is esym[remap[c] * nt + s] (remap: 256 table
+ * indices, nt entries a table); writes no words below the last one it
+ * keeps. */
 uint16_t *ulp_rans_enc32_avx512(const ulp_rans_esym *esym, const uint8_t *remap,
                                 unsigned nt, const uint8_t *sym,
                                 const uint8_t *ctx, size_t i, uint32_t *x,
-                                uint16_t *w, uint32_t *escv, size_t *nesc);
+                                unsigned sets, uint16_t *w, uint32_t *escv,
+                                size_t *nesc);
 
-/* The AVX2 kernel of 32-lane decoding (rans_avx2.c): decodes whole
- * groups of 32 symbols while 64 input bytes remain, updates d->x and d->p
- * and returns the symbols done.  Only when ulp_rans_simd(). */
+/* The decoding kernels of blocks of 32 or 64 lanes (d->lanes), named for
+ * the 32 lanes a register set holds; a 64-lane block runs as two sets,
+ * whose steps are independent.  AVX2 (rans_avx2.c): decodes whole
+ * groups of d->lanes symbols while 2 * d->lanes input bytes remain,
+ * updates d->x and d->p and returns the symbols done.  Only when
+ * ulp_rans_simd(). */
 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                            uint8_t *sym);
 
-/* The same with AVX-512 (rans_avx512.c): two registers of 16 lanes.
- * Only when ulp_rans_gathers() (ctx given) or ulp_rans_gathers_one()
- * (ctx NULL). */
+/* The same with AVX-512 (rans_avx512.c): two registers of 16 lanes a
+ * set.  Only when ulp_rans_gathers() (ctx given) or
+ * ulp_rans_gathers_one() (ctx NULL). */
 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
                              uint8_t *sym);
 

@@ -1,10 +1,11 @@
 /*
- * rans_avx2.c - 32-lane rANS with AVX2: four registers of eight states,
- * stepped in turn so that one register's loads overlap the others'
- * arithmetic.
+ * rans_avx2.c - 32- and 64-lane rANS with AVX2: four registers of eight
+ * states a set of 32, stepped in turn so that one register's loads overlap
+ * the others' arithmetic.
  *
- * The bitstream is the portable coder's: symbol i is coded by lane i % 32
- * and the renormalisation words are read in symbol order.  Decoding, the
+ * The bitstream is the portable coder's: symbol i is coded by lane i % W
+ * and the renormalisation words are read in symbol order, so a 64-lane
+ * block is groups of 32 symbols coded by two sets of states in turn.  Decoding, the
  * lanes of a register that fall below L take the next words in lane
  * order: eight words are loaded, widened, and moved to those lanes by a
  * permutation computed with PDEP from the lane mask (BMI2), then the input
@@ -64,28 +65,44 @@ dec8(__m256i x, const uint8_t *ctx, const uint32_t *off, const uint32_t *flat,
 	return _mm256_blendv_epi8(x, xs, need);
 }
 
-ULP_AVX2 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx,
-                                    size_t n, uint8_t *sym)
+/* Groups of 32 symbols (sets 1) or 64 (sets 2: a 64-lane block, its
+ * two halves' states independent). */
+static inline __attribute__((always_inline)) ULP_AVX2 size_t
+dec_wide(ulp_rans_dec *d, const uint8_t *ctx, size_t n, uint8_t *sym,
+         const unsigned sets)
 {
 	const uint32_t *flat = d->flat, *off = d->off;
 	const uint8_t *p = d->p;
-	__m256i x[4];
-	ulp_rans_x_load_avx2(d->x, x);
+	const size_t L = 32 * sets;
+	__m256i x[8];
+	for (unsigned k = 0; k < sets; k++)
+		ulp_rans_x_load_avx2(d->x + 32 * k, x + 4 * k);
 	size_t i = 0;
 	/* each register step reads at most 16 bytes (8 words, some unused)
-	 * and consumes at most 16: four of them stay within 64 */
-	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
+	 * and consumes at most 16: four a set stay within 64 */
+	for (; i + L <= n && (size_t)(d->end - p) >= 2 * L; i += L) {
 		const uint8_t *c = ctx ? ctx + i : NULL;
-		__m256i s[4];
-#pragma GCC unroll 4
-		for (int k = 0; k < 4; k++)
+		__m256i s[8];
+#pragma GCC unroll 8
+		for (unsigned k = 0; k < 4 * sets; k++)
 			x[k] = dec8(x[k], c ? c + 8 * k : NULL, off, flat, &p,
 			            &s[k]);
-		ulp_rans_sym32_avx2(sym + i, s[0], s[1], s[2], s[3]);
+		for (unsigned k = 0; k < sets; k++)
+			ulp_rans_sym32_avx2(sym + i + 32 * k, s[4 * k],
+			                    s[4 * k + 1], s[4 * k + 2],
+			                    s[4 * k + 3]);
 	}
-	ulp_rans_x_store_avx2(d->x, x);
+	for (unsigned k = 0; k < sets; k++)
+		ulp_rans_x_store_avx2(d->x + 32 * k, x + 4 * k);
 	d->p = p;
 	return i;
+}
+
+ULP_AVX2 size_t ulp_rans_dec32_avx2(ulp_rans_dec *d, const uint8_t *ctx,
+                                    size_t n, uint8_t *sym)
+{
+	return d->lanes == 64 ? dec_wide(d, ctx, n, sym, 2)
+	                      : dec_wide(d, ctx, n, sym, 1);
 }
 
 /* One encoding step of eight lanes (symbols j .. j + 7), the lanes
@@ -175,38 +192,51 @@ enc8(__m256i x, const ulp_rans_esym *const *eb, const uint8_t *sym,
 	                        _mm256_mullo_epi32(q, cmpl));
 }
 
+/* Symbols i .. i + 31 of the eight-lane states x[0..4), walking down. */
 static inline __attribute__((always_inline)) ULP_AVX2 uint16_t *
-enc32(const ulp_rans_esym *const *eb, const uint8_t *sym, const uint8_t *ctx,
-      size_t i, uint32_t *x, uint16_t *w, uint32_t *escv, size_t *nesc,
-      const int esc)
+enc_group(const ulp_rans_esym *const *eb, const uint8_t *sym,
+          const uint8_t *ctx, size_t i, __m256i *x, uint16_t *w, uint32_t *escv,
+          size_t *nesc, const int esc)
 {
-	__m256i x0 = _mm256_loadu_si256((const __m256i *)(void *)x);
-	__m256i x1 = _mm256_loadu_si256((const __m256i *)(void *)(x + 8));
-	__m256i x2 = _mm256_loadu_si256((const __m256i *)(void *)(x + 16));
-	__m256i x3 = _mm256_loadu_si256((const __m256i *)(void *)(x + 24));
+	const uint8_t *c = ctx ? ctx + i : NULL;
+	for (int k = 4; k-- > 0;)
+		x[k] = enc8(x[k], eb, sym + i + 8 * k, c ? c + 8 * k : NULL,
+		            i + 8 * (size_t)k, &w, escv, nesc, esc);
+	return w;
+}
+
+/* Groups of 32 lanes (sets 1) or 64 (sets 2), from i down to 0. */
+static inline __attribute__((always_inline)) ULP_AVX2 uint16_t *
+enc_wide(const ulp_rans_esym *const *eb, const uint8_t *sym, const uint8_t *ctx,
+         size_t i, uint32_t *x, uint16_t *w, uint32_t *escv, size_t *nesc,
+         const int esc, const unsigned sets)
+{
+	__m256i v[8];
+	for (unsigned k = 0; k < sets; k++)
+		ulp_rans_x_load_avx2(x + 32 * k, v + 4 * k);
 	while (i > 0) {
+		if (sets == 2) {
+			i -= 32;
+			w = enc_group(eb, sym, ctx, i, v + 4, w, escv, nesc,
+			              esc);
+		}
 		i -= 32;
-		const uint8_t *c = ctx ? ctx + i : NULL;
-		x3 = enc8(x3, eb, sym + i + 24, c ? c + 24 : NULL, i + 24, &w,
-		          escv, nesc, esc);
-		x2 = enc8(x2, eb, sym + i + 16, c ? c + 16 : NULL, i + 16, &w,
-		          escv, nesc, esc);
-		x1 = enc8(x1, eb, sym + i + 8, c ? c + 8 : NULL, i + 8, &w,
-		          escv, nesc, esc);
-		x0 = enc8(x0, eb, sym + i, c, i, &w, escv, nesc, esc);
+		w = enc_group(eb, sym, ctx, i, v, w, escv, nesc, esc);
 	}
-	_mm256_storeu_si256((__m256i *)(void *)x, x0);
-	_mm256_storeu_si256((__m256i *)(void *)(x + 8), x1);
-	_mm256_storeu_si256((__m256i *)(void *)(x + 16), x2);
-	_mm256_storeu_si256((__m256i *)(void *)(x + 24), x3);
+	for (unsigned k = 0; k < sets; k++)
+		ulp_rans_x_store_avx2(x + 32 * k, v + 4 * k);
 	return w;
 }
 
 ULP_AVX2 uint16_t *ulp_rans_enc32_avx2(const ulp_rans_esym *const *eb,
                                        const uint8_t *sym, const uint8_t *ctx,
-                                       size_t i, uint32_t *x, uint16_t *w,
-                                       uint32_t *escv, size_t *nesc)
+                                       size_t i, uint32_t *x, unsigned sets,
+                                       uint16_t *w, uint32_t *escv,
+                                       size_t *nesc)
 {
-	return escv ? enc32(eb, sym, ctx, i, x, w, escv, nesc, 1)
-	            : enc32(eb, sym, ctx, i, x, w, NULL, nesc, 0);
+	if (sets == 2)
+		return escv ? enc_wide(eb, sym, ctx, i, x, w, escv, nesc, 1, 2)
+		            : enc_wide(eb, sym, ctx, i, x, w, NULL, nesc, 0, 2);
+	return escv ? enc_wide(eb, sym, ctx, i, x, w, escv, nesc, 1, 1)
+	            : enc_wide(eb, sym, ctx, i, x, w, NULL, nesc, 0, 1);
 }

@@ -1,9 +1,14 @@
 /*
- * rans_avx512.c - 32-lane rANS decoding with AVX-512: two registers of
- * sixteen states.
+ * rans_avx512.c - 32- and 64-lane rANS decoding with AVX-512: two
+ * registers of sixteen states a set of 32.
  *
  * The bitstream is the portable coder's (rans.h): symbol i is coded by
- * lane i % 32 and the renormalisation words are read in symbol order.
+ * lane i % W and the renormalisation words are read in symbol order.  A
+ * 64-lane block's two sets step independently: with one set, the
+ * dependent steps of each state (a gather, a product, the renormalisation)
+ * left the cores idle, and two sets decoded bf16 deltas about a tenth
+ * faster on AMD Zen 5, where four sets (128 lanes) gained nothing more
+ * (bench/README.md).
  * Against the AVX2 kernel (rans_avx2.c):
  *  - the contexts become table offsets by byte permutations (VBMI) of a
  *    256-byte context -> table map, 32 at a time, instead of a scalar
@@ -85,17 +90,25 @@ dec16(__m512i x, __m512i base, const uint32_t *flat, const uint8_t **pp,
 	                       _mm512_maskz_expand_epi32(need, w));
 }
 
-/* The 32-lane loop, with the contexts read from ctx, or (ctx NULL and
- * ref16 set) computed from 16-bit reference elements as
- * (r >> shift) & emask, or all 0. */
-static inline __attribute__((always_inline)) ULP_AVX512 size_t
-dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
-      unsigned emask, size_t n, uint8_t *sym, const int gather)
+/* The table offsets (multiples of ULP_RANS_M) of symbols i .. i + 15
+ * in *b0, of i + 16 .. i + 31 in *b1. */
+static inline __attribute__((always_inline)) ULP_AVX512 void
+ctx_bases(const ulp_rans_ctx_src *cs, size_t i, __m512i *b0, __m512i *b1)
 {
-	const uint32_t *flat = d->flat;
-	const uint8_t *p = d->p;
-	ulp_rans_ctx_src cs;
-	ulp_rans_ctx_src_init(&cs, d, ctx, ref16, shift, emask);
+	__m512i t = ulp_rans_ctx_tables(cs, i);
+	*b0 = _mm512_slli_epi32(_mm512_cvtepu8_epi32(_mm512_castsi512_si128(t)),
+	                        ULP_RANS_SCALE);
+	*b1 = _mm512_slli_epi32(
+		_mm512_cvtepu8_epi32(_mm512_extracti32x4_epi32(t, 1)),
+		ULP_RANS_SCALE);
+}
+
+/* Symbols i .. i + 31 of states xa (lanes 0-15 of the set) and xb. */
+static inline __attribute__((always_inline)) ULP_AVX512 void
+dec_group(const ulp_rans_ctx_src *cs, const int has_ctx, __m512i b,
+          const uint32_t *flat, const uint8_t **pp, __m512i *xa, __m512i *xb,
+          size_t i, uint8_t *sym, const int gather)
+{
 	/* byte 3 of each entry of two registers: the 32 symbols (the upper
 	 * half of the result is not stored) */
 	const __m512i pick = _mm512_set_epi8(
@@ -103,34 +116,60 @@ dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
 		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 127, 123, 119, 115, 111, 107,
 		103, 99, 95, 91, 87, 83, 79, 75, 71, 67, 63, 59, 55, 51, 47, 43,
 		39, 35, 31, 27, 23, 19, 15, 11, 7, 3);
-	__m512i x0 = _mm512_loadu_si512((const void *)d->x);
-	__m512i x1 = _mm512_loadu_si512((const void *)(d->x + 16));
-	__m512i b0 = _mm512_set1_epi32((int)d->off[0]), b1 = b0;
+	__m512i b0 = b, b1 = b, e0, e1;
+	if (has_ctx)
+		ctx_bases(cs, i, &b0, &b1);
+	*xa = dec16(*xa, b0, flat, pp, &e0, gather);
+	*xb = dec16(*xb, b1, flat, pp, &e1, gather);
+	__m512i s = _mm512_permutex2var_epi8(e0, pick, e1);
+	_mm256_storeu_si256((__m256i *)(void *)(sym + i),
+	                    _mm512_castsi512_si256(s));
+}
+
+/* The loop over groups of 32 symbols (sets 1) or 64 (sets 2: a 64-lane
+ * block, whose two halves' states step independently), with the
+ * contexts read from ctx, or (ctx NULL and ref16 set) computed from
+ * 16-bit reference elements as (r >> shift) & emask, or all 0. */
+static inline __attribute__((always_inline)) ULP_AVX512 size_t
+dec_wide(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16,
+         unsigned shift, unsigned emask, size_t n, uint8_t *sym,
+         const int gather, const unsigned sets)
+{
+	const uint32_t *flat = d->flat;
+	const uint8_t *p = d->p;
+	const int has_ctx = ctx || ref16;
+	const size_t L = 32 * sets;
+	ulp_rans_ctx_src cs;
+	ulp_rans_ctx_src_init(&cs, d, ctx, ref16, shift, emask);
+	__m512i x[4];
+	for (unsigned k = 0; k < 2 * sets; k++)
+		x[k] = _mm512_loadu_si512((const void *)(d->x + 16 * k));
+	const __m512i b = _mm512_set1_epi32((int)d->off[0]);
 	size_t i = 0;
 	/* each register step reads 32 bytes and consumes at most 32: two
-	 * of them stay within 64 */
-	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
-		if (ctx || ref16) {
-			__m512i t = ulp_rans_ctx_tables(&cs, i);
-			b0 = _mm512_slli_epi32(
-				_mm512_cvtepu8_epi32(_mm512_castsi512_si128(t)),
-				ULP_RANS_SCALE);
-			b1 = _mm512_slli_epi32(
-				_mm512_cvtepu8_epi32(
-					_mm512_extracti32x4_epi32(t, 1)),
-				ULP_RANS_SCALE);
-		}
-		__m512i e0, e1;
-		x0 = dec16(x0, b0, flat, &p, &e0, gather);
-		x1 = dec16(x1, b1, flat, &p, &e1, gather);
-		__m512i s = _mm512_permutex2var_epi8(e0, pick, e1);
-		_mm256_storeu_si256((__m256i *)(void *)(sym + i),
-		                    _mm512_castsi512_si256(s));
+	 * a set stay within 64 */
+	for (; i + L <= n && (size_t)(d->end - p) >= 2 * L; i += L) {
+		dec_group(&cs, has_ctx, b, flat, &p, &x[0], &x[1], i, sym,
+		          gather);
+		if (sets == 2)
+			dec_group(&cs, has_ctx, b, flat, &p, &x[2], &x[3],
+			          i + 32, sym, gather);
 	}
-	_mm512_storeu_si512((void *)d->x, x0);
-	_mm512_storeu_si512((void *)(d->x + 16), x1);
+	for (unsigned k = 0; k < 2 * sets; k++)
+		_mm512_storeu_si512((void *)(d->x + 16 * k), x[k]);
 	d->p = p;
 	return i;
+}
+
+/* dec_wide for the block's lanes (32 or 64). */
+static inline __attribute__((always_inline)) ULP_AVX512 size_t
+dec32(ulp_rans_dec *d, const uint8_t *ctx, const uint8_t *ref16, unsigned shift,
+      unsigned emask, size_t n, uint8_t *sym, const int gather)
+{
+	return d->lanes == 64 ? dec_wide(d, ctx, ref16, shift, emask, n, sym,
+	                                 gather, 2)
+	                      : dec_wide(d, ctx, ref16, shift, emask, n, sym,
+	                                 gather, 1);
 }
 
 ULP_AVX512 size_t ulp_rans_dec32_avx512(ulp_rans_dec *d, const uint8_t *ctx,
@@ -174,27 +213,39 @@ dec8_one(__m256i x, const uint32_t *t, const uint8_t **pp, __m256i *e)
  * sixteen win (0.83 against 0.94), their table offsets made half as
  * often. */
 static inline __attribute__((always_inline)) ULP_AVX512 size_t
-dec32_one(ulp_rans_dec *d, size_t n, uint8_t *sym)
+dec_one(ulp_rans_dec *d, size_t n, uint8_t *sym, const unsigned sets)
 {
 	const uint32_t *t = d->flat + d->off[0];
 	const uint8_t *p = d->p;
-	__m256i x[4];
-	ulp_rans_x_load_avx2(d->x, x);
+	const size_t L = 32 * sets;
+	__m256i x[8];
+	for (unsigned k = 0; k < sets; k++)
+		ulp_rans_x_load_avx2(d->x + 32 * k, x + 4 * k);
 	size_t i = 0;
 	/* each register step reads 16 bytes and consumes at most 16: four
-	 * of them stay within 64 */
-	for (; i + 32 <= n && d->end - p >= 64; i += 32) {
-		__m256i e[4];
-#pragma GCC unroll 4
-		for (int k = 0; k < 4; k++) {
+	 * a set stay within 64 */
+	for (; i + L <= n && (size_t)(d->end - p) >= 2 * L; i += L) {
+		__m256i e[8];
+#pragma GCC unroll 8
+		for (unsigned k = 0; k < 4 * sets; k++) {
 			x[k] = dec8_one(x[k], t, &p, &e[k]);
 			e[k] = _mm256_srli_epi32(e[k], 24);
 		}
-		ulp_rans_sym32_avx2(sym + i, e[0], e[1], e[2], e[3]);
+		for (unsigned k = 0; k < sets; k++)
+			ulp_rans_sym32_avx2(sym + i + 32 * k, e[4 * k],
+			                    e[4 * k + 1], e[4 * k + 2],
+			                    e[4 * k + 3]);
 	}
-	ulp_rans_x_store_avx2(d->x, x);
+	for (unsigned k = 0; k < sets; k++)
+		ulp_rans_x_store_avx2(d->x + 32 * k, x + 4 * k);
 	d->p = p;
 	return i;
+}
+
+static inline __attribute__((always_inline)) ULP_AVX512 size_t
+dec32_one(ulp_rans_dec *d, size_t n, uint8_t *sym)
+{
+	return d->lanes == 64 ? dec_one(d, n, sym, 2) : dec_one(d, n, sym, 1);
 }
 
 ULP_AVX512 size_t ulp_rans_dec32_avx512_loads(ulp_rans_dec *d,

@@ -1,6 +1,6 @@
 /*
- * rans_avx512_enc.c - the 32-lane rANS encoder with AVX-512: two registers of
- * sixteen states.
+ * rans_avx512_enc.c - the 32- and 64-lane rANS encoder with AVX-512: two
+ * registers of sixteen states a set of 32.
  *
  * The bitstream is the portable coder's (see rans_avx2.c).  Against the
  * AVX2 kernel, a register step does twice the lanes with about the same
@@ -126,46 +126,80 @@ enc16(__m512i x, const uint8_t *base, const uint32_t *off, size_t j,
 	                        _mm512_mullo_epi32(q, cmpl));
 }
 
+/* Symbols i .. i + 31 of states xa (lanes 0-15 of the set) and xb,
+ * their entries' offsets at o; the next group's (i - 32 ..) to off. */
 static inline __attribute__((always_inline)) ULP_AVX512 uint16_t *
-enc32(const ulp_rans_esym *esym, const uint8_t *remap, unsigned nt,
-      const uint8_t *sym, const uint8_t *ctx, size_t i, uint32_t *x,
-      uint16_t *w, uint32_t *escv, size_t *nesc, const int esc)
+enc_group(const uint8_t *base, const __m512i rm[4], __m512i vnt,
+          const uint8_t *sym, const uint8_t *ctx, size_t i, const uint32_t *o,
+          uint32_t *off, __m512i *xa, __m512i *xb, uint16_t *w, uint32_t *escv,
+          size_t *nesc, const int esc)
+{
+	if (i > 0)
+		entry_offsets(rm, vnt, sym + i - 32, ctx ? ctx + i - 32 : NULL,
+		              off);
+	*xb = enc16(*xb, base, o + 16, i + 16, &w, escv, nesc, esc);
+	*xa = enc16(*xa, base, o, i, &w, escv, nesc, esc);
+	return w;
+}
+
+/* Groups of 32 lanes (sets 1) or 64 (sets 2: the group at i - 32 in
+ * states x2, x3, the one below in x0, x1), from i down to 0. */
+static inline __attribute__((always_inline)) ULP_AVX512 uint16_t *
+enc_wide(const ulp_rans_esym *esym, const uint8_t *remap, unsigned nt,
+         const uint8_t *sym, const uint8_t *ctx, size_t i, uint32_t *x,
+         uint16_t *w, uint32_t *escv, size_t *nesc, const int esc,
+         const unsigned sets)
 {
 	const uint8_t *base = (const uint8_t *)esym;
 	/* a group's offsets are made while the group before it is coded,
 	 * so that their loads do not wait for the stores */
 	uint32_t off[2][32] __attribute__((aligned(64)));
-	unsigned cur = 0;
 	__m512i rm[4];
 	ulp_map256_load_avx512(remap, rm);
 	const __m512i vnt = _mm512_set1_epi16((short)nt);
 	__m512i x0 = _mm512_loadu_si512((const void *)x);
 	__m512i x1 = _mm512_loadu_si512((const void *)(x + 16));
+	__m512i x2 = x0, x3 = x1;
+	if (sets == 2) {
+		x2 = _mm512_loadu_si512((const void *)(x + 32));
+		x3 = _mm512_loadu_si512((const void *)(x + 48));
+	}
 	if (i > 0)
 		entry_offsets(rm, vnt, sym + i - 32, ctx ? ctx + i - 32 : NULL,
 		              off[0]);
+	/* two groups a turn, so that the offsets' buffers alternate in
+	 * the same order for either number of sets */
 	while (i > 0) {
 		i -= 32;
-		const uint32_t *o = off[cur];
-		cur ^= 1;
-		if (i > 0)
-			entry_offsets(rm, vnt, sym + i - 32,
-			              ctx ? ctx + i - 32 : NULL, off[cur]);
-		x1 = enc16(x1, base, o + 16, i + 16, &w, escv, nesc, esc);
-		x0 = enc16(x0, base, o, i, &w, escv, nesc, esc);
+		w = sets == 2 ? enc_group(base, rm, vnt, sym, ctx, i, off[0],
+		                          off[1], &x2, &x3, w, escv, nesc, esc)
+		              : enc_group(base, rm, vnt, sym, ctx, i, off[0],
+		                          off[1], &x0, &x1, w, escv, nesc, esc);
+		if (i == 0)
+			break;
+		i -= 32;
+		w = enc_group(base, rm, vnt, sym, ctx, i, off[1], off[0], &x0,
+		              &x1, w, escv, nesc, esc);
 	}
 	_mm512_storeu_si512((void *)x, x0);
 	_mm512_storeu_si512((void *)(x + 16), x1);
+	if (sets == 2) {
+		_mm512_storeu_si512((void *)(x + 32), x2);
+		_mm512_storeu_si512((void *)(x + 48), x3);
+	}
 	return w;
 }
 
-ULP_AVX512 uint16_t *ulp_rans_enc32_avx512(const ulp_rans_esym *esym,
-                                           const uint8_t *remap, unsigned nt,
-                                           const uint8_t *sym,
-                                           const uint8_t *ctx, size_t i,
-                                           uint32_t *x, uint16_t *w,
-                                           uint32_t *escv, size_t *nesc)
+ULP_AVX512 uint16_t *
+ulp_rans_enc32_avx512(const ulp_rans_esym *esym, const uint8_t *remap,
+                      unsigned nt, const uint8_t *sym, const uint8_t *ctx,
+                      size_t i, uint32_t *x, unsigned sets, uint16_t *w,
+                      uint32_t *escv, size_t *nesc)
 {
-	return escv ? enc32(esym, remap, nt, sym, ctx, i, x, w, escv, nesc, 1)
-	            : enc32(esym, remap, nt, sym, ctx, i, x, w, NULL, nesc, 0);
+#define ENC_WIDE(S)                                                            \
+	(escv ? enc_wide(esym, remap, nt, sym, ctx, i, x, w, escv, nesc, 1, S) \
+	      : enc_wide(esym, remap, nt, sym, ctx, i, x, w, NULL, nesc, 0,    \
+	                 S))
+	return sets == 2 ? ENC_WIDE(2) : ENC_WIDE(1);
+#undef ENC_WIDE
 }
