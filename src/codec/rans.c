@@ -833,6 +833,27 @@ static size_t rans_dec_wide(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
 
 /* ulp_rans_decode, and with ref16 ulp_rans_decode_ref16 where the
  * AVX-512 kernels run (a block of 32 or 64 lanes). */
+/* The kernel that decodes a block of 32 or 64 lanes at this level:
+ * whole groups of d->lanes symbols while 2 * d->lanes input bytes
+ * remain; returns the symbols done. */
+static size_t rans_wide_run(ulp_rans_dec *d, const uint8_t *ctx,
+                            const uint8_t *ref16, unsigned shift,
+                            unsigned emask, size_t n, uint8_t *sym)
+{
+	const int simd = ulp_rans_simd();
+	if (ref16)
+		return ulp_rans_gathers() ? ulp_rans_dec32_ref16_avx512(
+						    d, ref16, shift, emask, n, sym)
+		                          : ulp_rans_dec32_ref16_avx512_loads(
+						    d, ref16, shift, emask, n, sym);
+	return (ctx ? ulp_rans_gathers() : ulp_rans_gathers_one())
+	               ? ulp_rans_dec32_avx512(d, ctx, n, sym)
+	       : simd >= ULP_SIMD_AVX512
+	               ? ulp_rans_dec32_avx512_loads(d, ctx, n, sym)
+	       : simd ? ulp_rans_dec32_avx2(d, ctx, n, sym)
+	              : rans_dec_wide(d, ctx, n, sym);
+}
+
 static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                        uint8_t *ctx, const uint8_t *ref16, unsigned shift,
                        unsigned emask, size_t n, unsigned nsym, uint8_t *sym,
@@ -846,30 +867,40 @@ static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
 		return ULP_ERR_CORRUPT;
 	const uint32_t *const *db = d.tab;
 	if (d.lanes >= 32) {
-		const int simd = ulp_rans_simd();
-		size_t i;
-		if (ref16) {
-			i = ulp_rans_gathers()
-			            ? ulp_rans_dec32_ref16_avx512(
-					      &d, ref16, shift, emask, n, sym)
-			            : ulp_rans_dec32_ref16_avx512_loads(
-					      &d, ref16, shift, emask, n, sym);
-			/* the tail's contexts */
+		const size_t L = d.lanes;
+		size_t i = rans_wide_run(&d, ctx, ref16, shift, emask, n, sym);
+		/* The groups whose words lie in the last 2 L bytes: the
+		 * kernel again, on a copy padded with 2 L zero bytes, instead
+		 * of checked steps (which were a twentieth of a bf16 delta
+		 * decode).  A valid block never reads the padding; a
+		 * corrupt one that did is caught here. */
+		size_t left = (size_t)(d.end - d.p);
+		if (n - i >= L && left < 2 * L) {
+			uint8_t pad[4 * ULP_RANS_MAX_LANES]
+				__attribute__((aligned(64))) = { 0 };
+			const uint8_t *p0 = d.p, *end = d.end;
+			memcpy(pad, p0, left);
+			d.p = pad;
+			d.end = pad + left + 2 * L;
+			size_t k = rans_wide_run(&d, ctx ? ctx + i : NULL,
+			                         ref16 ? ref16 + 2 * i : NULL,
+			                         shift, emask, n - i, sym + i);
+			size_t got = (size_t)(d.p - pad);
+			d.p = p0 + got;
+			d.end = end;
+			if (got > left)
+				return ULP_ERR_CORRUPT;
+			i += k;
+		}
+		/* the tail's contexts */
+		if (ref16)
 			for (size_t j = i; j < n; j++)
 				ctx[j] = (uint8_t)((ulp_le16(ref16 + 2 * j) >>
 				                    shift) &
 				                   emask);
-		} else
-			i = (ctx ? ulp_rans_gathers() : ulp_rans_gathers_one())
-			            ? ulp_rans_dec32_avx512(&d, ctx, n, sym)
-			    : simd >= ULP_SIMD_AVX512
-			            ? ulp_rans_dec32_avx512_loads(&d, ctx, n,
-			                                          sym)
-			    : simd ? ulp_rans_dec32_avx2(&d, ctx, n, sym)
-			           : rans_dec_wide(&d, ctx, n, sym);
 		for (; i < n; i++) {
 			unsigned s;
-			if (ulp_rans_dec_step_checked(&d, &d.x[i % d.lanes],
+			if (ulp_rans_dec_step_checked(&d, &d.x[i % L],
 			                              db[ctx ? ctx[i] : 0], &s))
 				return ULP_ERR_CORRUPT;
 			sym[i] = (uint8_t)s;
