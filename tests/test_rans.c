@@ -975,6 +975,8 @@ Test(rans, incremental_decoder)
 		sym[i] = (uint8_t)tu_geom(&r, 3, 40);
 	}
 	ulp_rans_scratch *sc = ulp_rans_scratch_new();
+	/* the four lanes the fused decoder steps */
+	ulp_rans_scratch_set_lanes(sc, ULP_RANS_WAYS);
 	ulp_buf b = rans_enc(sc, sym, ctx, n, 41, 256);
 	uint8_t *in = tu_dup(b.p, b.len);
 	ulp_rans_dec d;

@@ -49,7 +49,7 @@ void ulp_rans_scratch_free(ulp_rans_scratch *s);
  * least ULP_RANS_WIDE64_MIN 64 (object format 6), which the SIMD
  * decoders run as two independent sets of 32: twice the chains of
  * dependent steps in flight. */
-#define ULP_RANS_WIDE_MIN 16384
+#define ULP_RANS_WIDE_MIN 4096
 #define ULP_RANS_WIDE64_MIN 131072
 
 /* Lanes the encoder writes with this scratch: 0 (the default) chooses by
