@@ -75,8 +75,7 @@ dec_wide(ulp_rans_dec *d, const uint8_t *ctx, size_t n, uint8_t *sym,
 	const uint8_t *p = d->p;
 	const size_t L = 32 * sets;
 	__m256i x[8];
-	for (unsigned k = 0; k < sets; k++)
-		ulp_rans_x_load_avx2(d->x + 32 * k, x + 4 * k);
+	ulp_rans_x_load_avx2(d->x, x, 4 * sets);
 	size_t i = 0;
 	/* each register step reads at most 16 bytes (8 words, some unused)
 	 * and consumes at most 16: four a set stay within 64 */
@@ -87,13 +86,9 @@ dec_wide(ulp_rans_dec *d, const uint8_t *ctx, size_t n, uint8_t *sym,
 		for (unsigned k = 0; k < 4 * sets; k++)
 			x[k] = dec8(x[k], c ? c + 8 * k : NULL, off, flat, &p,
 			            &s[k]);
-		for (unsigned k = 0; k < sets; k++)
-			ulp_rans_sym32_avx2(sym + i + 32 * k, s[4 * k],
-			                    s[4 * k + 1], s[4 * k + 2],
-			                    s[4 * k + 3]);
+		ulp_rans_syms_avx2(sym + i, s, 4 * sets);
 	}
-	for (unsigned k = 0; k < sets; k++)
-		ulp_rans_x_store_avx2(d->x + 32 * k, x + 4 * k);
+	ulp_rans_x_store_avx2(d->x, x, 4 * sets);
 	d->p = p;
 	return i;
 }
@@ -212,8 +207,7 @@ enc_wide(const ulp_rans_esym *const *eb, const uint8_t *sym, const uint8_t *ctx,
          const int esc, const unsigned sets)
 {
 	__m256i v[8];
-	for (unsigned k = 0; k < sets; k++)
-		ulp_rans_x_load_avx2(x + 32 * k, v + 4 * k);
+	ulp_rans_x_load_avx2(x, v, 4 * sets);
 	while (i > 0) {
 		if (sets == 2) {
 			i -= 32;
@@ -223,8 +217,7 @@ enc_wide(const ulp_rans_esym *const *eb, const uint8_t *sym, const uint8_t *ctx,
 		i -= 32;
 		w = enc_group(eb, sym, ctx, i, v, w, escv, nesc, esc);
 	}
-	for (unsigned k = 0; k < sets; k++)
-		ulp_rans_x_store_avx2(x + 32 * k, v + 4 * k);
+	ulp_rans_x_store_avx2(x, v, 4 * sets);
 	return w;
 }
 

@@ -41,19 +41,22 @@ ULP_RANS_AVX2_INLINE __m256i ulp_rans_advance8_avx2(__m256i x, __m256i e)
 		bias);
 }
 
-/* The 32 states x[0..32) as four registers of eight, and back. */
-ULP_RANS_AVX2_INLINE void ulp_rans_x_load_avx2(const uint32_t *x, __m256i v[4])
+/* The 8 * nreg states x[0..8 * nreg) as nreg registers of eight (nreg
+ * at most 8: a 64-lane block), and back. */
+ULP_RANS_AVX2_INLINE void ulp_rans_x_load_avx2(const uint32_t *x, __m256i *v,
+                                               unsigned nreg)
 {
-#pragma GCC unroll 4
-	for (int k = 0; k < 4; k++)
+#pragma GCC unroll 8
+	for (unsigned k = 0; k < nreg; k++)
 		v[k] = _mm256_loadu_si256(
 			(const __m256i *)(const void *)(x + 8 * k));
 }
 
-ULP_RANS_AVX2_INLINE void ulp_rans_x_store_avx2(uint32_t *x, const __m256i v[4])
+ULP_RANS_AVX2_INLINE void ulp_rans_x_store_avx2(uint32_t *x, const __m256i *v,
+                                                unsigned nreg)
 {
-#pragma GCC unroll 4
-	for (int k = 0; k < 4; k++)
+#pragma GCC unroll 8
+	for (unsigned k = 0; k < nreg; k++)
 		_mm256_storeu_si256((__m256i *)(void *)(x + 8 * k), v[k]);
 }
 
@@ -69,6 +72,16 @@ ULP_RANS_AVX2_INLINE void ulp_rans_sym32_avx2(uint8_t *sym, __m256i s0,
 	                                _mm256_packus_epi32(s2, s3));
 	_mm256_storeu_si256((__m256i *)(void *)sym,
 	                    _mm256_permutevar8x32_epi32(b, order));
+}
+
+/* The symbols of nreg registers (a multiple of 4) to 8 * nreg bytes. */
+ULP_RANS_AVX2_INLINE void ulp_rans_syms_avx2(uint8_t *sym, const __m256i *s,
+                                             unsigned nreg)
+{
+#pragma GCC unroll 2
+	for (unsigned k = 0; k < nreg; k += 4)
+		ulp_rans_sym32_avx2(sym + 8 * k, s[k], s[k + 1], s[k + 2],
+		                    s[k + 3]);
 }
 
 #endif /* ULP_RANS_AVX2_H */

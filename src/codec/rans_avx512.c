@@ -219,8 +219,7 @@ dec_one(ulp_rans_dec *d, size_t n, uint8_t *sym, const unsigned sets)
 	const uint8_t *p = d->p;
 	const size_t L = 32 * sets;
 	__m256i x[8];
-	for (unsigned k = 0; k < sets; k++)
-		ulp_rans_x_load_avx2(d->x + 32 * k, x + 4 * k);
+	ulp_rans_x_load_avx2(d->x, x, 4 * sets);
 	size_t i = 0;
 	/* each register step reads 16 bytes and consumes at most 16: four
 	 * a set stay within 64 */
@@ -231,13 +230,9 @@ dec_one(ulp_rans_dec *d, size_t n, uint8_t *sym, const unsigned sets)
 			x[k] = dec8_one(x[k], t, &p, &e[k]);
 			e[k] = _mm256_srli_epi32(e[k], 24);
 		}
-		for (unsigned k = 0; k < sets; k++)
-			ulp_rans_sym32_avx2(sym + i + 32 * k, e[4 * k],
-			                    e[4 * k + 1], e[4 * k + 2],
-			                    e[4 * k + 3]);
+		ulp_rans_syms_avx2(sym + i, e, 4 * sets);
 	}
-	for (unsigned k = 0; k < sets; k++)
-		ulp_rans_x_store_avx2(d->x + 32 * k, x + 4 * k);
+	ulp_rans_x_store_avx2(d->x, x, 4 * sets);
 	d->p = p;
 	return i;
 }
