@@ -4,7 +4,10 @@
 # bitstream before format 5's (two rANS symbols per element: the
 # exponent, then sign and top mantissa bits in its context).
 #
-#   tests/data/format4/make_objects.sh ULPFS_OF_FORMAT_4
+#   tests/data/format4/make_objects.sh ULPFS_OF_FORMAT_4 [OUTDIR]
+#
+# (OUTDIR, default this directory: tests/data/format5 makes its objects
+# from the same inputs with this script.)
 #
 # Run once with a binary that writes object format 4; the objects are
 # committed and the tests never run this script.  The inputs are format
@@ -12,8 +15,9 @@
 # needed), and the expected XXH3-128 of every decoded file is the same.
 set -euo pipefail
 ulpfs=$1
-here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-src=$here/../format3
+dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+here=${2:-$dir}
+src=$dir/../format3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$ulpfs" unpack --threads 1 "$src/v0.ulp" -o "$work/v0.safetensors"
