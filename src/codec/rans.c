@@ -831,8 +831,6 @@ static size_t rans_dec_wide(ulp_rans_dec *d, const uint8_t *ctx, size_t n,
 	                      : rans_dec_wide_l(d, ctx, n, sym, 32);
 }
 
-/* ulp_rans_decode, and with ref16 ulp_rans_decode_ref16 where the
- * AVX-512 kernels run (a block of 32 or 64 lanes). */
 /* The kernel that decodes a block of 32 or 64 lanes at this level:
  * whole groups of d->lanes symbols while 2 * d->lanes input bytes
  * remain; returns the symbols done. */
@@ -854,6 +852,8 @@ static size_t rans_wide_run(ulp_rans_dec *d, const uint8_t *ctx,
 	              : rans_dec_wide(d, ctx, n, sym);
 }
 
+/* ulp_rans_decode, and with ref16 ulp_rans_decode_ref16 where the
+ * AVX-512 kernels run (a block of 32 or 64 lanes). */
 static int rans_decode(ulp_rans_scratch *sc, const uint8_t *in, size_t len,
                        uint8_t *ctx, const uint8_t *ref16, unsigned shift,
                        unsigned emask, size_t n, unsigned nsym, uint8_t *sym,

@@ -32,7 +32,7 @@
  * bits; 11 keeps a table in 8 KiB, so the hot ones stay in L1. */
 #define ULP_RANS_SCALE 11
 #define ULP_RANS_WAYS 4   /* format-1 blocks; the fused float decoder */
-#define ULP_RANS_LANES 32 /* what the encoder writes for large blocks */
+#define ULP_RANS_LANES 32 /* from ULP_RANS_WIDE_MIN symbols */
 #define ULP_RANS_MAX_LANES 64
 #define ULP_RANS_M (1u << ULP_RANS_SCALE)
 #define ULP_RANS_L (1u << 16)
