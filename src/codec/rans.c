@@ -840,10 +840,11 @@ static size_t rans_wide_run(ulp_rans_dec *d, const uint8_t *ctx,
 {
 	const int simd = ulp_rans_simd();
 	if (ref16)
-		return ulp_rans_gathers() ? ulp_rans_dec32_ref16_avx512(
-						    d, ref16, shift, emask, n, sym)
-		                          : ulp_rans_dec32_ref16_avx512_loads(
-						    d, ref16, shift, emask, n, sym);
+		return ulp_rans_gathers()
+		               ? ulp_rans_dec32_ref16_avx512(d, ref16, shift,
+		                                             emask, n, sym)
+		               : ulp_rans_dec32_ref16_avx512_loads(
+					 d, ref16, shift, emask, n, sym);
 	return (ctx ? ulp_rans_gathers() : ulp_rans_gathers_one())
 	               ? ulp_rans_dec32_avx512(d, ctx, n, sym)
 	       : simd >= ULP_SIMD_AVX512
