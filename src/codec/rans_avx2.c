@@ -5,11 +5,11 @@
  *
  * The bitstream is the portable coder's: symbol i is coded by lane i % W
  * and the renormalisation words are read in symbol order, so a 64-lane
- * block is groups of 32 symbols coded by two sets of states in turn.  Decoding, the
- * lanes of a register that fall below L take the next words in lane
- * order: eight words are loaded, widened, and moved to those lanes by a
- * permutation computed with PDEP from the lane mask (BMI2), then the input
- * advances by two bytes per such lane.  Encoding walks backwards and
+ * block is groups of 32 symbols coded by two sets of states in turn.
+ * Decoding, the lanes of a register that fall below L take the next words
+ * in lane order: eight words are loaded, widened, and moved to those lanes
+ * by a permutation computed with PDEP from the lane mask (BMI2), then the
+ * input advances by two bytes per such lane.  Encoding walks backwards and
  * compacts the emitting lanes' words with PEXT the same way.
  *
  * Compiled for the baseline target; only these functions are built for
