@@ -25,6 +25,10 @@
 #    One thread and zstd are timed in CPU seconds: on a shared VM the
 #    host's steal moved wall-clock rows of unchanged code by up to 30%
 #    from one run to the next (2026-12-04); two threads are wall time.
+# 3a. Candidate contexts (bench/contexts.py, when the trajectory has
+#    optimizer.pt): bits per bf16 delta element in a model of the codec's
+#    coder, with each context that was measured and not built; appended to
+#    the output file after the summaries.
 # 3b. One large file (bench/bigfile.py: two checkpoints of the middle of
 #    the run tiled into 512 MiB, --quick 128 MiB) and its next version, in
 #    bf16 and f32: 2 threads against 1 within one file, keyframe and delta.
@@ -186,6 +190,16 @@ STEP_OUT=$WORK/codec-noside.txt step "codec without sides: ulpfs bench --no-side
 if [ "${#dtfiles[@]}" -gt 0 ]; then
 	STEP_OUT=$WORK/codec-dt.txt step "codec: ulpfs bench --threads 2 --cpu-time --reps $reps over ${#dtfiles[@]} dtype variants" \
 		"$ULPFS" bench --threads 2 --cpu-time --reps "$reps" "${dtfiles[@]}" || exit 1
+fi
+
+# ------------------------------------------- candidate contexts, bf16
+# Bits per bf16 delta element under the codec's context and under the
+# candidates that are not built (bench/contexts.py): the measurements
+# behind not building them.
+ctxfile=""
+if compgen -G "$traj/checkpoint-*/optimizer.pt" >/dev/null &&
+	STEP_OUT=$WORK/contexts.txt step "candidate contexts for bf16 deltas: bench/contexts.py" "$PY" "$here/contexts.py" "$traj"; then
+	ctxfile=$WORK/contexts.txt
 fi
 
 # ----------------------------------------------- one large file, 2T / 1T
@@ -434,6 +448,12 @@ dtnote=""
 		sed -n '/^TOTAL/p; /^== per file kind/,$p' "$WORK/codec-dt.txt"
 	fi
 	echo '```'
+	if [ -n "$ctxfile" ]; then
+		echo
+		echo "### candidate contexts for bf16 deltas (bench/contexts.py, a model of the codec's coder)"
+		echo
+		cat "$ctxfile"
+	fi
 } >"$out"
 echo
 cat "$WORK/table.md"
