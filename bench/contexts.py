@@ -22,31 +22,25 @@ baseline row's entropy column is the model's entropy (symbols + raw bits, no
 tables).
 """
 
-import json
 import os
 import re
-import struct
 import sys
 
-import numpy as np
-import torch
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bigfile  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
 
 CELL_BITS = 12.0
 
 
 def load_bf16(path):
-    """Every tensor of a safetensors file as uint16, with its shape."""
-    with open(path, "rb") as f:
-        b = f.read()
-    n = struct.unpack("<Q", b[:8])[0]
-    hdr = json.loads(b[8 : 8 + n])
-    out = {}
-    for name, t in hdr.items():
-        if name == "__metadata__" or t["dtype"] != "BF16":
-            continue
-        s, e = t["data_offsets"]
-        out[name] = np.frombuffer(b[8 + n + s : 8 + n + e], dtype=np.uint16)
-    return out
+    """The bf16 tensors of a safetensors file, as uint16, and their shapes."""
+    tensors = bigfile.read(path)
+    data = {k: np.frombuffer(b, dtype=np.uint16) for k, (dt, _, b) in tensors.items() if dt == "BF16"}
+    return data, {k: shape for k, (_, shape, _) in tensors.items()}
 
 
 def ordered(u):
@@ -187,13 +181,9 @@ def main():
     )
     if len(cks) < 2:
         sys.exit(f"contexts.py: fewer than two checkpoint-N/model.safetensors under {traj}")
-    models = [load_bf16(os.path.join(d, "model.safetensors")) for _, d in cks]
-    shapes = {}
-    with open(os.path.join(cks[-1][1], "model.safetensors"), "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        for name, t in json.loads(f.read(n)).items():
-            if name != "__metadata__":
-                shapes[name] = t["shape"]
+    loaded = [load_bf16(os.path.join(d, "model.safetensors")) for _, d in cks]
+    models = [data for data, _ in loaded]
+    shapes = loaded[-1][1]
     moms = []
     for _, d in cks:
         p = os.path.join(d, "optimizer.pt")
