@@ -78,7 +78,7 @@ def cost(ctx, sym):
 def moments(path, names):
     """AdamW moments by parameter name: the state is indexed by parameter
     order, so it is matched by order and shape against the master weights'
-    names (which are in the model's order), and checked."""
+    names (which are in the model's order)."""
     sd = torch.load(path, map_location="cpu", weights_only=False)
     master = sd.get("fp32_master_weights", {})
     state = sd.get("state", {})
@@ -103,6 +103,15 @@ def kbucket(k):
     return np.select([k == 0, k <= 2, k <= 4, k <= 6, k <= 8], [0, 1, 2, 3, 4], 5)
 
 
+def adam_direction(mom):
+    """(AdamW's step direction as 0/1, its |exp_avg|/sqrt(exp_avg_sq) in 5
+    log2 buckets) of one tensor's moments."""
+    m, v, _ = mom
+    up_dir = (m > 0).astype(np.int64)  # AdamW moves against exp_avg
+    q = np.log2(np.abs(m) / (np.sqrt(v) + 1e-8) + 1e-30)
+    return up_dir, np.clip(np.round(q), -4, 0).astype(np.int64) + 4
+
+
 def candidates(cur, ref, ref2, mom_ref, mom_new, ncol):
     """(name, context, symbol, raw bits) for each model of one tensor."""
     s = symbols(cur, ref)
@@ -110,15 +119,9 @@ def candidates(cur, ref, ref2, mom_ref, mom_new, ncol):
     e = (ref.astype(np.int64) >> 7) & 0xFF
     raw = np.where(k >= 2, k - 2, 0)
     base = code(k, neg, b1)
+    raw_b2 = np.where(k >= 3, raw - 1, raw)  # the second bit moved into the symbol
     rows = [("baseline: the reference's exponent", e, base, raw)]
-    rows.append(
-        (
-            "+ the second bit below the leading one in the symbol",
-            e,
-            base * 2 + s["b2"],
-            np.where(k >= 3, raw - 1, raw),
-        )
-    )
+    rows.append(("+ the second bit below the leading one in the symbol", e, base * 2 + s["b2"], raw_b2))
     left = np.concatenate(([6], kbucket(k)[:-1]))
     rows.append(("x k of the element before (in the stream)", e * 7 + left, base, raw))
     if ncol < len(k):
@@ -133,10 +136,7 @@ def candidates(cur, ref, ref2, mom_ref, mom_new, ncol):
     for which, mom in (("reference", mom_ref), ("new", mom_new)):
         if mom is None:
             continue
-        m, v, _ = mom
-        up_dir = (m > 0).astype(np.int64)  # AdamW moves against exp_avg
-        q = np.log2(np.abs(m) / (np.sqrt(v) + 1e-8) + 1e-30)
-        qb = np.clip(np.round(q), -4, 0).astype(np.int64) + 4
+        up_dir, qb = adam_direction(mom)
         rows.append((f"sign relative to exp_avg of the {which} checkpoint", e, code(k, neg ^ up_dir, b1), raw))
         rows.append(
             (f"same, x abs(exp_avg)/sqrt(exp_avg_sq) of the {which} checkpoint", e * 5 + qb, code(k, neg ^ up_dir, b1), raw)
@@ -144,19 +144,17 @@ def candidates(cur, ref, ref2, mom_ref, mom_new, ncol):
         allc = (allc * 2 + up_dir) * 5 + qb
     if mom_ref is not None:
         mw = mom_ref[2]
-        om = np.where(mw & 0x80000000, (~mw) & 0xFFFFFFFF, mw | 0x80000000)
+        om = np.where(mw & 0x80000000, (~mw) & 0xFFFFFFFF, mw | 0x80000000)  # ordered(), 32 bits
         below = ((om - (ordered(ref) << 16)) < 0).astype(np.int64)
         rows.append(("sign relative to the reference's fp32 master within its bf16 step", e, code(k, neg ^ below, b1), raw))
         allc = allc * 2 + below
-        m, v, _ = mom_ref
-        up_dir = (m > 0).astype(np.int64)
-        qb = np.clip(np.round(np.log2(np.abs(m) / (np.sqrt(v) + 1e-8) + 1e-30)), -4, 0).astype(np.int64) + 4
+        up_dir, qb = adam_direction(mom_ref)
         rows.append(
             (
                 "the reference's exp_avg sign and ratio, its master's side, the second bit: together, with tables",
                 (e * 5 + qb) * 2 + (up_dir ^ below),
                 code(k, neg ^ up_dir, b1) * 2 + s["b2"],
-                np.where(k >= 3, raw - 1, raw),
+                raw_b2,
             )
         )
     rows.append(
@@ -204,11 +202,9 @@ def main():
             mn = mn if mn is not None and mn[0].size == cur.size else None
             shp = shapes.get(name, [cur.size])
             ncol = shp[-1] if len(shp) > 1 else cur.size
-            rows = candidates(cur, ref, ref2, mr, mn, ncol)
-            bh, bt = cost(rows[0][1], rows[0][2])
-            bcost = bh + bt + rows[0][3].sum()
-            for label, ctx, sym, raw in rows:
-                h, t = cost(ctx, sym)
+            rows = [(label, *cost(ctx, sym), raw) for label, ctx, sym, raw in candidates(cur, ref, ref2, mr, mn, ncol)]
+            bcost = rows[0][1] + rows[0][2] + rows[0][3].sum()  # row 0 is the baseline
+            for label, h, t, raw in rows:
                 if "no table cost" in label:
                     t = 0.0
                 a = tot.setdefault(label, [0.0, 0.0, 0.0, 0])
