@@ -792,7 +792,7 @@ Test(store, reopen_keeps_everything)
 	                                -1, &s, NULL),
 	             SQLITE_OK);
 	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(s, 0), 7);
+	cr_assert_eq(sqlite3_column_int(s, 0), 8);
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	free(v.p);
@@ -1922,7 +1922,17 @@ Test(store, migrates_a_v2_catalog)
 
 	/* What a version-2 ulpfs left: no baselines table, no flips (version
 	 * 4), none of version 5's rdev column, xattrs and trigger (a name per
-	 * inode), nor version 6's snapshot nodes, nor version 7's sides. */
+	 * inode), nor version 6's snapshot nodes, nor version 7's sides,
+	 * nor version 8's owners and modes. */
+	const char *v8[] = {
+		"uid", "gid", "perm", "reach", "reach_users", "acl"
+	};
+	for (size_t i = 0; i < 6; i++) {
+		char q[80];
+		snprintf(q, sizeof q, "ALTER TABLE versions DROP COLUMN %s",
+		         v8[i]);
+		cat_sql(q);
+	}
 	cat_sql("DROP INDEX versions_side");
 	cat_sql("ALTER TABLE versions DROP COLUMN side");
 	cat_sql("DROP TABLE snapshot_xattrs");
@@ -1946,11 +1956,16 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             7);
+	             8);
 	cr_assert_eq(cat_sql("SELECT count(*) FROM "
 	                     "pragma_table_info('versions')"
 	                     " WHERE name = 'side'"),
 	             1, "the side column is back");
+	cr_assert_eq(cat_sql("SELECT count(*) FROM "
+	                     "pragma_table_info('versions') WHERE name IN "
+	                     "('uid', 'gid', 'perm', 'reach', "
+	                     "'reach_users', 'acl')"),
+	             6, "who may read each version (schema 8)");
 	cr_assert_eq(cat_sql("SELECT count(*) FROM sqlite_master WHERE name"
 	                     " IN ('xattrs', 'inodes_drop_xattrs',"
 	                     " 'dirents_ino', 'snapshot_nodes',"
@@ -1964,11 +1979,11 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 
 	/* A catalog from a newer ulpfs is refused, untouched. */
-	cat_sql("UPDATE meta SET value = 8 WHERE key = 'schema_version'");
+	cat_sql("UPDATE meta SET value = 9 WHERE key = 'schema_version'");
 	cr_assert_eq(ulp_store_open(store_dir(), NULL, &st), -EPROTO);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             8);
+	             9);
 	free(v.p);
 }
 

@@ -86,6 +86,10 @@ int cli_parse_uint(const char *s, unsigned max, unsigned *out);
 double cli_now(void);
 
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* What to say of an error (-errno) opening or reaching store: for
+ * -EACCES / -EPERM, that a store is private to its daemon's user, named
+ * (written into buf, n bytes); else strerror. */
+const char *cli_store_error(const char *store, int err, char *buf, size_t n);
 
 /* A line of /proc/self/mountinfo (cli_mountinfo.c). */
 typedef struct cli_mount_ent {

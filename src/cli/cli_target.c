@@ -166,6 +166,12 @@ int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 	int r = cli_remote(t->store, req, sink, &rc);
 	if (r == 0)
 		return rc;
+	char why[256];
+	if (r == -EACCES) {
+		cli_err("%s: %s", t->store,
+		        cli_store_error(t->store, r, why, sizeof why));
+		return CLI_FAIL;
+	}
 	if (r != -ENOENT && r != -ECONNREFUSED) {
 		cli_err("%s: control channel: %s", t->store, strerror(-r));
 		return CLI_FAIL;
@@ -183,9 +189,16 @@ int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 		char *cat = NULL;
 		if (asprintf(&cat, "%s/catalog.db", t->store) < 0)
 			return CLI_FAIL;
-		int exists = access(cat, F_OK) == 0;
+		int exists = access(cat, F_OK) == 0 ? 1 : -errno;
 		free(cat);
-		if (!exists) {
+		if (exists == -EACCES) {
+			target_s3_free(t);
+			cli_err("%s: %s", t->store,
+			        cli_store_error(t->store, exists, why,
+			                        sizeof why));
+			return CLI_FAIL;
+		}
+		if (exists < 0) {
 			target_s3_free(t);
 			cli_err(t->url ? "%s: no catalog published there"
 			               : "%s: not a ulpfs store",
@@ -202,7 +215,8 @@ int cli_target_run(cli_target *t, json_t *req, const cli_sink *sink)
 			        r == -EBUSY ? "in use by another process, "
 			                      "which "
 			                      "does not answer on control.sock"
-			                    : strerror(-r));
+			                    : cli_store_error(t->store, r, why,
+			                                      sizeof why));
 			return CLI_FAIL;
 		}
 		if (t->s3)

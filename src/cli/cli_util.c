@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,6 +26,25 @@ void cli_err(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+const char *cli_store_error(const char *store, int err, char *buf, size_t n)
+{
+	struct stat sb;
+	if (err != -EACCES && err != -EPERM)
+		return strerror(-err);
+	if (stat(store, &sb) < 0) {
+		snprintf(buf, n,
+		         "permission denied: a store is private to the "
+		         "user its daemon runs as");
+		return buf;
+	}
+	struct passwd *pw = getpwuid(sb.st_uid);
+	snprintf(buf, n,
+	         "permission denied: a store is private to the user its "
+	         "daemon runs as (%s%suid %u); run ulpfs as that user",
+	         pw ? pw->pw_name : "", pw ? ", " : "", (unsigned)sb.st_uid);
+	return buf;
 }
 
 double cli_now(void)

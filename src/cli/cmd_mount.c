@@ -316,7 +316,7 @@ static int detach_stdio(const char *store)
 		return -1;
 	if (asprintf(&log, "%s/daemon.log", store) >= 0) {
 		lfd = open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
-		           0644);
+		           0600);
 		free(log);
 	}
 	if (dup2(null, STDIN_FILENO) < 0 || dup2(null, STDOUT_FILENO) < 0 ||
@@ -347,7 +347,11 @@ static void pid_write(const char *store)
 	if (!path)
 		return;
 	if (asprintf(&tmp, "%s.tmp", path) >= 0) {
-		FILE *f = fopen(tmp, "we");
+		int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+		              0600);
+		FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+		if (!f && fd >= 0)
+			close(fd);
 		if (f) {
 			fprintf(f, "%ld\n", (long)getpid());
 			if (fclose(f) == 0 && rename(tmp, path) == 0) {
@@ -400,8 +404,9 @@ static int run_daemon(mount_args *ma, const char *store, const char *mnt,
 		report(ready_fd, "%s: %s", store,
 		       rc == -EBUSY ? "in use by another process (already "
 		                      "mounted?)"
-		       : rc == -ENOTEMPTY ? "neither empty nor a ulpfs store"
-		                          : strerror(-rc));
+		       : rc == -ENOTEMPTY
+		               ? "neither empty nor a ulpfs store"
+		               : cli_store_error(store, rc, err, sizeof err));
 		mount_s3_free(&ma->s3);
 		return CLI_FAIL;
 	}

@@ -14,6 +14,13 @@
  * the file had when each was committed.  Nothing here can be changed
  * (EROFS).
  *
+ * Reaching a version needs what reaching its file needs: each directory
+ * of versions/ takes the owner, group, mode and ACL of the live directory
+ * it mirrors, write bits cleared, and each version file those its file
+ * had when it was committed (ulp_version_perm_get), so that with
+ * default_permissions the kernel refuses there whom it refuses in the
+ * live tree.
+ *
  * snapshots/ holds one directory per snapshot; below it its entries
  * appear at the paths they had when the snapshot was taken, with the
  * attributes and extended attributes they had, files reading as their
@@ -44,21 +51,23 @@ void ulp_ctl_dir_stat(const ulp_attr *like, fuse_ino_t ino, struct stat *st)
 {
 	ulp_fs_attr_to_stat(like, st);
 	st->st_ino = (ino_t)ino;
-	st->st_mode = S_IFDIR | 0555;
+	/* a directory's own bits, read-only; a file's versions: listable */
+	st->st_mode = S_IFDIR |
+	              (S_ISDIR(like->mode) ? like->mode & 0555 : 0555);
 	st->st_nlink = 2;
 	st->st_size = 0;
 	st->st_blocks = 0;
 }
 
-void ulp_ctl_version_stat(const ulp_version_info *v, const ulp_attr *owner,
-                          struct stat *st)
+void ulp_ctl_version_stat(const ulp_version_info *v,
+                          const ulp_version_perm *perm, struct stat *st)
 {
 	memset(st, 0, sizeof(*st));
 	st->st_ino = (ino_t)(ULP_CTL_VFILE_OF(v->id));
-	st->st_mode = S_IFREG | 0444;
+	st->st_mode = S_IFREG | perm->mode;
 	st->st_nlink = 1;
-	st->st_uid = owner->uid;
-	st->st_gid = owner->gid;
+	st->st_uid = perm->uid;
+	st->st_gid = perm->gid;
 	st->st_size = (off_t)v->size;
 	st->st_blksize = ULP_FS_BLKSIZE;
 	st->st_blocks = (blkcnt_t)((v->size + 511) / 512);
@@ -131,14 +140,14 @@ static int versions_stat(ulp_fs *fs, fuse_ino_t ino, struct stat *st)
 int ulp_ctl_vfile_stat(ulp_fs *fs, fuse_ino_t ino, struct stat *st)
 {
 	ulp_version_info v;
-	ulp_attr a;
+	ulp_version_perm p;
 	int rc = ulp_version_get(fs->st, ino & ULP_CTL_PAYLOAD, &v);
 	if (rc == 0 && v.state == ULP_VERSION_DELETED)
 		rc = -ENOENT;
 	if (rc == 0)
-		rc = ulp_ns_getattr(fs->st, ULP_ROOT_INO, &a);
+		rc = ulp_version_perm_get(fs->st, v.id, &p);
 	if (rc == 0)
-		ulp_ctl_version_stat(&v, &a, st);
+		ulp_ctl_version_stat(&v, &p, st);
 	return rc;
 }
 
@@ -260,7 +269,6 @@ static int mirror_cb(void *opaque, const char *name, const ulp_attr *attr,
 
 typedef struct vlist {
 	ulp_ctl_fill *d;
-	const ulp_attr *owner;
 	uint64_t index, from;
 	int full;
 } vlist;
@@ -278,7 +286,11 @@ static int vlist_cb(void *opaque, const ulp_version_info *v, const char *path)
 	if (off <= l->from)
 		return 0;
 	snprintf(name, sizeof(name), "%" PRIu64, v->seq);
-	ulp_ctl_version_stat(v, l->owner, &st);
+	ulp_version_perm p;
+	int rc = ulp_version_perm_get(l->d->b->fs->st, v->id, &p);
+	if (rc < 0)
+		return rc == -ENOENT ? 0 : rc; /* deleted meanwhile */
+	ulp_ctl_version_stat(v, &p, &st);
 	if (ulp_ctl_add(l->d, name, &st, off)) {
 		l->full = 1;
 		return 1;
@@ -309,16 +321,13 @@ static int versions_readdir(ulp_fs_dirbuf *b, fuse_ino_t ino, uint64_t off)
 	ulp_ctl_fill d = { .b = b, .self = ino, .up = ULP_CTL_VERSIONS };
 	uint64_t live = ino & ULP_CTL_PAYLOAD;
 	char *path;
-	ulp_attr ra, a;
-	int rc = ulp_ns_getattr(b->fs->st, ULP_ROOT_INO, &ra);
-	if (rc < 0)
-		return rc;
+	ulp_attr a;
 	if (ino == ULP_CTL_VERSIONS) {
 		d.up = ULP_CTL_ROOT;
 		return ulp_ns_readdir(b->fs->st, ULP_ROOT_INO, off, mirror_cb,
 		                      &d);
 	}
-	rc = mirrored(b->fs, live, &a);
+	int rc = mirrored(b->fs, live, &a);
 	if (rc < 0)
 		return rc;
 	if (S_ISDIR(a.mode))
@@ -328,10 +337,39 @@ static int versions_readdir(ulp_fs_dirbuf *b, fuse_ino_t ino, uint64_t off)
 	rc = file_path(b->fs, live, &path);
 	if (rc < 0)
 		return rc;
-	vlist l = { .d = &d, .owner = &ra, .from = off };
+	vlist l = { .d = &d, .from = off };
 	rc = ulp_version_list(b->fs->st, path, vlist_cb, &l);
 	free(path);
 	return l.full ? 0 : rc;
+}
+
+/* ------------------------------------------------------------ ACLs */
+
+/* The fixed directories: the root's ACL, read-only. */
+static ssize_t root_acl(ulp_fs *fs, fuse_ino_t ino, void *buf, size_t size)
+{
+	(void)ino;
+	return ulp_xattr_acl_readonly(fs->st, ULP_ROOT_INO, buf, size);
+}
+
+/* A mirror: its live directory's ACL, read-only; a file's versions have
+ * none (each version has its own). */
+static ssize_t versions_acl(ulp_fs *fs, fuse_ino_t ino, void *buf, size_t size)
+{
+	ulp_attr a;
+	if (ino == ULP_CTL_VERSIONS)
+		return root_acl(fs, ino, buf, size);
+	int rc = mirrored(fs, ino & ULP_CTL_PAYLOAD, &a);
+	if (rc < 0)
+		return rc;
+	if (!S_ISDIR(a.mode))
+		return -ENODATA;
+	return ulp_xattr_acl_readonly(fs->st, a.ino, buf, size);
+}
+
+ssize_t ulp_ctl_vfile_acl(ulp_fs *fs, fuse_ino_t ino, void *buf, size_t size)
+{
+	return ulp_version_acl_get(fs->st, ino & ULP_CTL_PAYLOAD, buf, size);
 }
 
 /* ------------------------------------------------------------- open */
@@ -353,12 +391,13 @@ static void vfile_open(fuse_req_t req, fuse_ino_t ino,
 }
 
 /* The kinds.  Nothing in the control directory changes (the NULL entries:
- * EROFS) and nothing there has extended attributes. */
+ * EROFS), and its only extended attributes are the ACLs of the views. */
 const ulp_fs_node_ops ulp_ctl_root_ops = {
 	.control = 1,
 	.stat = ulp_ctl_root_stat,
 	.lookup = root_lookup,
 	.readdir = root_readdir,
+	.acl = root_acl,
 };
 
 const ulp_fs_node_ops ulp_ctl_versions_ops = {
@@ -366,12 +405,14 @@ const ulp_fs_node_ops ulp_ctl_versions_ops = {
 	.stat = versions_stat,
 	.lookup = versions_lookup,
 	.readdir = versions_readdir,
+	.acl = versions_acl,
 };
 
 const ulp_fs_node_ops ulp_ctl_vfile_ops = {
 	.control = 1,
 	.stat = ulp_ctl_vfile_stat,
 	.open = vfile_open,
+	.acl = ulp_ctl_vfile_acl,
 };
 
 /* A node id of the control range that names nothing (never handed out). */

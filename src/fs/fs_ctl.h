@@ -11,14 +11,17 @@
 /* Attributes of a control directory: those of like (owner, times), made
  * a read-only directory with node id ino. */
 void ulp_ctl_dir_stat(const ulp_attr *like, fuse_ino_t ino, struct stat *st);
-/* Attributes of version v as a read-only file owned as owner is. */
-void ulp_ctl_version_stat(const ulp_version_info *v, const ulp_attr *owner,
-                          struct stat *st);
+/* Attributes of version v as a read-only file, with the owner, group
+ * and mode perm gives (ulp_version_perm_get). */
+void ulp_ctl_version_stat(const ulp_version_info *v,
+                          const ulp_version_perm *perm, struct stat *st);
 /* Attributes of a fixed control directory (.ulpfs, versions/,
  * snapshots/): the root's, as a directory.  0 or -errno. */
 int ulp_ctl_root_stat(ulp_fs *fs, fuse_ino_t ino, struct stat *st);
 /* Attributes of version file ino; -ENOENT once the version is deleted. */
 int ulp_ctl_vfile_stat(ulp_fs *fs, fuse_ino_t ino, struct stat *st);
+/* Its access ACL, read-only, as ulp_xattr_get. */
+ssize_t ulp_ctl_vfile_acl(ulp_fs *fs, fuse_ino_t ino, void *buf, size_t size);
 /* e for node ino, whose attributes stat gives: 0 or -errno. */
 int ulp_ctl_entry(ulp_fs *fs, fuse_ino_t ino,
                   int (*stat)(ulp_fs *, fuse_ino_t, struct stat *),

@@ -263,12 +263,42 @@ void ulp_fs_op_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 		fuse_reply_err(req, EROFS);
 }
 
+/* A read-only view's attributes: its access ACL and nothing else. */
+static ssize_t view_get(ulp_fs *fs, fuse_ino_t ino, const char *name, void *buf,
+                        size_t size)
+{
+	if (strcmp(name, ULP_ACL_ACCESS) != 0)
+		return -ENODATA;
+	return ulp_fs_node(ino)->acl(fs, ino, buf, size);
+}
+
+ssize_t ulp_fs_acl_names(const ulp_fs *fs, ssize_t n, char *buf, size_t size)
+{
+	if (!fs->posix_acl || n == -ENODATA)
+		return 0; /* not offered where the kernel does not check it */
+	if (n < 0)
+		return n;
+	if (size && size < sizeof(ULP_ACL_ACCESS))
+		return -ERANGE;
+	if (size)
+		memcpy(buf, ULP_ACL_ACCESS, sizeof(ULP_ACL_ACCESS));
+	return (ssize_t)sizeof(ULP_ACL_ACCESS);
+}
+
+static ssize_t view_list(ulp_fs *fs, fuse_ino_t ino, char *buf, size_t size)
+{
+	ssize_t n = fs->posix_acl ? ulp_fs_node(ino)->acl(fs, ino, NULL, 0) : 0;
+	return ulp_fs_acl_names(fs, n, buf, size);
+}
+
 void ulp_fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                         size_t size)
 {
 	const ulp_fs_node_ops *n = ulp_fs_node(ino);
 	if (n->getxattr)
 		n->getxattr(req, ino, name, size);
+	else if (n->acl)
+		ulp_fs_reply_getxattr(req, ino, name, size, view_get);
 	else
 		fuse_reply_err(req, ENODATA);
 }
@@ -278,6 +308,8 @@ void ulp_fs_op_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	const ulp_fs_node_ops *n = ulp_fs_node(ino);
 	if (n->listxattr)
 		n->listxattr(req, ino, size);
+	else if (n->acl)
+		ulp_fs_reply_listxattr(req, ino, size, view_list);
 	else if (size == 0)
 		fuse_reply_xattr(req, 0);
 	else

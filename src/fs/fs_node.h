@@ -57,6 +57,10 @@ typedef struct ulp_fs_node_ops {
 	                 size_t size);
 	void (*listxattr)(fuse_req_t req, fuse_ino_t ino, size_t size);
 	void (*removexattr)(fuse_req_t req, fuse_ino_t ino, const char *name);
+	/* A read-only view's one extended attribute, its access ACL (for
+	 * kinds without getxattr and listxattr): as ulp_xattr_get, -ENODATA
+	 * for none. */
+	ssize_t (*acl)(ulp_fs *fs, fuse_ino_t ino, void *buf, size_t size);
 
 	/* Changes to the names in directory parent; the dispatcher checked
 	 * the names (and for rename and link, that neither end is in the
@@ -133,6 +137,10 @@ void ulp_fs_reply_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
                            size_t size, ulp_fs_xattr_get_fn get);
 void ulp_fs_reply_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size,
                             ulp_fs_xattr_list_fn list);
+/* The names of a node whose one extended attribute is an access ACL of n
+ * bytes (n as ulp_xattr_get answers with size 0: -ENODATA for none): none
+ * where the kernel does not enforce ACLs; as listxattr answers. */
+ssize_t ulp_fs_acl_names(const ulp_fs *fs, ssize_t n, char *buf, size_t size);
 /* Reply to an open of version file ino (version id version) with a
  * read-only handle that keeps its page cache (fs_file.c). */
 void ulp_fs_open_version(fuse_req_t req, fuse_ino_t ino, uint64_t version,

@@ -159,25 +159,42 @@ static int snode_get(ulp_fs *fs, fuse_ino_t ino, snode *out)
 	return rc;
 }
 
+/* Attributes of an entry not recorded: a pin, as its version file; a
+ * directory implied by the paths, as the live directory at its path, else
+ * as the root's owner's alone (0500). */
+static int implied_stat(ulp_fs *fs, fuse_ino_t ino, const ulp_snapshot_node *n,
+                        struct stat *st)
+{
+	ulp_version_info v;
+	ulp_version_perm p;
+	ulp_attr a;
+	int rc;
+	if (S_ISREG(n->a.mode)) {
+		rc = ulp_version_get(fs->st, n->version, &v);
+		if (rc == 0)
+			rc = ulp_version_perm_get(fs->st, v.id, &p);
+		if (rc == 0)
+			ulp_ctl_version_stat(&v, &p, st);
+		return rc;
+	}
+	rc = n->live ? ulp_ns_getattr(fs->st, n->live, &a) : -ENOENT;
+	if (rc == -ENOENT &&
+	    (rc = ulp_ns_getattr(fs->st, ULP_ROOT_INO, &a)) == 0)
+		a.mode = S_IFDIR | 0500;
+	if (rc == 0)
+		ulp_ctl_dir_stat(&a, ino, st);
+	return rc;
+}
+
 /* Attributes of entry n with node id ino. */
 static int snode_stat(ulp_fs *fs, fuse_ino_t ino, const ulp_snapshot_node *n,
                       struct stat *st)
 {
-	ulp_version_info v;
-	ulp_attr ra;
 	int rc = 0;
-	if (n->recorded) {
+	if (n->recorded)
 		ulp_fs_attr_to_stat(&n->a, st);
-	} else if ((rc = ulp_ns_getattr(fs->st, ULP_ROOT_INO, &ra)) < 0) {
-		return rc;
-	} else if (S_ISREG(n->a.mode)) {
-		/* A pin only: shown as its version file, owned as the root. */
-		rc = ulp_version_get(fs->st, n->version, &v);
-		if (rc == 0)
-			ulp_ctl_version_stat(&v, &ra, st);
-	} else {
-		ulp_ctl_dir_stat(&ra, ino, st);
-	}
+	else
+		rc = implied_stat(fs, ino, n, st);
 	st->st_ino = (ino_t)ino;
 	return rc;
 }
@@ -362,7 +379,18 @@ static void snapshots_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, buf);
 }
 
-/* Extended attributes of recorded entries; the others have none. */
+/* The access ACL of an entry not recorded, read-only: its version's, or
+ * its live directory's (implied_stat's attributes). */
+static ssize_t implied_acl(ulp_fs *fs, const ulp_snapshot_node *n, void *buf,
+                           size_t size)
+{
+	if (S_ISREG(n->a.mode))
+		return ulp_version_acl_get(fs->st, n->version, buf, size);
+	return n->live ? ulp_xattr_acl_readonly(fs->st, n->live, buf, size)
+	               : -ENODATA;
+}
+
+/* Extended attributes of recorded entries; the others have their ACL. */
 static ssize_t snap_getxattr(ulp_fs *fs, fuse_ino_t ino, const char *name,
                              void *buf, size_t size)
 {
@@ -370,9 +398,13 @@ static ssize_t snap_getxattr(ulp_fs *fs, fuse_ino_t ino, const char *name,
 	ssize_t rc = snode_get(fs, ino, &s);
 	if (rc < 0)
 		return rc;
-	rc = s.n.recorded ? ulp_snapshot_xattr_get(fs->st, s.snap, s.n.a.ino,
-	                                           name, buf, size)
-	                  : -ENODATA;
+	if (s.n.recorded)
+		rc = ulp_snapshot_xattr_get(fs->st, s.snap, s.n.a.ino, name,
+		                            buf, size);
+	else if (strcmp(name, ULP_ACL_ACCESS) == 0)
+		rc = implied_acl(fs, &s.n, buf, size);
+	else
+		rc = -ENODATA;
 	snode_free(&s);
 	return rc;
 }
@@ -386,9 +418,13 @@ static ssize_t snap_listxattr(ulp_fs *fs, fuse_ino_t ino, char *buf,
 	ssize_t rc = snode_get(fs, ino, &s);
 	if (rc < 0)
 		return rc;
-	rc = s.n.recorded ? ulp_snapshot_xattr_list(fs->st, s.snap, s.n.a.ino,
-	                                            buf, size)
-	                  : 0;
+	if (s.n.recorded) {
+		rc = ulp_snapshot_xattr_list(fs->st, s.snap, s.n.a.ino, buf,
+		                             size);
+	} else {
+		rc = fs->posix_acl ? implied_acl(fs, &s.n, NULL, 0) : 0;
+		rc = ulp_fs_acl_names(fs, rc, buf, size);
+	}
 	snode_free(&s);
 	return rc;
 }

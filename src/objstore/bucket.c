@@ -740,7 +740,7 @@ static int open_objects(ulp_bucket *b, char *err, size_t errlen)
 	char *p = NULL;
 	if (asprintf(&p, "%s/objects", b->cache_dir) < 0)
 		return -ENOMEM;
-	int rc = mkdir(p, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	int rc = mkdir(p, 0700) < 0 && errno != EEXIST ? -errno : 0;
 	if (!rc &&
 	    (b->obj_dir_fd = open(p, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
 		rc = -errno;

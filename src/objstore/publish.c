@@ -62,7 +62,7 @@ static int mkdir_p(const char *dir)
 		}
 		*p = '/';
 	}
-	int rc = mkdir(d, 0755) < 0 && errno != EEXIST ? -errno : 0;
+	int rc = mkdir(d, 0700) < 0 && errno != EEXIST ? -errno : 0;
 	free(d);
 	return rc;
 }

@@ -9,33 +9,13 @@
  * they say it all), a chmod rewrites the ACL's owner, mask and other
  * entries, as posix_acl_update_mode() and posix_acl_chmod() do.
  *
- * The ACLs are in the kernel's xattr form (what system.posix_acl_* hold):
- * a little-endian u32 version 2, then entries of u16 tag, u16 perm, u32
- * id.  The kernel validated them when they were set.
+ * The ACLs are in the kernel's xattr form (acl_form.h); the kernel
+ * validated them when they were set.
  */
 #include "store/store_core.h"
 
+#include "store/acl_form.h"
 #include "store/ns_internal.h"
-
-#define ACL_USER_OBJ 0x01
-#define ACL_USER 0x02
-#define ACL_GROUP_OBJ 0x04
-#define ACL_GROUP 0x08
-#define ACL_MASK 0x10
-#define ACL_OTHER 0x20
-#define HDR 4
-#define ENT 8
-
-static unsigned get16(const uint8_t *p)
-{
-	return (unsigned)p[0] | (unsigned)p[1] << 8;
-}
-
-static void put16(uint8_t *p, unsigned v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-}
 
 /* posix_acl_create_masq(): acl (n entries, changed in place) and *mode
  * mask each other.  1 when the ACL says more than the mode bits can. */
@@ -46,70 +26,39 @@ static int create_masq(uint8_t *acl, size_t n, uint32_t *mode)
 	int not_equiv = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		uint8_t *e = acl + HDR + i * ENT;
-		unsigned perm = get16(e + 2);
-		switch (get16(e)) {
-		case ACL_USER_OBJ:
+		uint8_t *e = acl + ULP_ACL_HDR + i * ULP_ACL_ENT;
+		unsigned perm = ulp_acl_get16(e + 2);
+		switch (ulp_acl_get16(e)) {
+		case ULP_ACL_USER_OBJ:
 			perm &= (m >> 6) & 7;
 			m &= (perm << 6) | ~0700u;
 			break;
-		case ACL_USER:
-		case ACL_GROUP:
+		case ULP_ACL_USER:
+		case ULP_ACL_GROUP:
 			not_equiv = 1;
 			break;
-		case ACL_GROUP_OBJ:
+		case ULP_ACL_GROUP_OBJ:
 			group_obj = e;
 			break;
-		case ACL_OTHER:
+		case ULP_ACL_OTHER:
 			perm &= m & 7;
 			m &= perm | ~07u;
 			break;
-		case ACL_MASK:
+		case ULP_ACL_MASK:
 			mask_obj = e;
 			not_equiv = 1;
 			break;
 		}
-		put16(e + 2, perm);
+		ulp_acl_put16(e + 2, perm);
 	}
 	uint8_t *g = mask_obj ? mask_obj : group_obj;
 	if (g) {
-		unsigned perm = get16(g + 2) & ((m >> 3) & 7);
-		put16(g + 2, perm);
+		unsigned perm = ulp_acl_get16(g + 2) & ((m >> 3) & 7);
+		ulp_acl_put16(g + 2, perm);
 		m &= (perm << 3) | ~070u;
 	}
 	*mode = (*mode & ~0777u) | (m & 0777u);
 	return not_equiv;
-}
-
-/* The value of ino's attribute name, malloc()ed into *acl (NULL when it
- * has none): 0 or -errno. */
-static int get_acl(ulp_store *st, uint64_t ino, const char *name, uint8_t **acl,
-                   size_t *len)
-{
-	static const char Q[] = "SELECT value FROM xattrs WHERE ino = ? AND "
-				"name = ?";
-	sqlite3_stmt *s = ulp_cat_q(st->cat, Q, "us", ino, name);
-	int rc = ulp_cat_step(st->cat, s);
-
-	*acl = NULL;
-	*len = 0;
-	if (rc != 1)
-		return rc;
-	*len = (size_t)sqlite3_column_bytes(s, 0);
-	*acl = malloc(*len ? *len : 1);
-	if (*acl)
-		memcpy(*acl, sqlite3_column_blob(s, 0), *len);
-	ulp_cat_done(s);
-	return *acl ? 0 : -ENOMEM;
-}
-
-/* Walk the entries of a well-formed ACL: 0, or -EINVAL. */
-static int acl_count(size_t len, size_t *n)
-{
-	if (len < HDR || (len - HDR) % ENT)
-		return -EINVAL;
-	*n = (len - HDR) / ENT;
-	return 0;
 }
 
 /* posix_acl_equiv_mode(): the permission bits an access ACL stands for;
@@ -120,19 +69,19 @@ static int equiv_mode(const uint8_t *acl, size_t n, uint32_t *mode)
 	int not_equiv = 0, have_mask = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		const uint8_t *e = acl + HDR + i * ENT;
-		unsigned perm = get16(e + 2) & 7;
-		switch (get16(e)) {
-		case ACL_USER_OBJ:
+		const uint8_t *e = acl + ULP_ACL_HDR + i * ULP_ACL_ENT;
+		unsigned perm = ulp_acl_get16(e + 2) & 7;
+		switch (ulp_acl_get16(e)) {
+		case ULP_ACL_USER_OBJ:
 			m |= perm << 6;
 			break;
-		case ACL_GROUP_OBJ:
+		case ULP_ACL_GROUP_OBJ:
 			g = perm << 3;
 			break;
-		case ACL_OTHER:
+		case ULP_ACL_OTHER:
 			m |= perm;
 			break;
-		case ACL_MASK:
+		case ULP_ACL_MASK:
 			mask = perm << 3;
 			have_mask = 1;
 			not_equiv = 1;
@@ -152,7 +101,7 @@ int ulp_acl_access_set(ulp_store *st, ulp_cat_inode *row, const void *acl,
 	static const char Q_MODE[] = "UPDATE inodes SET mode = ? WHERE ino = ?";
 	uint32_t m;
 	size_t n;
-	int rc = acl_count(len, &n);
+	int rc = ulp_acl_count(len, &n);
 
 	if (rc < 0)
 		return rc;
@@ -168,34 +117,34 @@ int ulp_acl_chmod(ulp_store *st, uint64_t ino, uint32_t mode)
 				    "AND name = '" ULP_ACL_ACCESS "'";
 	uint8_t *acl;
 	size_t len, n;
-	int rc = get_acl(st, ino, ULP_ACL_ACCESS, &acl, &len);
+	int rc = ulp_cat_xattr(st->cat, ino, ULP_ACL_ACCESS, &acl, &len);
 
-	if (rc < 0 || !acl || acl_count(len, &n) < 0) {
+	if (rc < 0 || !acl || ulp_acl_count(len, &n) < 0) {
 		free(acl);
 		return rc;
 	}
 	/* posix_acl_chmod(): owner, mask (else group) and other follow. */
 	uint8_t *group_obj = NULL, *mask_obj = NULL;
 	for (size_t i = 0; i < n; i++) {
-		uint8_t *e = acl + HDR + i * ENT;
-		switch (get16(e)) {
-		case ACL_USER_OBJ:
-			put16(e + 2, (mode >> 6) & 7);
+		uint8_t *e = acl + ULP_ACL_HDR + i * ULP_ACL_ENT;
+		switch (ulp_acl_get16(e)) {
+		case ULP_ACL_USER_OBJ:
+			ulp_acl_put16(e + 2, (mode >> 6) & 7);
 			break;
-		case ACL_GROUP_OBJ:
+		case ULP_ACL_GROUP_OBJ:
 			group_obj = e;
 			break;
-		case ACL_MASK:
+		case ULP_ACL_MASK:
 			mask_obj = e;
 			break;
-		case ACL_OTHER:
-			put16(e + 2, mode & 7);
+		case ULP_ACL_OTHER:
+			ulp_acl_put16(e + 2, mode & 7);
 			break;
 		}
 	}
 	uint8_t *g = mask_obj ? mask_obj : group_obj;
 	if (g)
-		put16(g + 2, (mode >> 3) & 7);
+		ulp_acl_put16(g + 2, (mode >> 3) & 7);
 	rc = ulp_cat_exec(st->cat, Q_PUT, "bu", acl, len, ino);
 	free(acl);
 	return rc;
@@ -219,11 +168,11 @@ int ulp_acl_inherit(ulp_store *st, uint64_t parent, ulp_cat_inode *row)
 
 	if (row->kind == ULP_KIND_SYMLINK)
 		return 0;
-	rc = get_acl(st, parent, ULP_ACL_DEFAULT, &acl, &len);
+	rc = ulp_cat_xattr(st->cat, parent, ULP_ACL_DEFAULT, &acl, &len);
 	if (rc < 0 || !acl)
 		return rc;
 	size_t n;
-	if (acl_count(len, &n) < 0) {
+	if (ulp_acl_count(len, &n) < 0) {
 		free(acl); /* not an ACL the kernel set: nothing inherited */
 		return 0;
 	}

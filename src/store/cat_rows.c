@@ -163,6 +163,26 @@ int ulp_cat_entry_of(ulp_catalog *c, uint64_t ino, uint64_t *parent,
 	return rc < 0 ? rc : 0;
 }
 
+int ulp_cat_xattr(ulp_catalog *c, uint64_t ino, const char *name, uint8_t **val,
+                  size_t *len)
+{
+	static const char Q[] = "SELECT value FROM xattrs WHERE ino = ? AND "
+				"name = ?";
+	sqlite3_stmt *s = ulp_cat_q(c, Q, "us", ino, name);
+	int rc = ulp_cat_step(c, s);
+
+	*val = NULL;
+	*len = 0;
+	if (rc != 1)
+		return rc;
+	*len = (size_t)sqlite3_column_bytes(s, 0);
+	*val = malloc(*len ? *len : 1);
+	if (*val)
+		memcpy(*val, sqlite3_column_blob(s, 0), *len);
+	ulp_cat_done(s);
+	return *val ? 0 : -ENOMEM;
+}
+
 int ulp_cat_dir_empty(ulp_catalog *c, uint64_t ino)
 {
 	static const char Q[] = "SELECT 1 FROM dirents WHERE parent = ? LIMIT "

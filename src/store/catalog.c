@@ -256,12 +256,31 @@ static const char SCHEMA_V7_SIDES[] = "ALTER TABLE versions ADD COLUMN side "
 				      "CREATE INDEX versions_side ON "
 				      "versions(side) WHERE side IS NOT NULL;";
 
+/* Version 8: a version is as private as its file was (issue 36).  The
+ * owner, group, permission bits (perm) and POSIX access ACL of the file
+ * when the version was committed, and who could search every directory
+ * above one of its names then (vperm.h): reach, the classes, and
+ * reach_users, the users weighed one by one.  NULL in rows
+ * of older stores, which show the current file's attributes instead. */
+static const char SCHEMA_V8_PERMS[] = "ALTER TABLE versions ADD COLUMN uid "
+				      "INTEGER;"
+				      "ALTER TABLE versions ADD COLUMN gid "
+				      "INTEGER;"
+				      "ALTER TABLE versions ADD COLUMN perm "
+				      "INTEGER;"
+				      "ALTER TABLE versions ADD COLUMN reach "
+				      "INTEGER;"
+				      "ALTER TABLE versions ADD COLUMN "
+				      "reach_users BLOB;"
+				      "ALTER TABLE versions ADD COLUMN acl "
+				      "BLOB;";
+
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
 	{ SCHEMA_V1, v1_root },      { SCHEMA_V2, NULL },
 	{ SCHEMA_V3, NULL },         { SCHEMA_V4, NULL },
 	{ SCHEMA_V5_LOCALFS, NULL }, { SCHEMA_V6_SNAPNODES, NULL },
-	{ SCHEMA_V7_SIDES, NULL },
+	{ SCHEMA_V7_SIDES, NULL },   { SCHEMA_V8_PERMS, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)

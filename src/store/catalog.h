@@ -25,7 +25,7 @@
 
 /* The schema this code writes; older catalogs are migrated on open, newer
  * ones refused (-EPROTO). */
-#define ULP_CAT_SCHEMA_VERSION 7
+#define ULP_CAT_SCHEMA_VERSION 8
 
 /* Inode kinds (inodes.kind). */
 enum {
@@ -105,6 +105,10 @@ int ulp_cat_unlink(ulp_catalog *c, uint64_t parent, const char *name);
 /* The entry naming ino: 0, -ENOENT (none: root or unlinked). */
 int ulp_cat_entry_of(ulp_catalog *c, uint64_t ino, uint64_t *parent,
                      char **name);
+/* The value of ino's extended attribute name, malloc()ed into *val (NULL
+ * when it has none): 0 or -errno. */
+int ulp_cat_xattr(ulp_catalog *c, uint64_t ino, const char *name, uint8_t **val,
+                  size_t *len);
 /* 1 when directory ino has no entries, 0 when it has, -errno. */
 int ulp_cat_dir_empty(ulp_catalog *c, uint64_t ino);
 

@@ -18,6 +18,7 @@
 #include "store/objects.h"
 #include "store/reader.h"
 #include "store/versions.h"
+#include "store/vperm.h"
 #include "store/reserve.h"
 #include "store/tmap.h"
 #include "store/side.h"
@@ -291,7 +292,10 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 	if (rc < 0)
 		return rc;
 	v->id = (uint64_t)ulp_cat_last_rowid(st->cat);
-	rc = ulp_cat_inode_content(st->cat, in->ino, v->id, 0, v->size, mt, ct);
+	rc = ulp_vperm_record(st, v->id, &row);
+	if (rc == 0)
+		rc = ulp_cat_inode_content(st->cat, in->ino, v->id, 0, v->size,
+		                           mt, ct);
 	/* The predecessor, unless coded against a successor already, is
 	 * next to be coded against this version (its flip, gc.c); before
 	 * the retirement below, which may release it. */

@@ -48,7 +48,7 @@ int ulp_obj_tmp_open(ulp_store *st, char tmp[32])
 		ulp_obj_newname(n);
 		snprintf(tmp, 32, "%s%.16s", ULP_TMP_PREFIX, n);
 		int fd = openat(st->obj_fd, tmp,
-		                O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+		                O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd >= 0 || errno != EEXIST)
 			return fd < 0 ? -errno : fd;
 	}

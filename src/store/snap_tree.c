@@ -105,6 +105,20 @@ static const char Q_UNDER[] = "SELECT 1 WHERE EXISTS ("
 			      " OR EXISTS (SELECT 1 FROM snapshot_nodes WHERE"
 			      "  snapshot = ?1 AND path >= ?2 AND path < ?3)";
 
+/* The live directory at path, if there is one (*ino 0 if not): 1 or
+ * -errno.  mu held. */
+static int live_dir(ulp_store *st, const char *path, uint64_t *ino)
+{
+	ulp_cat_inode row;
+	int rc = ulp_ns_resolve(st, path, ino);
+	if (rc == 0)
+		rc = ulp_cat_inode_get(st->cat, *ino, &row);
+	if (rc == 0 && row.kind == ULP_KIND_DIR)
+		return 1;
+	*ino = 0;
+	return rc == 0 || rc == -ENOENT ? 1 : rc;
+}
+
 /* The entry path of snapshot id: 0 or -ENOENT.  mu held. */
 static int node_locked(ulp_store *st, int64_t id, const char *path,
                        ulp_snapshot_node *out)
@@ -132,8 +146,10 @@ static int node_locked(ulp_store *st, int64_t id, const char *path,
 		rc = ulp_cat_int(st->cat, &v, Q_UNDER, "iss", id, lo, hi);
 	free(lo);
 	free(hi);
-	if (rc == 1)
+	if (rc == 1) {
 		out->a.mode = S_IFDIR; /* implied by the paths below it */
+		rc = live_dir(st, path, &out->live);
+	}
 	return rc == 1 ? 0 : rc == 0 ? -ENOENT : rc;
 }
 

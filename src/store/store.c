@@ -40,7 +40,7 @@ int ulp_dirs_open(ulp_store *st)
 {
 	int rc;
 
-	if (mkdir(st->dir, 0755) < 0 && errno != EEXIST)
+	if (mkdir(st->dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
 	st->dir_fd = open(st->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (st->dir_fd < 0)
@@ -51,12 +51,21 @@ int ulp_dirs_open(ulp_store *st)
 			return rc < 0 ? rc : -ENOTEMPTY; /* not a store */
 	}
 	st->lock_fd =
-		openat(st->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+		openat(st->dir_fd, "lock", O_RDWR | O_CREAT | O_CLOEXEC, 0600);
 	if (st->lock_fd < 0)
 		return -errno;
 	if (flock(st->lock_fd, LOCK_EX | LOCK_NB) < 0)
 		return errno == EWOULDBLOCK ? -EBUSY : -errno;
-	if (mkdirat(st->dir_fd, "objects", 0755) < 0 && errno != EEXIST)
+	rc = ulp_private_open(st);
+	if (rc < 0)
+		return rc;
+	/* SQLite would create it 0644 less the umask, and its WAL alike */
+	rc = openat(st->dir_fd, "catalog.db", O_RDWR | O_CREAT | O_CLOEXEC,
+	            0600);
+	if (rc < 0)
+		return -errno;
+	close(rc);
+	if (mkdirat(st->dir_fd, "objects", 0700) < 0 && errno != EEXIST)
 		return -errno;
 	if (mkdirat(st->dir_fd, "staging", 0700) < 0 && errno != EEXIST)
 		return -errno;

@@ -460,6 +460,26 @@ int ulp_store_disk_get(ulp_store *st, ulp_store_disk *out);
  * is not deleted); the path is "a/b".  0, -ENOENT. */
 int ulp_version_find(ulp_store *st, const char *path, uint64_t seq,
                      ulp_version_info *out);
+/* Who may read version vid, as .ulpfs/versions/ shows it: the owner,
+ * group and mode its file had when the version was committed, write,
+ * set-ID and sticky bits cleared, and the bits of the classes that could
+ * not reach the file's path then (vperm.h).  A version committed before
+ * the store recorded them shows the current file's (at its inode, else at
+ * its path), or the root's owner with 0400.  0 or -errno. */
+typedef struct ulp_version_perm {
+	uid_t uid;
+	gid_t gid;
+	mode_t mode; /* permission bits only */
+} ulp_version_perm;
+int ulp_version_perm_get(ulp_store *st, uint64_t vid, ulp_version_perm *out);
+/* The POSIX access ACL of the same view, answered as ulp_xattr_get
+ * answers (-ENODATA: none). */
+ssize_t ulp_version_acl_get(ulp_store *st, uint64_t vid, void *buf,
+                            size_t size);
+/* The access ACL of inode ino with every write permission cleared, for a
+ * read-only mirror of it; as ulp_xattr_get. */
+ssize_t ulp_xattr_acl_readonly(ulp_store *st, uint64_t ino, void *buf,
+                               size_t size);
 /* A version and the path it was written at (malloc()ed into *path). */
 int ulp_version_get_path(ulp_store *st, uint64_t id, ulp_version_info *out,
                          char **path);
@@ -530,12 +550,15 @@ int ulp_snapshot_lookup(ulp_store *st, const char *name, const char *path,
  * a regular file, its pinned version.  recorded 0: nothing was recorded
  * (a snapshot taken before catalog schema 6, or a directory above a pinned
  * subtree): only a.mode's type (S_IFREG with version, or S_IFDIR) is set.
- * target: a symlink's, in ulp_snapshot_nodes only. */
+ * target: a symlink's, in ulp_snapshot_nodes only.  live: for a directory
+ * not recorded, the live directory at the same path (0: none), whose
+ * attributes its read-only view takes. */
 typedef struct ulp_snapshot_node {
 	ulp_attr a;
 	uint64_t version;
 	int recorded;
 	const char *target;
+	uint64_t live;
 } ulp_snapshot_node;
 /* Entry path ("" the snapshot's root) of snapshot name: 0 or -ENOENT. */
 int ulp_snapshot_node_get(ulp_store *st, const char *name, const char *path,

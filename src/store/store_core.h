@@ -10,8 +10,9 @@
  *
  *   core       store.h (the public types), store_core.h (util.c),
  *              catalog.h (catalog.c, cat_rows.c), tmap.h (tmap.c),
- *              remote.h
- *   versions   versions.h (versions.c): version rules and paths
+ *              remote.h, acl_form.h
+ *   versions   versions.h (versions.c): version rules and paths;
+ *              vperm.h (vperm.c): who may read a version
  *   cache      cache.h (cache.c): decoded chunks; a leaf
  *   reader     reader.h (reader.c, readahead.c), reader_obj.h
  *              (reader_obj.c): decoding versions
@@ -25,8 +26,9 @@
  *   inodes     inode.h (inode.c)
  *   namespace  ns_internal.h (namespace.c, link.c, rename.c, setattr.c,
  *              acl.c, xattr.c), snap_tree.h (snap_tree.c), snapshot.c,
- *              history.c, version_api.c, delta_api.c, file.c
- *   api        recover.h (store.c), store_api.c
+ *              history.c, version_api.c, vperm_api.c, delta_api.c,
+ *              file.c
+ *   api        recover.h (store.c, private.c), store_api.c
  *
  * Calls upward that remain (files: headers): none.  Where a lower layer
  * must reach an upper one, the upper one registers a hook in ulp_store
