@@ -10,7 +10,8 @@
 #     pruned version's object is gone from the bucket, the lease released;
 #   - --store s3://BUCKET/PREFIX: the same commands from a cache directory
 #     of their own (seeded from the bucket), clear errors for a prefix
-#     with nothing published and a malformed URL.
+#     with nothing published and a malformed URL;
+#   - the cache directory is private (0700, files 0600) under umask 022.
 #
 # FUSE or Swift unavailable is a FAILURE unless ULPFS_ALLOW_SKIP=1.
 #
@@ -19,6 +20,7 @@
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "$(dirname "$0")/s3_lib.sh"
 s3_init
+umask 022
 
 URL=s3://$S3_BUCKET/cmds
 C1=$WORK/cache1
@@ -44,6 +46,11 @@ cp "$WORK/v/f.2" "$MNT/f" && cp -r "$WORK/d" "$MNT/d" || bad "write f v2, d/"
 "$ULPFS" snapshot create s1 "$MNT" >/dev/null || bad "snapshot create s1"
 fs_umount "$MNT"
 [ -f "$C1/bucket-url" ] && ok "the cache names its bucket: $(cat "$C1/bucket-url")" || bad "no $C1/bucket-url"
+# A bucket store's cache directory is private to root like a local store
+# (issue 36), made under this test's umask 022.
+loose=$(find "$C1" \( -type d -o -type f \) -printf '%m %P\n' | awk '($1 != 700 && $1 != 600)')
+check "the cache directory is 0700, everything in it 0700/0600" test -z "$loose"
+[ -z "$loose" ] || printf '%s\n' "$loose" | head -5 | sed 's/^/    | /' >&2
 # Evicted as the object cache would: what the bucket holds goes; a reverse
 # delta whose version the bucket holds otherwise (src/objstore/reps.c) is
 # the only copy of itself and stays (the cache uploads it before evicting).

@@ -721,7 +721,9 @@ static void write_url(const ulp_bucket *b)
 	char *p = NULL, *tmp = NULL;
 	if (same || asprintf(&p, "%s/" URL_FILE, b->cache_dir) < 0)
 		return;
-	FILE *f = asprintf(&tmp, "%s.tmp", p) < 0 ? NULL : fopen(tmp, "we");
+	FILE *f = asprintf(&tmp, "%s.tmp", p) < 0
+	                  ? NULL
+	                  : ulp_bucket_fopen_private(tmp);
 	if (f) {
 		int ok = fprintf(f, "%s\n", b->url) > 0;
 		if (fclose(f) != 0 || !ok || rename(tmp, p) < 0) {
@@ -731,6 +733,18 @@ static void write_url(const ulp_bucket *b)
 	}
 	free(tmp);
 	free(p);
+}
+
+FILE *ulp_bucket_fopen_private(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!f && fd >= 0) {
+		int e = errno;
+		close(fd);
+		errno = e;
+	}
+	return f;
 }
 
 /* CACHE/objects, which the store creates too: deferred uploads read it

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 
 #include "objstore/bucket.h"
 #include "objstore/reps.h"
@@ -177,5 +178,9 @@ enum {
 void ulp_publish_crash_init(ulp_bucket *b);
 void ulp_publish_crash(const ulp_bucket *b, int point);
 void ulp_publish_crash_upload(ulp_bucket *b);
+
+/* A file of the cache directory opened for writing, created 0600 (a
+ * store is its user's alone, whatever the umask): as fopen(path, "we"). */
+FILE *ulp_bucket_fopen_private(const char *path);
 
 #endif

@@ -88,7 +88,7 @@ static int write_state(const ulp_bucket *b, const char *file, const char *snap)
 {
 	char *p = cpath(b, file), *t = cpath(b, ".bucket-snapshot.tmp");
 	int rc = p && t ? 0 : -ENOMEM;
-	FILE *f = rc ? NULL : fopen(t, "w");
+	FILE *f = rc ? NULL : ulp_bucket_fopen_private(t);
 	if (!rc && !f)
 		rc = -errno;
 	if (f) {
