@@ -106,6 +106,15 @@ summary() {
 	local steps="" t
 	for t in "${step_times[@]}"; do steps+="${steps:+, }$t"; done
 	printf 'wall time: %d s%s\n' "$((SECONDS - start_time))" "${steps:+ ($steps)}"
+	# CPU time of the processes waited for (daemons are not): against
+	# the wall time and the cores, how much CHECK_JOBS could still gain.
+	# (times in this shell: a subshell's would count nothing)
+	local cpu_file
+	if cpu_file=$(mktemp "${TMPDIR:-/tmp}/ulpfs-times.XXXXXX"); then
+		times >"$cpu_file"
+		echo "cpu time: $(sed -n 2p "$cpu_file") (user, sys)"
+		rm -f "$cpu_file"
+	fi
 	echo "==================================================================="
 	echo "$passed passed, $failed failed"
 }
