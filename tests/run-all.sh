@@ -5,8 +5,9 @@
 # from the tarball and runs a part of the tests there (distcheck_tests in
 # Makefile.am).
 #
-# Meant for a fresh Debian 12 machine, as root (or with sudo).  Ends with a
-# line "N passed, M failed" and exits non-zero if anything failed.
+# Meant for a fresh Debian 12 machine, as root (or with sudo).  Ends with
+# its wall time (each step's too) and a line "N passed, M failed", and
+# exits non-zero if anything failed.
 #
 # Environment:
 #   ULPFS_NO_APT=1          do not apt-get install the dependencies
@@ -16,7 +17,10 @@
 #                           tree; relative paths are taken from there)
 #   ULPFS_CONFIGURE_FLAGS   extra ./configure flags (also used by distcheck),
 #                           e.g. "--disable-sanitizer-tests"
-#   JOBS=N                  make -j N (default: nproc)
+#   JOBS=N                  make -j N for the build (default: nproc)
+#   CHECK_JOBS=N            make -j N for make check and make distcheck
+#                           (default: 2 x JOBS: many tests wait on mounts,
+#                           servers, fsync and sleeps rather than compute)
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 
@@ -31,6 +35,7 @@ case $builddir in
 *) builddir=$srcdir/$builddir ;;
 esac
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+check_jobs=${CHECK_JOBS:-$((jobs * 2))}
 read -r -a configure_flags <<<"${ULPFS_CONFIGURE_FLAGS:-}"
 
 # Packages a fresh Debian 12 needs to build and test everything.
@@ -63,6 +68,14 @@ finished=0
 distcheck_result="not run"
 start_time=$SECONDS
 failed_logs=()
+# Seconds each step took, in order ("packages 95s" ...), for the summary.
+step_times=()
+step_start=$SECONDS
+# step_done NAME: NAME took the seconds since the previous step ended.
+step_done() {
+	step_times+=("$1 $((SECONDS - step_start))s")
+	step_start=$SECONDS
+}
 
 say() { printf '==> %s\n' "$*"; }
 warn() { printf 'run-all.sh: %s\n' "$*" >&2; }
@@ -90,7 +103,18 @@ summary() {
 		echo "free space at the end:"
 		df -h "$builddir" "${TMPDIR:-/tmp}" 2>/dev/null | sed 's/^/    /' || true
 	fi
-	printf 'elapsed: %ds\n' "$((SECONDS - start_time))"
+	local steps="" t
+	for t in "${step_times[@]}"; do steps+="${steps:+, }$t"; done
+	printf 'wall time: %d s%s\n' "$((SECONDS - start_time))" "${steps:+ ($steps)}"
+	# CPU time of the processes waited for (daemons are not): against
+	# the wall time and the cores, how much CHECK_JOBS could still gain.
+	# (times in this shell: a subshell's would count nothing)
+	local cpu_file
+	if cpu_file=$(mktemp "${TMPDIR:-/tmp}/ulpfs-times.XXXXXX"); then
+		times >"$cpu_file"
+		echo "cpu time: $(sed -n 2p "$cpu_file") (user, sys)"
+		rm -f "$cpu_file"
+	fi
 	echo "==================================================================="
 	echo "$passed passed, $failed failed"
 }
@@ -157,6 +181,7 @@ else
 		die "apt-get install failed"
 	rm -f "$aptlog"
 fi
+step_done packages
 
 # ---------------------------------------------------------------- build
 
@@ -189,6 +214,7 @@ sed -n '/configured:$/,$p' configure.out
 
 say "make -j$jobs"
 make -j"$jobs" || die "build failed"
+step_done build
 
 # ---------------------------------------------------------------- make check
 
@@ -220,9 +246,10 @@ count_results() {
 find . -path './ulpfs-*' -prune -o -name '*.trs' -print0 | xargs -0 rm -f
 rm -f test-suite.log
 
-say "make check"
+say "make -j$check_jobs check"
 check_rc=0
-make -j"$jobs" check || check_rc=$?
+make -j"$check_jobs" check || check_rc=$?
+step_done "make check"
 count_results
 if [ "$check_rc" != 0 ]; then
 	if [ -f test-suite.log ]; then
@@ -255,8 +282,10 @@ else
 	say "make distcheck (log: $builddir/distcheck.log)"
 	# The tarball's build runs a part of the suite (distcheck_tests in
 	# Makefile.am): make check above has just run all of it.
-	if quietly distcheck.log make -j"$jobs" distcheck \
-		DISTCHECK_CONFIGURE_FLAGS="${ULPFS_CONFIGURE_FLAGS:-}" \
+	# Nor does it build the sanitizer variant again: the same sources,
+	# compiled and run under ASan+UBSan by make check above.
+	if quietly distcheck.log make -j"$check_jobs" distcheck \
+		DISTCHECK_CONFIGURE_FLAGS="--disable-sanitizer-tests${ULPFS_CONFIGURE_FLAGS:+ $ULPFS_CONFIGURE_FLAGS}" \
 		TESTS='$(distcheck_tests)'; then
 		distcheck_result="passed"
 		grep -A2 'archives ready for distribution' distcheck.log || true
@@ -276,6 +305,7 @@ else
 			failed_logs+=("${trs%.trs}.log")
 		done < <(find . -path './ulpfs-*' -name '*.trs' -print0 2>/dev/null)
 	fi
+	step_done distcheck
 fi
 
 summary
