@@ -59,6 +59,9 @@ apt_packages=(
 	curl awscli s3cmd
 	# the watchdog of tests/fs_lib.sh shows a hung test's daemon stacks
 	gdb
+	# the libFuzzer targets (tests/fuzz): clang-14 only recommends the
+	# package that holds libFuzzer
+	clang-14 libclang-rt-14-dev
 )
 
 passed=0

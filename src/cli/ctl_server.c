@@ -16,6 +16,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_parse.h"
 
 struct cli_server {
 	ulp_store *st;
@@ -98,14 +99,14 @@ static int r_cancelled(void *o)
 	       (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
-/* Read one line (the request), at most 1 MiB. */
+/* Read one line (the request), at most CLI_CTL_MAX_LINE bytes. */
 static char *read_line(int fd)
 {
 	size_t cap = 4096, n = 0;
 	char *buf = malloc(cap);
 	while (buf) {
 		if (n + 1 == cap) {
-			if (cap >= (1u << 20))
+			if (cap >= CLI_CTL_MAX_LINE)
 				break;
 			char *b = realloc(buf, cap * 2);
 			if (!b)
@@ -119,11 +120,8 @@ static char *read_line(int fd)
 		if (r <= 0)
 			break;
 		n += (size_t)r;
-		char *nl = memchr(buf, '\n', n);
-		if (nl) {
-			*nl = 0;
+		if (cli_ctl_line_end(buf, n))
 			return buf;
-		}
 	}
 	free(buf);
 	return NULL;
@@ -134,11 +132,11 @@ static void *conn_main(void *arg)
 	conn *c = arg;
 	cli_server *srv = c->srv;
 	char *line = read_line(c->fd);
-	json_t *req = line ? json_loads(line, 0, NULL) : NULL;
+	json_t *req = line ? cli_ctl_request(line) : NULL;
 	cli_sink sink = { r_out, r_err, r_progress, c, r_cancelled };
 	int rc = CLI_USAGE;
 
-	if (req && json_is_object(req)) {
+	if (req) {
 		cli_env env = { srv->st, srv->fs, &sink, srv->dir,
 			        srv->bucket };
 		rc = cli_exec(&env, req);

@@ -128,10 +128,11 @@ static uint8_t *fused_esc(ulp_float_scratch *fs, size_t n)
 	return fs->esc + sizeof(uint32_t) * n;
 }
 
-/* Room for n escaped elements in fs->esc. */
+/* Room for n escaped elements in fs->esc (allocated even for none:
+ * fused_esc offsets it). */
 static int esc_reserve(ulp_float_scratch *fs, size_t n)
 {
-	if (fs->esc_cap >= n)
+	if (fs->esc && fs->esc_cap >= n)
 		return ULP_OK;
 	uint8_t *p = realloc(fs->esc, (sizeof(uint32_t) + 2) * (n ? n : 1));
 	if (!p)

@@ -26,6 +26,7 @@
  */
 #define _GNU_SOURCE
 #include "objstore/bucket_internal.h"
+#include "objstore/catalog_pointer.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -128,15 +129,9 @@ static int read_pointer(ulp_bucket *b, char *snap, size_t len,
 		return 0;
 	if (rc)
 		return rc;
-	if (n == 0 || n >= len || strncmp(buf, "catalog/", 8)) {
-		free(buf);
-		return -EIO;
-	}
-	memcpy(snap, buf, n);
-	snap[n] = '\0';
-	snap[strcspn(snap, "\n")] = '\0';
+	rc = ulp_catalog_pointer_parse(buf, n, snap, len);
 	free(buf);
-	return 0;
+	return rc;
 }
 
 static int download_catalog(ulp_bucket *b, const char *snap, ulp_s3_status *st)
