@@ -297,9 +297,9 @@ void ulp_fs_op_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	const ulp_fs_node_ops *n = ulp_fs_node(ino);
 	if (n->getxattr)
 		n->getxattr(req, ino, name, size);
-	else if (n->acl)
+	else if (n->acl && ulp_fs_of(req)->posix_acl)
 		ulp_fs_reply_getxattr(req, ino, name, size, view_get);
-	else
+	else /* a view has no ACL where the kernel does not check one */
 		fuse_reply_err(req, ENODATA);
 }
 
