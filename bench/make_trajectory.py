@@ -92,16 +92,16 @@ def _read_text_file(path, per_file_cap):
     return data
 
 
-def default_text_files():
-    files = sorted(glob.glob("/usr/share/common-licenses/*"))
+def default_text_files(top="/usr/share"):
+    files = sorted(glob.glob(os.path.join(top, "common-licenses", "*")))
     doc = []
-    for root, dirs, names in os.walk("/usr/share/doc"):
+    for root, dirs, names in os.walk(os.path.join(top, "doc")):
         dirs.sort()
         for n in sorted(names):
             if n == "copyright" or n.endswith(".txt"):
                 doc.append(os.path.join(root, n))
     chl = []
-    for root, dirs, names in os.walk("/usr/share/doc"):
+    for root, dirs, names in os.walk(os.path.join(top, "doc")):
         dirs.sort()
         for n in sorted(names):
             if n.startswith("changelog") and n.endswith(".gz"):
@@ -109,11 +109,16 @@ def default_text_files():
     return files + sorted(doc) + sorted(chl)
 
 
-def load_corpus(paths, max_bytes, per_file_cap, verbose=False):
+def load_corpus(paths, max_bytes, per_file_cap, verbose=False, strict=False):
+    """The corpus made of `paths` and the list of the paths it used (files
+    that are not plain text and duplicates left out).  strict: every path
+    must be used (a pinned corpus), else exit with an error naming it."""
     seen = set()
-    parts, total, nfiles = [], 0, 0
+    parts, used, total = [], [], 0
     for p in paths:
         data = _read_text_file(p, per_file_cap)
+        if data is None and strict:
+            sys.exit("error: corpus file %s is gone or no longer plain text" % p)
         if data is None:
             if verbose:
                 log("warning: skipping %s (unreadable or not plain text)" % p)
@@ -125,26 +130,32 @@ def load_corpus(paths, max_bytes, per_file_cap, verbose=False):
         if total + len(data) > max_bytes:
             data = data[: max_bytes - total]
         parts.append(data)
+        used.append(p)
         total += len(data)
-        nfiles += 1
         if total >= max_bytes:
             break
     corpus = b"\n".join(parts)
-    return corpus, nfiles
+    return corpus, used
 
 
-def load_training_data(paths=None, max_text_mb=4.0, min_bytes=2):
+def load_training_data(paths=None, max_text_mb=4.0, min_bytes=2, top="/usr/share",
+                       pinned=None):
     """The training data as used by main() (and examples/train.py): the
-    corpus of `paths` (default: default_text_files(), 256 KiB per file) as
-    an int64 tensor of bytes; returns (data, nfiles, corpus sha256 hex)."""
+    corpus of `paths` (default: default_text_files(top), 256 KiB per file)
+    as an int64 tensor of bytes; returns (data, the files used, corpus
+    sha256 hex).  pinned: the files a default corpus used before (as
+    returned then), read again exactly, whatever else `top` now holds."""
     max_bytes = int(max_text_mb * 1024 * 1024)
-    corpus, nfiles = load_corpus(paths if paths else default_text_files(), max_bytes,
-                                 per_file_cap=max_bytes if paths else 256 * 1024,
-                                 verbose=bool(paths))
+    if pinned is not None:
+        corpus, used = load_corpus(pinned, max_bytes, 256 * 1024, strict=True)
+    else:
+        corpus, used = load_corpus(paths if paths else default_text_files(top), max_bytes,
+                                   per_file_cap=max_bytes if paths else 256 * 1024,
+                                   verbose=bool(paths))
     if len(corpus) < min_bytes:
         sys.exit("error: corpus too small (%d bytes)" % len(corpus))
     data = torch.from_numpy(np.frombuffer(corpus, dtype=np.uint8).astype(np.int64))
-    return data, nfiles, hashlib.sha256(corpus).hexdigest()
+    return data, used, hashlib.sha256(corpus).hexdigest()
 
 
 # --------------------------------------------------------------------------
@@ -452,8 +463,8 @@ def main(argv=None):
         shutil.rmtree(d)
 
     # ---- data
-    data, nfiles, corpus_sha = load_training_data(a.text, a.max_text_mb, a.ctx + 2)
-    log("corpus: %d files, %d bytes, sha256 %s" % (nfiles, len(data), corpus_sha[:16]))
+    data, used, corpus_sha = load_training_data(a.text, a.max_text_mb, a.ctx + 2)
+    log("corpus: %d files, %d bytes, sha256 %s" % (len(used), len(data), corpus_sha[:16]))
 
     # ---- model / optimizer
     amp = a.precision == "bf16-mixed"
@@ -529,7 +540,7 @@ def main(argv=None):
         "optimizer": {"type": "AdamW", "betas": [0.9, 0.95], "eps": 1e-8,
                       "weight_decay": 0.1, "no_decay": "1-D tensors (biases, LayerNorm)"},
         "schedule": "linear warmup, cosine to 0 at last step",
-        "corpus_bytes": len(data), "corpus_files": nfiles, "corpus_sha256": corpus_sha,
+        "corpus_bytes": len(data), "corpus_files": len(used), "corpus_sha256": corpus_sha,
         "torch": torch.__version__, "losses": losses,
         "checkpoints": [os.path.basename(c) for c in ckpts],
     }

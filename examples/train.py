@@ -17,7 +17,10 @@ do, OUTPUT_DIR/tmp-checkpoint-N, fsyncs it and renames it to checkpoint-N:
     scheduler.pt         torch.save(lr_scheduler.state_dict())
     rng_state.pth        {"python", "numpy", "cpu"} RNG states
     trainer_state.json   global_step, max_steps, log_history (loss and
-                         learning rate of every step), the run's config
+                         learning rate of every step), the run's config,
+                         the corpus's files and its sha256 (--resume reads
+                         those files, so that a package installed since
+                         changes nothing; a changed file is refused)
 
 --save_total_limit K then deletes the oldest checkpoints (shutil.rmtree),
 sorted by directory mtime as Trainer(use_mtime=True) does -- ties broken by
@@ -158,6 +161,10 @@ def parse_args(argv=None):
     ap.add_argument("--ctx", type=int)
     ap.add_argument("--batch", type=int)
     ap.add_argument("--max_text_mb", type=float, help="corpus cap (default 4; quick 1)")
+    ap.add_argument("--corpus_root", default="/usr/share", metavar="DIR",
+                    help="the corpus is the text under DIR/common-licenses and DIR/doc "
+                         "(default /usr/share); a checkpoint records the files it used, "
+                         "and --resume reads exactly those")
     ap.add_argument("--log_seconds", type=float, default=10.0,
                     help="print a progress line at least this often (default 10)")
     ap.add_argument("--commit_cmd", metavar="CMD",
@@ -440,7 +447,17 @@ def main(argv=None):
     os.makedirs(a.output_dir, exist_ok=True)
     manifest = Manifest(a.sha256_manifest, a.output_dir)
 
-    data, nfiles, corpus_sha = mt.load_training_data(None, a.max_text_mb, a.ctx + 2)
+    ck = resume_state = None
+    if a.resume:
+        ck = find_resume_checkpoint(a)
+        with open(os.path.join(ck, "trainer_state.json")) as f:
+            resume_state = json.load(f)
+    # A resumed run reads the files its checkpoint names (a package
+    # installed since the save changes what a scan would find); the sha256
+    # check below still refuses a corpus whose contents changed.
+    pinned = resume_state.get("corpus_files") if resume_state else None
+    data, used, corpus_sha = mt.load_training_data(None, a.max_text_mb, a.ctx + 2,
+                                                   top=a.corpus_root, pinned=pinned)
     mt.Linear.use_conv = False  # matmuls: oneDNN under bf16 autocast, else the BLAS (OpenBLAS)
     model = mt.GPT(256, a.ctx, a.layers, a.d_model, a.heads)
     decay = [p for p in model.parameters() if p.dim() >= 2]
@@ -450,19 +467,21 @@ def main(argv=None):
                             lr=a.lr, betas=(0.9, 0.95), eps=1e-8)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_lambda_for(a))
     state = {"global_step": 0, "max_steps": a.max_steps, "save_steps": a.save_steps,
-             "log_history": [], "config": run_config(a), "corpus_sha256": corpus_sha}
+             "log_history": [], "config": run_config(a), "corpus_sha256": corpus_sha,
+             "corpus_files": used}
     log("corpus: %d files, %d bytes; model: %d params, %d layers, d_model %d, ctx %d, "
         "batch %d; %s on %d threads" %
-        (nfiles, len(data), sum(p.numel() for p in model.parameters()), a.layers, a.d_model,
+        (len(used), len(data), sum(p.numel() for p in model.parameters()), a.layers, a.d_model,
          a.ctx, a.batch, a.precision, a.threads))
 
     if a.resume:
-        ck = find_resume_checkpoint(a)
-        with open(os.path.join(ck, "trainer_state.json")) as f:
-            state = json.load(f)
+        state = resume_state
         if state.get("config") != run_config(a) or state.get("corpus_sha256") != corpus_sha:
-            sys.exit("error: %s was written by a run with another config or corpus:\n  %s\n  %s"
-                     % (ck, state.get("config"), run_config(a)))
+            sys.exit("error: %s was written by a run with another config or corpus:\n"
+                     "  config %s, corpus sha256 %s\n  config %s, corpus sha256 %s now"
+                     % (ck, state.get("config"), state.get("corpus_sha256"), run_config(a),
+                        corpus_sha))
+        state["corpus_files"] = used   # a checkpoint written before the list was kept
         osd = torch.load(os.path.join(ck, "optimizer.pt"), map_location="cpu")
         master = osd.pop("fp32_master_weights")
         model.load_state_dict(master)
