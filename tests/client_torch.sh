@@ -29,57 +29,98 @@ KEPT="checkpoint-50 checkpoint-60 "
 
 kept_in() { ls "$1" | tr '\n' ' '; }
 
-cat >"$WORK/check_ckpt.py" <<'PY'
-# check_ckpt.py GOT_DIR REF_DIR: rng_state.pth loads and equals the
-# reference; every tensor of GOT_DIR/model.safetensors, numpy.memmap'ed,
-# equals the fp32 master weights of REF_DIR/optimizer.pt rounded to bf16.
-import json, sys
+cat >"$WORK/check_run.py" <<'PY'
+# check_run.py FS_UTIL GOT_DIR REF_DIR WHAT: for every checkpoint-N of
+# REF_DIR, in one process (each Python start with torch costs seconds):
+#   - torch.load of optimizer.pt and scheduler.pt equals the reference's
+#     (tests/fs_util.py torch-check);
+#   - every tensor of model.safetensors, numpy.memmap'ed, equals the
+#     reference file's (fs_util.py safetensors-check);
+#   - rng_state.pth loads and equals the reference; every memmapped
+#     model.safetensors tensor equals the fp32 master weights of REF's
+#     optimizer.pt rounded to bf16.
+# Prints "ok: ..." or "FAIL: ..." per check; exits 1 if any failed.
+import contextlib, io, json, os, sys, types
 import numpy as np
 import torch
-got, ref = sys.argv[1], sys.argv[2]
-g = torch.load(got + "/rng_state.pth", map_location="cpu")
-r = torch.load(ref + "/rng_state.pth", map_location="cpu")
-assert sorted(g) == sorted(r) == ["cpu", "numpy", "python"], sorted(g)
-assert g["python"] == r["python"], "python RNG state differs"
-assert torch.equal(g["cpu"], r["cpu"]), "torch RNG state differs"
-assert g["numpy"][0] == r["numpy"][0] and np.array_equal(g["numpy"][1], r["numpy"][1]) \
-    and tuple(g["numpy"][2:]) == tuple(r["numpy"][2:]), "numpy RNG state differs"
-master = torch.load(ref + "/optimizer.pt", map_location="cpu")["fp32_master_weights"]
-path = got + "/model.safetensors"
-with open(path, "rb") as f:
-    n = int.from_bytes(f.read(8), "little")
-    hdr = json.loads(f.read(n))
-hdr.pop("__metadata__", None)
-assert sorted(hdr) == sorted(master), "tensor names differ"
-for k, info in hdr.items():
-    b, e = info["data_offsets"]
-    assert info["dtype"] == "BF16", (k, info["dtype"])
-    mm = np.memmap(path, dtype="<i2", mode="r", offset=8 + n + b, shape=((e - b) // 2,))
-    want = master[k].to(torch.bfloat16).view(torch.int16).reshape(-1).numpy()
-    assert list(info["shape"]) == list(master[k].shape), k
-    assert np.array_equal(np.asarray(mm), want), "%s: tensor %s differs from the source" % (path, k)
-    del mm
-print("%s: rng_state.pth equal, %d memmapped bf16 tensors equal to the fp32 source" % (got, len(hdr)))
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(sys.argv[1]))
+import fs_util
+got_dir, ref_dir, what = sys.argv[2:5]
+fails = 0
+
+
+def report(ok, msg):
+    global fails
+    fails += not ok
+    print("%s: %s: %s" % ("ok" if ok else "FAIL", what, msg))
+
+
+def util(fn, c, f):
+    a = types.SimpleNamespace(file="%s/%s/%s" % (got_dir, c, f), ref="%s/%s/%s" % (ref_dir, c, f))
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            rc = fn(a)
+    except Exception as e:
+        return False, "%s/%s: %r" % (c, f, e)
+    return rc == 0, out.getvalue().strip().rsplit(": ", 1)[-1]
+
+
+def rng_and_master(c):
+    got, ref = got_dir + "/" + c, ref_dir + "/" + c
+    g = torch.load(got + "/rng_state.pth", map_location="cpu")
+    r = torch.load(ref + "/rng_state.pth", map_location="cpu")
+    assert sorted(g) == sorted(r) == ["cpu", "numpy", "python"], sorted(g)
+    assert g["python"] == r["python"], "python RNG state differs"
+    assert torch.equal(g["cpu"], r["cpu"]), "torch RNG state differs"
+    assert g["numpy"][0] == r["numpy"][0] and np.array_equal(g["numpy"][1], r["numpy"][1]) \
+        and tuple(g["numpy"][2:]) == tuple(r["numpy"][2:]), "numpy RNG state differs"
+    master = torch.load(ref + "/optimizer.pt", map_location="cpu")["fp32_master_weights"]
+    path = got + "/model.safetensors"
+    with open(path, "rb") as f:
+        n = int.from_bytes(f.read(8), "little")
+        hdr = json.loads(f.read(n))
+    hdr.pop("__metadata__", None)
+    assert sorted(hdr) == sorted(master), "tensor names differ"
+    for k, info in hdr.items():
+        b, e = info["data_offsets"]
+        assert info["dtype"] == "BF16", (k, info["dtype"])
+        mm = np.memmap(path, dtype="<i2", mode="r", offset=8 + n + b, shape=((e - b) // 2,))
+        want = master[k].to(torch.bfloat16).view(torch.int16).reshape(-1).numpy()
+        assert list(info["shape"]) == list(master[k].shape), k
+        assert np.array_equal(np.asarray(mm), want), "tensor %s differs from the source" % k
+        del mm
+    return "rng_state.pth equal, %d memmapped bf16 tensors equal to the fp32 source" % len(hdr)
+
+
+for c in sorted(d for d in os.listdir(ref_dir) if d.startswith("checkpoint-")):
+    for f in ("optimizer.pt", "scheduler.pt"):
+        ok, msg = util(fs_util.torch_check, c, f)
+        report(ok, "torch.load %s/%s: %s" % (c, f, msg))
+    ok, msg = util(fs_util.safetensors_check, c, "model.safetensors")
+    report(ok, "memmap %s/model.safetensors vs the reference file: %s" % (c, msg))
+    try:
+        report(True, "%s: %s" % (c, rng_and_master(c)))
+    except Exception as e:
+        report(False, "%s: %r" % (c, e))
+sys.exit(1 if fails else 0)
 PY
 
 # check_run DIR REFDIR WHAT: every kept checkpoint bit-exact, loadable, equal
 check_run() {
-	local dir=$1 refdir=$2 what=$3 c f out
+	local dir=$1 refdir=$2 what=$3 line
 	kept=$(kept_in "$dir")
 	[ "$kept" = "$(kept_in "$refdir")" ] && ok "$what: holds exactly: $kept" ||
 		bad "$what: holds '$kept', the plain-directory run kept '$(kept_in "$refdir")'"
 	fs_compare_trees "$refdir" "$dir" "$what"
-	for c in "$refdir"/checkpoint-*; do
-		c=$(basename "$c")
-		for f in optimizer.pt scheduler.pt; do
-			out=$("$PY" "$FS_UTIL" torch-check "$dir/$c/$f" "$refdir/$c/$f" 2>&1) &&
-				ok "$what: torch.load $c/$f: ${out##*: }" || bad "$what: $c/$f: $out"
-		done
-		out=$("$PY" "$FS_UTIL" safetensors-check "$dir/$c/model.safetensors" "$refdir/$c/model.safetensors" 2>&1) &&
-			ok "$what: memmap $c/model.safetensors vs the reference file: ${out##*: }" || bad "$what: $out"
-		out=$("$PY" "$WORK/check_ckpt.py" "$dir/$c" "$refdir/$c" 2>&1) &&
-			ok "$what: $c: ${out##*: }" || bad "$what: $c: $out"
-	done
+	while IFS= read -r line; do
+		case $line in
+		"ok: "*) ok "${line#ok: }" ;;
+		*) bad "${line#FAIL: }" ;;
+		esac
+	done < <("$PY" "$WORK/check_run.py" "$FS_UTIL" "$dir" "$refdir" "$what" 2>&1 ||
+		echo "FAIL: $what: check_run.py exited $?")
 }
 
 step "reference: the same deterministic runs in plain directories"
