@@ -285,11 +285,12 @@ else
 	say "make distcheck (log: $builddir/distcheck.log)"
 	# The tarball's build runs a part of the suite (distcheck_tests in
 	# Makefile.am): make check above has just run all of it.
-	# Nor does it build the sanitizer variant again: the same sources,
-	# compiled and run under ASan+UBSan by make check above.
+	# Nor does it build the sanitizer variant or the fuzz targets again
+	# (FUZZ_CC=): the same sources, compiled and run under ASan+UBSan
+	# and libFuzzer by make check above.
 	if quietly distcheck.log make -j"$check_jobs" distcheck \
 		DISTCHECK_CONFIGURE_FLAGS="--disable-sanitizer-tests${ULPFS_CONFIGURE_FLAGS:+ $ULPFS_CONFIGURE_FLAGS}" \
-		TESTS='$(distcheck_tests)'; then
+		TESTS='$(distcheck_tests)' FUZZ_CC=; then
 		distcheck_result="passed"
 		grep -A2 'archives ready for distribution' distcheck.log || true
 		passed=$((passed + 1))
