@@ -13,7 +13,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 /* The checkpoints of the versions of vec whose counted[i] is set, in the
  * order they were written (oldest mtime first; ties by name): a JSON

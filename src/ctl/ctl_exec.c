@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "ctl.h"
 
 /* ------------------------------------------------------------ output */

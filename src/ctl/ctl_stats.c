@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "ctl.h"
 #include "objstore/upload_errors.h"
 #include "objstore/verify.h"
-#include "stats_svg.h"
+#include "cli/stats_svg.h"
 
 #define PIECE (4u << 20)
 

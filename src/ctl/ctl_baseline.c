@@ -14,7 +14,7 @@
 #include <zstd.h>
 #include <zstd_errors.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "ctl.h"
 
 #define PIECE (4u << 20)

@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "cli/cli.h"
 #include "ctl.h"
 #include "ctl_parse.h"
 
