@@ -113,186 +113,208 @@ static json_t *requests_json(cli_env *env)
 	return o;
 }
 
-int cli_op_stats(cli_env *env, json_t *req)
-{
-	static const char *const kinds[3] = { "other", "safetensors",
-		                              "torch zip" };
-	int json = json_is_true(json_object_get(req, "json"));
-	int z19 = json_is_true(json_object_get(req, "zstd19"));
-	int want_ck = json_is_true(json_object_get(req, "checkpoints"));
-	json_t *jt = json_object_get(req, "threads");
-	json_int_t nthreads = json_integer_value(jt);
+static const char *const kinds[3] = { "other", "safetensors", "torch zip" };
+
+/* The figures of a stats request. */
+typedef struct stats_fig {
+	int z19; /* with the zstd -19 baselines */
 	ulp_store_stats ss;
 	ulp_store_disk disk;
+	acc kind[3], dt[ULP_DT_COUNT], all;
+	uint64_t paths[3], depth[65], recorded, cached;
+	json_t *cks; /* by checkpoint, or NULL */
+} stats_fig;
+
+/* The zstd -19 size of every version of vec into *zb (and the ones gone
+ * meanwhile into *gone), on nthreads threads (<= 0: a default). */
+static int stats_z19(cli_env *env, const cli_vvec *vec, json_int_t nthreads,
+                     uint64_t **zb, char **gone, uint64_t *cached)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	/* at most 4 by default: each context holds about 170 MiB
+	 * at level 19, inside the daemon when mounted */
+	if (nthreads <= 0)
+		nthreads = ncpu > 4 ? 4 : ncpu > 0 ? ncpu : 1;
+	if (nthreads > 1024) /* as the helper's --threads allows */
+		nthreads = 1024;
+	*zb = calloc(vec->n ? vec->n : 1, sizeof(**zb));
+	*gone = calloc(vec->n ? vec->n : 1, 1);
+	return *zb && *gone ? cli_z19_sizes(env, vec, (unsigned)nthreads, *zb,
+	                                    *gone, cached)
+	                    : -ENOMEM;
+}
+
+/* Count version v (z: its zstd -19 bytes) into f: 1, or 0 when the store
+ * has no usage for it (deleted meanwhile). */
+static int stats_add(stats_fig *f, ulp_store *st, const ulp_version_info *v,
+                     uint64_t z)
+{
+	ulp_stats es;
+	int fmt;
+	int have = ulp_version_usage(st, v->id, &fmt, &es);
+	if (have < 0)
+		return 0;
+	int k = fmt >= 0 && fmt < 3 ? fmt : 0;
+	f->kind[k].count++;
+	f->kind[k].logical += v->size;
+	f->kind[k].stored += v->stored;
+	f->kind[k].z19 += z;
+	f->all.count++;
+	f->all.logical += v->size;
+	f->all.stored += v->stored;
+	f->all.z19 += z;
+	f->depth[v->depth < 64 ? v->depth : 64]++;
+	if (!have)
+		return 1;
+	f->recorded++;
+	for (int d = 0; d < ULP_DT_COUNT; d++) {
+		if (!es.dt[d].bytes_in)
+			continue;
+		f->dt[d].count++;
+		f->dt[d].logical += es.dt[d].bytes_in;
+		f->dt[d].stored += es.dt[d].bytes_out;
+	}
+	f->paths[0] += es.chunks_copy;
+	f->paths[1] += es.chunks_delta;
+	f->paths[2] += es.chunks_standalone;
+	return 1;
+}
+
+/* Gather the figures of a stats request into f (with want_ck, by
+ * checkpoint too).  0 or -errno. */
+static int stats_gather(cli_env *env, json_t *req, int want_ck, stats_fig *f)
+{
+	json_int_t nthreads = json_integer_value(json_object_get(req, "thread"
+	                                                              "s"));
 	cli_vall a = { 0 };
-	acc kind[3] = { { 0 } }, dt[ULP_DT_COUNT] = { { 0 } }, all = { 0 };
-	uint64_t paths[3] = { 0 }, depth[65] = { 0 }, recorded = 0, cached = 0;
 	uint64_t *zb = NULL;
 	char *gone = NULL, *counted = NULL;
-	json_t *cks = NULL;
 	int rc = ulp_version_list(env->st, NULL, cli_vall_add, &a);
 
-	if (rc == 0 && z19) {
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		/* at most 4 by default: each context holds about 170 MiB
-		 * at level 19, inside the daemon when mounted */
-		if (nthreads <= 0)
-			nthreads = ncpu > 4 ? 4 : ncpu > 0 ? ncpu : 1;
-		if (nthreads > 1024) /* as the helper's --threads allows */
-			nthreads = 1024;
-		zb = calloc(a.vec.n ? a.vec.n : 1, sizeof(*zb));
-		gone = calloc(a.vec.n ? a.vec.n : 1, 1);
-		rc = zb && gone ? cli_z19_sizes(env, &a.vec, (unsigned)nthreads,
-		                                zb, gone, &cached)
-		                : -ENOMEM;
-	}
+	if (rc == 0 && f->z19)
+		rc = stats_z19(env, &a.vec, nthreads, &zb, &gone, &f->cached);
 	/* After the (maybe long) compression: figures of the same moment. */
 	if (rc == 0)
-		rc = ulp_store_stats_get(env->st, &ss);
+		rc = ulp_store_stats_get(env->st, &f->ss);
 	if (rc == 0)
-		rc = ulp_store_disk_get(env->st, &disk);
+		rc = ulp_store_disk_get(env->st, &f->disk);
 	if (rc == 0 && !(counted = calloc(a.vec.n ? a.vec.n : 1, 1)))
 		rc = -ENOMEM;
-	for (size_t i = 0; rc == 0 && i < a.vec.n; i++) {
-		ulp_stats es;
-		int fmt;
-		if (gone && gone[i])
-			continue;
-		int have = ulp_version_usage(env->st, a.vec.v[i].id, &fmt, &es);
-		if (have < 0)
-			continue;
-		counted[i] = 1;
-		int k = fmt >= 0 && fmt < 3 ? fmt : 0;
-		kind[k].count++;
-		kind[k].logical += a.vec.v[i].size;
-		kind[k].stored += a.vec.v[i].stored;
-		kind[k].z19 += zb ? zb[i] : 0;
-		all.count++;
-		all.logical += a.vec.v[i].size;
-		all.stored += a.vec.v[i].stored;
-		all.z19 += zb ? zb[i] : 0;
-		depth[a.vec.v[i].depth < 64 ? a.vec.v[i].depth : 64]++;
-		if (!have)
-			continue;
-		recorded++;
-		for (int d = 0; d < ULP_DT_COUNT; d++) {
-			if (!es.dt[d].bytes_in)
-				continue;
-			dt[d].count++;
-			dt[d].logical += es.dt[d].bytes_in;
-			dt[d].stored += es.dt[d].bytes_out;
-		}
-		paths[0] += es.chunks_copy;
-		paths[1] += es.chunks_delta;
-		paths[2] += es.chunks_standalone;
-	}
-	if (rc == 0 && json && want_ck &&
-	    !(cks = cli_stats_checkpoints(&a.vec, counted, zb)))
+	for (size_t i = 0; rc == 0 && i < a.vec.n; i++)
+		if (!(gone && gone[i]))
+			counted[i] = (char)stats_add(f, env->st, &a.vec.v[i],
+			                             zb ? zb[i] : 0);
+	if (rc == 0 && want_ck &&
+	    !(f->cks = cli_stats_checkpoints(&a.vec, counted, zb)))
 		rc = -ENOMEM;
 	cli_vvec_free(&a.vec);
 	free(zb);
 	free(gone);
 	free(counted);
-	if (rc < 0) {
-		cli_errf(env, "stats: %s",
-		         rc == -ECANCELED ? "interrupted" : strerror(-rc));
-		return CLI_FAIL;
-	}
+	return rc;
+}
+
+static void stats_json(cli_env *env, stats_fig *f)
+{
+	const ulp_store_stats ss = f->ss;
+	const ulp_store_disk disk = f->disk;
+	const acc all = f->all;
+	const int z19 = f->z19;
 	/* What the comparison counts as the store: the objects of the
 	 * versions compared, and the catalog (not the fixed reserve). */
 	uint64_t store = all.stored + disk.catalog_bytes;
 	uint64_t lookups = ss.cache_hits + ss.cache_misses;
 	double hit = lookups ? (double)ss.cache_hits / (double)lookups : 0;
-	if (json) {
-		json_t *o = json_pack(
-			"{s:I,s:I,s:f,s:{s:I,s:I,s:I},s:I,s:I,s:I,s:I}",
-			"logical", (json_int_t)ss.logical_bytes, "physical",
-			(json_int_t)ss.stored_bytes, "ratio",
-			ss.stored_bytes ? (double)ss.logical_bytes /
-						  (double)ss.stored_bytes
-					: 0.0,
-			"versions", "live", (json_int_t)ss.versions[0], "ghost",
-			(json_int_t)ss.versions[1], "deleted",
-			(json_int_t)ss.versions[2], "ghosts",
-			(json_int_t)ss.versions[1], "staged_bytes",
-			(json_int_t)ss.staged_bytes, "queued",
-			(json_int_t)ss.queued, "with_encoder_stats",
-			(json_int_t)recorded);
-		json_t *k = json_object(), *d = json_object(),
-		       *h = json_object();
-		json_object_set_new(
-			o, "catalog_bytes",
-			json_integer((json_int_t)disk.catalog_bytes));
-		json_object_set_new(
-			o, "reserve_bytes",
-			json_integer((json_int_t)disk.reserve_bytes));
-		if (z19)
+	json_t *o = json_pack("{s:I,s:I,s:f,s:{s:I,s:I,s:I},s:I,s:I,s:I,s:I}",
+	                      "logical", (json_int_t)ss.logical_bytes,
+	                      "physical", (json_int_t)ss.stored_bytes, "ratio",
+	                      ss.stored_bytes ? (double)ss.logical_bytes /
+	                                                (double)ss.stored_bytes
+	                                      : 0.0,
+	                      "versions", "live", (json_int_t)ss.versions[0],
+	                      "ghost", (json_int_t)ss.versions[1], "deleted",
+	                      (json_int_t)ss.versions[2], "ghosts",
+	                      (json_int_t)ss.versions[1], "staged_bytes",
+	                      (json_int_t)ss.staged_bytes, "queued",
+	                      (json_int_t)ss.queued, "with_encoder_stats",
+	                      (json_int_t)f->recorded);
+	json_t *k = json_object(), *d = json_object(), *h = json_object();
+	json_object_set_new(o, "catalog_bytes",
+	                    json_integer((json_int_t)disk.catalog_bytes));
+	json_object_set_new(o, "reserve_bytes",
+	                    json_integer((json_int_t)disk.reserve_bytes));
+	if (z19)
+		json_object_set_new(o, "zstd19",
+		                    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}",
+		                              "bytes", (json_int_t)all.z19,
+		                              "versions", (json_int_t)all.count,
+		                              "logical",
+		                              (json_int_t)all.logical, "stored",
+		                              (json_int_t)all.stored, "store",
+		                              (json_int_t)store, "cached",
+		                              (json_int_t)f->cached));
+	for (int i = 0; i < 3; i++)
+		json_object_set_new(k, kinds[i], acc_json(&f->kind[i], z19));
+	for (int i = 0; i < ULP_DT_COUNT; i++)
+		if (f->dt[i].count)
+			json_object_set_new(d, ulp_dtype_name(i),
+			                    acc_json(&f->dt[i], 0));
+	for (int i = 0; i <= 64; i++)
+		if (f->depth[i]) {
+			char key[12];
+			snprintf(key, sizeof(key), "%d", i);
 			json_object_set_new(
-				o, "zstd19",
-				json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "bytes",
-			                  (json_int_t)all.z19, "versions",
-			                  (json_int_t)all.count, "logical",
-			                  (json_int_t)all.logical, "stored",
-			                  (json_int_t)all.stored, "store",
-			                  (json_int_t)store, "cached",
-			                  (json_int_t)cached));
-		for (int i = 0; i < 3; i++)
-			json_object_set_new(k, kinds[i],
-			                    acc_json(&kind[i], z19));
-		for (int i = 0; i < ULP_DT_COUNT; i++)
-			if (dt[i].count)
-				json_object_set_new(d, ulp_dtype_name(i),
-				                    acc_json(&dt[i], 0));
-		for (int i = 0; i <= 64; i++)
-			if (depth[i]) {
-				char key[12];
-				snprintf(key, sizeof(key), "%d", i);
-				json_object_set_new(
-					h, key,
-					json_integer((json_int_t)depth[i]));
-			}
-		json_object_set_new(o, "by_kind", k);
-		json_object_set_new(o, "by_dtype", d);
-		json_object_set_new(
-			o, "chunks_by_path",
-			json_pack("{s:I,s:I,s:I}", "copy", (json_int_t)paths[0],
-		                  "delta", (json_int_t)paths[1], "standalone",
-		                  (json_int_t)paths[2]));
-		json_object_set_new(o, "depth_histogram", h);
-		/* Re-encodes since the mount: flips of older versions against
-		 * their successors, rebases of dependants of deleted ones. */
-		json_object_set_new(o, "reencodes",
-		                    env->fs ? json_pack("{s:I,s:I}", "flips",
-		                                        (json_int_t)ss.flips,
-		                                        "rebases",
-		                                        (json_int_t)ss.rebases)
-		                            : json_null());
-		/* the mount's write mode (null when not mounted) */
-		json_object_set_new(
-			o, "write_mode",
-			env->fs ? json_string(ulp_fs_write_mode_active(env->fs))
-				: json_null());
-		json_object_set_new(o, "requests", requests_json(env));
-		if (cks)
-			json_object_set_new(o, "by_checkpoint", cks);
-		json_object_set_new(o, "upload_errors",
-		                    upload_errors_json(env));
-		json_object_set_new(
-			o, "cache",
-			env->fs ? json_pack("{s:I,s:I,s:I,s:f,s:I}", "bytes",
-		                            (json_int_t)ss.cache_bytes, "hits",
-		                            (json_int_t)ss.cache_hits, "misses",
-		                            (json_int_t)ss.cache_misses,
-		                            "hit_rate", hit, "decodes",
-		                            (json_int_t)ss.cache_decodes)
-				: json_null());
-		char *s = json_dumps(o, JSON_INDENT(2));
-		json_decref(o);
-		if (s)
-			cli_outf(env, "%s\n", s);
-		free(s);
-		return CLI_OK;
-	}
+				h, key, json_integer((json_int_t)f->depth[i]));
+		}
+	json_object_set_new(o, "by_kind", k);
+	json_object_set_new(o, "by_dtype", d);
+	json_object_set_new(o, "chunks_by_path",
+	                    json_pack("{s:I,s:I,s:I}", "copy",
+	                              (json_int_t)f->paths[0], "delta",
+	                              (json_int_t)f->paths[1], "standalone",
+	                              (json_int_t)f->paths[2]));
+	json_object_set_new(o, "depth_histogram", h);
+	/* Re-encodes since the mount: flips of older versions against
+	 * their successors, rebases of dependants of deleted ones. */
+	json_object_set_new(o, "reencodes",
+	                    env->fs ? json_pack("{s:I,s:I}", "flips",
+	                                        (json_int_t)ss.flips, "rebases",
+	                                        (json_int_t)ss.rebases)
+	                            : json_null());
+	/* the mount's write mode (null when not mounted) */
+	json_object_set_new(
+		o, "write_mode",
+		env->fs ? json_string(ulp_fs_write_mode_active(env->fs))
+			: json_null());
+	json_object_set_new(o, "requests", requests_json(env));
+	if (f->cks)
+		json_object_set_new(o, "by_checkpoint", f->cks);
+	json_object_set_new(o, "upload_errors", upload_errors_json(env));
+	json_object_set_new(
+		o, "cache",
+		env->fs ? json_pack("{s:I,s:I,s:I,s:f,s:I}", "bytes",
+	                            (json_int_t)ss.cache_bytes, "hits",
+	                            (json_int_t)ss.cache_hits, "misses",
+	                            (json_int_t)ss.cache_misses, "hit_rate",
+	                            hit, "decodes",
+	                            (json_int_t)ss.cache_decodes)
+			: json_null());
+	char *s = json_dumps(o, JSON_INDENT(2));
+	json_decref(o);
+	if (s)
+		cli_outf(env, "%s\n", s);
+	free(s);
+}
+
+static void stats_text(cli_env *env, const stats_fig *f)
+{
+	const ulp_store_stats ss = f->ss;
+	const ulp_store_disk disk = f->disk;
+	const acc all = f->all;
+	const int z19 = f->z19;
+	uint64_t store = all.stored + disk.catalog_bytes;
+	uint64_t lookups = ss.cache_hits + ss.cache_misses;
+	double hit = lookups ? (double)ss.cache_hits / (double)lookups : 0;
 	char l[32], p[32], sb[32], c[32];
 	cli_human(ss.logical_bytes, l);
 	cli_human(ss.stored_bytes, p);
@@ -355,21 +377,21 @@ int cli_op_stats(cli_env *env, json_t *req)
 		cli_outf(env, " %12s %8s", "ZSTD-19", "VS Z19");
 	cli_outf(env, "\n");
 	for (int i = 0; i < 3; i++)
-		acc_line(env, kinds[i], &kind[i], z19);
+		acc_line(env, kinds[i], &f->kind[i], z19);
 	cli_outf(env, "\nby dtype (%" PRIu64 " versions with encoder stats):\n",
-	         recorded);
+	         f->recorded);
 	for (int i = 0; i < ULP_DT_COUNT; i++)
-		if (dt[i].count)
-			acc_line(env, ulp_dtype_name(i), &dt[i], 0);
+		if (f->dt[i].count)
+			acc_line(env, ulp_dtype_name(i), &f->dt[i], 0);
 	cli_outf(env,
 	         "\nchunks by codec path: %" PRIu64 " copy, %" PRIu64
 	         " delta, %" PRIu64 " standalone\n",
-	         paths[0], paths[1], paths[2]);
+	         f->paths[0], f->paths[1], f->paths[2]);
 	cli_outf(env, "\nchain depth histogram:\n");
 	for (int i = 0; i <= 64; i++)
-		if (depth[i])
+		if (f->depth[i])
 			cli_outf(env, "  %3d%s %8" PRIu64 "\n", i,
-			         i == 64 ? "+" : " ", depth[i]);
+			         i == 64 ? "+" : " ", f->depth[i]);
 	if (env->fs)
 		cli_outf(env,
 		         "\ndecoded-chunk cache: %" PRIu64 " hits, %" PRIu64
@@ -377,5 +399,24 @@ int cli_op_stats(cli_env *env, json_t *req)
 		         "decoded\n",
 		         ss.cache_hits, ss.cache_misses, 100 * hit,
 		         ss.cache_decodes);
+}
+
+int cli_op_stats(cli_env *env, json_t *req)
+{
+	int json = json_is_true(json_object_get(req, "json"));
+	int want_ck = json_is_true(json_object_get(req, "checkpoints"));
+	stats_fig f = { .z19 = json_is_true(json_object_get(req, "zstd19")) };
+	int rc = stats_gather(env, req, json && want_ck, &f);
+
+	if (rc < 0) {
+		json_decref(f.cks);
+		cli_errf(env, "stats: %s",
+		         rc == -ECANCELED ? "interrupted" : strerror(-rc));
+		return CLI_FAIL;
+	}
+	if (json)
+		stats_json(env, &f);
+	else
+		stats_text(env, &f);
 	return CLI_OK;
 }
