@@ -2,17 +2,16 @@
  * ctl_exec.c - the executor: one implementation of every store command,
  * run by the daemon for a request on its control socket or by the helper
  * itself on a store no daemon holds.  Requests are JSON objects (ctl.h);
- * paths in them are relative to the store's root ("a/b").
+ * paths in them are relative to the store's root ("a/b").  cli_exec()
+ * dispatches them; the short operations are here, the long ones in
+ * ctl_stats.c, ctl_verify.c and ctl_restore.c (ctl_ops.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "ctl_ops.h"
 
