@@ -213,103 +213,13 @@ static int stats_gather(cli_env *env, json_t *req, int want_ck, stats_fig *f)
 	return rc;
 }
 
-static void stats_json(cli_env *env, stats_fig *f)
-{
-	const ulp_store_stats ss = f->ss;
-	const ulp_store_disk disk = f->disk;
-	const acc all = f->all;
-	const int z19 = f->z19;
-	/* What the comparison counts as the store: the objects of the
-	 * versions compared, and the catalog (not the fixed reserve). */
-	uint64_t store = all.stored + disk.catalog_bytes;
-	uint64_t lookups = ss.cache_hits + ss.cache_misses;
-	double hit = lookups ? (double)ss.cache_hits / (double)lookups : 0;
-	json_t *o = json_pack("{s:I,s:I,s:f,s:{s:I,s:I,s:I},s:I,s:I,s:I,s:I}",
-	                      "logical", (json_int_t)ss.logical_bytes,
-	                      "physical", (json_int_t)ss.stored_bytes, "ratio",
-	                      ss.stored_bytes ? (double)ss.logical_bytes /
-	                                                (double)ss.stored_bytes
-	                                      : 0.0,
-	                      "versions", "live", (json_int_t)ss.versions[0],
-	                      "ghost", (json_int_t)ss.versions[1], "deleted",
-	                      (json_int_t)ss.versions[2], "ghosts",
-	                      (json_int_t)ss.versions[1], "staged_bytes",
-	                      (json_int_t)ss.staged_bytes, "queued",
-	                      (json_int_t)ss.queued, "with_encoder_stats",
-	                      (json_int_t)f->recorded);
-	json_t *k = json_object(), *d = json_object(), *h = json_object();
-	json_object_set_new(o, "catalog_bytes",
-	                    json_integer((json_int_t)disk.catalog_bytes));
-	json_object_set_new(o, "reserve_bytes",
-	                    json_integer((json_int_t)disk.reserve_bytes));
-	if (z19)
-		json_object_set_new(o, "zstd19",
-		                    json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}",
-		                              "bytes", (json_int_t)all.z19,
-		                              "versions", (json_int_t)all.count,
-		                              "logical",
-		                              (json_int_t)all.logical, "stored",
-		                              (json_int_t)all.stored, "store",
-		                              (json_int_t)store, "cached",
-		                              (json_int_t)f->cached));
-	for (int i = 0; i < 3; i++)
-		json_object_set_new(k, kinds[i], acc_json(&f->kind[i], z19));
-	for (int i = 0; i < ULP_DT_COUNT; i++)
-		if (f->dt[i].count)
-			json_object_set_new(d, ulp_dtype_name(i),
-			                    acc_json(&f->dt[i], 0));
-	for (int i = 0; i <= 64; i++)
-		if (f->depth[i]) {
-			char key[12];
-			snprintf(key, sizeof(key), "%d", i);
-			json_object_set_new(
-				h, key, json_integer((json_int_t)f->depth[i]));
-		}
-	json_object_set_new(o, "by_kind", k);
-	json_object_set_new(o, "by_dtype", d);
-	json_object_set_new(o, "chunks_by_path",
-	                    json_pack("{s:I,s:I,s:I}", "copy",
-	                              (json_int_t)f->paths[0], "delta",
-	                              (json_int_t)f->paths[1], "standalone",
-	                              (json_int_t)f->paths[2]));
-	json_object_set_new(o, "depth_histogram", h);
-	/* Re-encodes since the mount: flips of older versions against
-	 * their successors, rebases of dependants of deleted ones. */
-	json_object_set_new(o, "reencodes",
-	                    env->fs ? json_pack("{s:I,s:I}", "flips",
-	                                        (json_int_t)ss.flips, "rebases",
-	                                        (json_int_t)ss.rebases)
-	                            : json_null());
-	/* the mount's write mode (null when not mounted) */
-	json_object_set_new(
-		o, "write_mode",
-		env->fs ? json_string(ulp_fs_write_mode_active(env->fs))
-			: json_null());
-	json_object_set_new(o, "requests", requests_json(env));
-	if (f->cks)
-		json_object_set_new(o, "by_checkpoint", f->cks);
-	json_object_set_new(o, "upload_errors", upload_errors_json(env));
-	json_object_set_new(
-		o, "cache",
-		env->fs ? json_pack("{s:I,s:I,s:I,s:f,s:I}", "bytes",
-	                            (json_int_t)ss.cache_bytes, "hits",
-	                            (json_int_t)ss.cache_hits, "misses",
-	                            (json_int_t)ss.cache_misses, "hit_rate",
-	                            hit, "decodes",
-	                            (json_int_t)ss.cache_decodes)
-			: json_null());
-	char *s = json_dumps(o, JSON_INDENT(2));
-	json_decref(o);
-	if (s)
-		cli_outf(env, "%s\n", s);
-	free(s);
-}
-
 static void stats_text(cli_env *env, const stats_fig *f)
 {
 	const ulp_store_stats ss = f->ss;
 	const ulp_store_disk disk = f->disk;
-	const acc all = f->all;
+	const acc all = f->all, *kind = f->kind, *dt = f->dt;
+	const uint64_t *paths = f->paths, *depth = f->depth;
+	const uint64_t recorded = f->recorded;
 	const int z19 = f->z19;
 	uint64_t store = all.stored + disk.catalog_bytes;
 	uint64_t lookups = ss.cache_hits + ss.cache_misses;
@@ -376,21 +286,21 @@ static void stats_text(cli_env *env, const stats_fig *f)
 		cli_outf(env, " %12s %8s", "ZSTD-19", "VS Z19");
 	cli_outf(env, "\n");
 	for (int i = 0; i < 3; i++)
-		acc_line(env, kinds[i], &f->kind[i], z19);
+		acc_line(env, kinds[i], &kind[i], z19);
 	cli_outf(env, "\nby dtype (%" PRIu64 " versions with encoder stats):\n",
-	         f->recorded);
+	         recorded);
 	for (int i = 0; i < ULP_DT_COUNT; i++)
-		if (f->dt[i].count)
-			acc_line(env, ulp_dtype_name(i), &f->dt[i], 0);
+		if (dt[i].count)
+			acc_line(env, ulp_dtype_name(i), &dt[i], 0);
 	cli_outf(env,
 	         "\nchunks by codec path: %" PRIu64 " copy, %" PRIu64
 	         " delta, %" PRIu64 " standalone\n",
-	         f->paths[0], f->paths[1], f->paths[2]);
+	         paths[0], paths[1], paths[2]);
 	cli_outf(env, "\nchain depth histogram:\n");
 	for (int i = 0; i <= 64; i++)
-		if (f->depth[i])
+		if (depth[i])
 			cli_outf(env, "  %3d%s %8" PRIu64 "\n", i,
-			         i == 64 ? "+" : " ", f->depth[i]);
+			         i == 64 ? "+" : " ", depth[i]);
 	if (env->fs)
 		cli_outf(env,
 		         "\ndecoded-chunk cache: %" PRIu64 " hits, %" PRIu64
@@ -406,16 +316,115 @@ int cli_op_stats(cli_env *env, json_t *req)
 	int want_ck = json_is_true(json_object_get(req, "checkpoints"));
 	stats_fig f = { .z19 = json_is_true(json_object_get(req, "zstd19")) };
 	int rc = stats_gather(env, req, json && want_ck, &f);
+	const ulp_store_stats ss = f.ss;
+	const ulp_store_disk disk = f.disk;
+	const acc all = f.all, *kind = f.kind, *dt = f.dt;
+	const uint64_t *paths = f.paths, *depth = f.depth;
+	const uint64_t recorded = f.recorded, cached = f.cached;
+	const int z19 = f.z19;
+	json_t *cks = f.cks;
 
 	if (rc < 0) {
-		json_decref(f.cks);
+		json_decref(cks);
 		cli_errf(env, "stats: %s",
 		         rc == -ECANCELED ? "interrupted" : strerror(-rc));
 		return CLI_FAIL;
 	}
-	if (json)
-		stats_json(env, &f);
-	else
-		stats_text(env, &f);
+	/* What the comparison counts as the store: the objects of the
+	 * versions compared, and the catalog (not the fixed reserve). */
+	uint64_t store = all.stored + disk.catalog_bytes;
+	uint64_t lookups = ss.cache_hits + ss.cache_misses;
+	double hit = lookups ? (double)ss.cache_hits / (double)lookups : 0;
+	if (json) {
+		json_t *o = json_pack(
+			"{s:I,s:I,s:f,s:{s:I,s:I,s:I},s:I,s:I,s:I,s:I}",
+			"logical", (json_int_t)ss.logical_bytes, "physical",
+			(json_int_t)ss.stored_bytes, "ratio",
+			ss.stored_bytes ? (double)ss.logical_bytes /
+						  (double)ss.stored_bytes
+					: 0.0,
+			"versions", "live", (json_int_t)ss.versions[0], "ghost",
+			(json_int_t)ss.versions[1], "deleted",
+			(json_int_t)ss.versions[2], "ghosts",
+			(json_int_t)ss.versions[1], "staged_bytes",
+			(json_int_t)ss.staged_bytes, "queued",
+			(json_int_t)ss.queued, "with_encoder_stats",
+			(json_int_t)recorded);
+		json_t *k = json_object(), *d = json_object(),
+		       *h = json_object();
+		json_object_set_new(
+			o, "catalog_bytes",
+			json_integer((json_int_t)disk.catalog_bytes));
+		json_object_set_new(
+			o, "reserve_bytes",
+			json_integer((json_int_t)disk.reserve_bytes));
+		if (z19)
+			json_object_set_new(
+				o, "zstd19",
+				json_pack("{s:I,s:I,s:I,s:I,s:I,s:I}", "bytes",
+			                  (json_int_t)all.z19, "versions",
+			                  (json_int_t)all.count, "logical",
+			                  (json_int_t)all.logical, "stored",
+			                  (json_int_t)all.stored, "store",
+			                  (json_int_t)store, "cached",
+			                  (json_int_t)cached));
+		for (int i = 0; i < 3; i++)
+			json_object_set_new(k, kinds[i],
+			                    acc_json(&kind[i], z19));
+		for (int i = 0; i < ULP_DT_COUNT; i++)
+			if (dt[i].count)
+				json_object_set_new(d, ulp_dtype_name(i),
+				                    acc_json(&dt[i], 0));
+		for (int i = 0; i <= 64; i++)
+			if (depth[i]) {
+				char key[12];
+				snprintf(key, sizeof(key), "%d", i);
+				json_object_set_new(
+					h, key,
+					json_integer((json_int_t)depth[i]));
+			}
+		json_object_set_new(o, "by_kind", k);
+		json_object_set_new(o, "by_dtype", d);
+		json_object_set_new(
+			o, "chunks_by_path",
+			json_pack("{s:I,s:I,s:I}", "copy", (json_int_t)paths[0],
+		                  "delta", (json_int_t)paths[1], "standalone",
+		                  (json_int_t)paths[2]));
+		json_object_set_new(o, "depth_histogram", h);
+		/* Re-encodes since the mount: flips of older versions against
+		 * their successors, rebases of dependants of deleted ones. */
+		json_object_set_new(o, "reencodes",
+		                    env->fs ? json_pack("{s:I,s:I}", "flips",
+		                                        (json_int_t)ss.flips,
+		                                        "rebases",
+		                                        (json_int_t)ss.rebases)
+		                            : json_null());
+		/* the mount's write mode (null when not mounted) */
+		json_object_set_new(
+			o, "write_mode",
+			env->fs ? json_string(ulp_fs_write_mode_active(env->fs))
+				: json_null());
+		json_object_set_new(o, "requests", requests_json(env));
+		if (cks)
+			json_object_set_new(o, "by_checkpoint", cks);
+		json_object_set_new(o, "upload_errors",
+		                    upload_errors_json(env));
+		json_object_set_new(
+			o, "cache",
+			env->fs ? json_pack("{s:I,s:I,s:I,s:f,s:I}", "bytes",
+		                            (json_int_t)ss.cache_bytes, "hits",
+		                            (json_int_t)ss.cache_hits, "misses",
+		                            (json_int_t)ss.cache_misses,
+		                            "hit_rate", hit, "decodes",
+		                            (json_int_t)ss.cache_decodes)
+				: json_null());
+		char *s = json_dumps(o, JSON_INDENT(2));
+		json_decref(o);
+		if (s)
+			cli_outf(env, "%s\n", s);
+		free(s);
+		return CLI_OK;
+	}
+	stats_text(env, &f);
 	return CLI_OK;
 }
