@@ -213,102 +213,7 @@ static int stats_gather(cli_env *env, json_t *req, int want_ck, stats_fig *f)
 	return rc;
 }
 
-static void stats_text(cli_env *env, const stats_fig *f)
-{
-	const ulp_store_stats ss = f->ss;
-	const ulp_store_disk disk = f->disk;
-	const acc all = f->all, *kind = f->kind, *dt = f->dt;
-	const uint64_t *paths = f->paths, *depth = f->depth;
-	const uint64_t recorded = f->recorded;
-	const int z19 = f->z19;
-	uint64_t store = all.stored + disk.catalog_bytes;
-	uint64_t lookups = ss.cache_hits + ss.cache_misses;
-	double hit = lookups ? (double)ss.cache_hits / (double)lookups : 0;
-	char l[32], p[32], sb[32], c[32];
-	cli_human(ss.logical_bytes, l);
-	cli_human(ss.stored_bytes, p);
-	cli_human(ss.staged_bytes, sb);
-	cli_human(ss.stored_bytes + disk.catalog_bytes, c);
-	cli_outf(env,
-	         "logical  %s\nphysical %s of objects, %s with the catalog\n"
-	         "ratio    %.2f\n",
-	         l, p, c,
-	         ss.stored_bytes
-	                 ? (double)ss.logical_bytes / (double)ss.stored_bytes
-	                 : 0.0);
-	if (z19) {
-		char z[32], sv[32], r[32], sr[32];
-		int64_t saved = (int64_t)all.z19 - (int64_t)store;
-		int64_t saved_raw = (int64_t)all.logical - (int64_t)store;
-		cli_human(all.z19, z);
-		cli_human((uint64_t)(saved < 0 ? -saved : saved), sv);
-		cli_human(all.logical, r);
-		cli_human((uint64_t)(saved_raw < 0 ? -saved_raw : saved_raw),
-		          sr);
-		double pct = vs_z19(store, all.z19);
-		cli_outf(env,
-		         "zstd -19 %s (%" PRIu64 " versions, %s raw; the "
-		         "store, catalog included, is %.1f%% %s, %s %s)\n",
-		         z, all.count, r, pct < 0 ? -pct : pct,
-		         saved < 0 ? "larger" : "smaller",
-		         saved < 0 ? "costing" : "saving", sv);
-		cli_outf(env, "saved vs raw: %s%s (%.1f%%)\n",
-		         saved_raw < 0 ? "-" : "", sr,
-		         all.logical ? 100.0 * (double)saved_raw /
-		                               (double)all.logical
-		                     : 0.0);
-	}
-	cli_outf(env,
-	         "versions %" PRIu64 " live, %" PRIu64 " ghost (waiting for "
-	         "rebase), %" PRIu64 " deleted\n"
-	         "staged   %s, %" PRIu64 " files queued for encoding\n",
-	         ss.versions[0], ss.versions[1], ss.versions[2], sb, ss.queued);
-	if (env->fs)
-		cli_outf(env, "writes   %s\n",
-		         ulp_fs_write_mode_active(env->fs));
-	json_t *rq = requests_json(env);
-	if (json_is_object(rq)) {
-		const char *k;
-		json_t *v;
-		cli_outf(env, "requests");
-		json_object_foreach(rq, k, v)
-		{
-			cli_outf(env, " %s %" JSON_INTEGER_FORMAT, k,
-			         json_integer_value(v));
-		}
-		cli_outf(env, "\n");
-	}
-	json_decref(rq);
-	upload_errors_text(env);
-	cli_outf(env, "\nby kind:         %8s %12s %12s %8s", "VERSIONS",
-	         "LOGICAL", "STORED", "RATIO");
-	if (z19)
-		cli_outf(env, " %12s %8s", "ZSTD-19", "VS Z19");
-	cli_outf(env, "\n");
-	for (int i = 0; i < 3; i++)
-		acc_line(env, kinds[i], &kind[i], z19);
-	cli_outf(env, "\nby dtype (%" PRIu64 " versions with encoder stats):\n",
-	         recorded);
-	for (int i = 0; i < ULP_DT_COUNT; i++)
-		if (dt[i].count)
-			acc_line(env, ulp_dtype_name(i), &dt[i], 0);
-	cli_outf(env,
-	         "\nchunks by codec path: %" PRIu64 " copy, %" PRIu64
-	         " delta, %" PRIu64 " standalone\n",
-	         paths[0], paths[1], paths[2]);
-	cli_outf(env, "\nchain depth histogram:\n");
-	for (int i = 0; i <= 64; i++)
-		if (depth[i])
-			cli_outf(env, "  %3d%s %8" PRIu64 "\n", i,
-			         i == 64 ? "+" : " ", depth[i]);
-	if (env->fs)
-		cli_outf(env,
-		         "\ndecoded-chunk cache: %" PRIu64 " hits, %" PRIu64
-		         " misses (hit rate %.1f%%), %" PRIu64 " chunks "
-		         "decoded\n",
-		         ss.cache_hits, ss.cache_misses, 100 * hit,
-		         ss.cache_decodes);
-}
+static void stats_text(cli_env *env, const stats_fig *f);
 
 int cli_op_stats(cli_env *env, json_t *req)
 {
@@ -427,4 +332,102 @@ int cli_op_stats(cli_env *env, json_t *req)
 	}
 	stats_text(env, &f);
 	return CLI_OK;
+}
+
+/* The answer as text. */
+static void stats_text(cli_env *env, const stats_fig *f)
+{
+	const ulp_store_stats ss = f->ss;
+	const ulp_store_disk disk = f->disk;
+	const acc all = f->all, *kind = f->kind, *dt = f->dt;
+	const uint64_t *paths = f->paths, *depth = f->depth;
+	const uint64_t recorded = f->recorded;
+	const int z19 = f->z19;
+	uint64_t store = all.stored + disk.catalog_bytes;
+	uint64_t lookups = ss.cache_hits + ss.cache_misses;
+	double hit = lookups ? (double)ss.cache_hits / (double)lookups : 0;
+	char l[32], p[32], sb[32], c[32];
+	cli_human(ss.logical_bytes, l);
+	cli_human(ss.stored_bytes, p);
+	cli_human(ss.staged_bytes, sb);
+	cli_human(ss.stored_bytes + disk.catalog_bytes, c);
+	cli_outf(env,
+	         "logical  %s\nphysical %s of objects, %s with the catalog\n"
+	         "ratio    %.2f\n",
+	         l, p, c,
+	         ss.stored_bytes
+	                 ? (double)ss.logical_bytes / (double)ss.stored_bytes
+	                 : 0.0);
+	if (z19) {
+		char z[32], sv[32], r[32], sr[32];
+		int64_t saved = (int64_t)all.z19 - (int64_t)store;
+		int64_t saved_raw = (int64_t)all.logical - (int64_t)store;
+		cli_human(all.z19, z);
+		cli_human((uint64_t)(saved < 0 ? -saved : saved), sv);
+		cli_human(all.logical, r);
+		cli_human((uint64_t)(saved_raw < 0 ? -saved_raw : saved_raw),
+		          sr);
+		double pct = vs_z19(store, all.z19);
+		cli_outf(env,
+		         "zstd -19 %s (%" PRIu64 " versions, %s raw; the "
+		         "store, catalog included, is %.1f%% %s, %s %s)\n",
+		         z, all.count, r, pct < 0 ? -pct : pct,
+		         saved < 0 ? "larger" : "smaller",
+		         saved < 0 ? "costing" : "saving", sv);
+		cli_outf(env, "saved vs raw: %s%s (%.1f%%)\n",
+		         saved_raw < 0 ? "-" : "", sr,
+		         all.logical ? 100.0 * (double)saved_raw /
+		                               (double)all.logical
+		                     : 0.0);
+	}
+	cli_outf(env,
+	         "versions %" PRIu64 " live, %" PRIu64 " ghost (waiting for "
+	         "rebase), %" PRIu64 " deleted\n"
+	         "staged   %s, %" PRIu64 " files queued for encoding\n",
+	         ss.versions[0], ss.versions[1], ss.versions[2], sb, ss.queued);
+	if (env->fs)
+		cli_outf(env, "writes   %s\n",
+		         ulp_fs_write_mode_active(env->fs));
+	json_t *rq = requests_json(env);
+	if (json_is_object(rq)) {
+		const char *k;
+		json_t *v;
+		cli_outf(env, "requests");
+		json_object_foreach(rq, k, v)
+		{
+			cli_outf(env, " %s %" JSON_INTEGER_FORMAT, k,
+			         json_integer_value(v));
+		}
+		cli_outf(env, "\n");
+	}
+	json_decref(rq);
+	upload_errors_text(env);
+	cli_outf(env, "\nby kind:         %8s %12s %12s %8s", "VERSIONS",
+	         "LOGICAL", "STORED", "RATIO");
+	if (z19)
+		cli_outf(env, " %12s %8s", "ZSTD-19", "VS Z19");
+	cli_outf(env, "\n");
+	for (int i = 0; i < 3; i++)
+		acc_line(env, kinds[i], &kind[i], z19);
+	cli_outf(env, "\nby dtype (%" PRIu64 " versions with encoder stats):\n",
+	         recorded);
+	for (int i = 0; i < ULP_DT_COUNT; i++)
+		if (dt[i].count)
+			acc_line(env, ulp_dtype_name(i), &dt[i], 0);
+	cli_outf(env,
+	         "\nchunks by codec path: %" PRIu64 " copy, %" PRIu64
+	         " delta, %" PRIu64 " standalone\n",
+	         paths[0], paths[1], paths[2]);
+	cli_outf(env, "\nchain depth histogram:\n");
+	for (int i = 0; i <= 64; i++)
+		if (depth[i])
+			cli_outf(env, "  %3d%s %8" PRIu64 "\n", i,
+			         i == 64 ? "+" : " ", depth[i]);
+	if (env->fs)
+		cli_outf(env,
+		         "\ndecoded-chunk cache: %" PRIu64 " hits, %" PRIu64
+		         " misses (hit rate %.1f%%), %" PRIu64 " chunks "
+		         "decoded\n",
+		         ss.cache_hits, ss.cache_misses, 100 * hit,
+		         ss.cache_decodes);
 }
