@@ -435,57 +435,44 @@ static int choose_side(ulp_store *st, const char *path, int fd,
 	                     &mem, side);
 }
 
-/* What ulp_encode_inode() works on: the inode's content as it was taken
- * from it, the base it was copied up from, and what is coded. */
-typedef struct inode_job {
-	ulp_inode *in;
-	uint64_t gen, size, current;
-	int fd;
-	struct ulp_overlay *ov;
-	char *path;
-	ulp_version_info cur;       /* the current version (current != 0) */
-	ulp_tensor_map map, bmap;   /* parsed, and the base's */
-	const ulp_tensor_map *cmap; /* the one that holds: map or bmap */
-	ulp_plan *plan;
-	uint64_t (*holes)[2], (*same)[2];
-	size_t nholes, nsame;
-	int generic, tensor, pristine, kind, same_map;
-	void *data; /* the staged bytes, mapped */
-	uint8_t *tmap;
-	size_t tmap_len;
-	ref_choice ref;
-	ulp_side_pick side;
-	ulp_stats est;
-	new_version nv;
-} inode_job;
-
-/* Take the inode's content and fill its staging file: 0, 1 (unlinked
- * meanwhile: nothing to do) or -errno. */
-static int job_stage(ulp_store *st, inode_job *j)
+int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 {
-	ulp_inode *in = j->in;
+	ulp_tensor_map map = { ULP_FMT_UNKNOWN, 0, NULL };
+	ref_choice ref;
+	new_version nv;
+	ulp_version_info cur = { 0 };
+	ulp_stats est;
+	ulp_tensor_map bmap = { ULP_FMT_UNKNOWN, 0, NULL };
+	uint8_t *tmap = NULL;
+	size_t tmap_len = 0, nholes = 0, nsame = 0;
+	uint64_t(*holes)[2] = NULL, (*same)[2] = NULL;
+	void *data = NULL;
+	char *path = NULL;
+	ulp_plan *plan = NULL;
 	int rc;
 
+	memset(&ref, 0, sizeof ref);
+	memset(&nv, 0, sizeof nv);
 	pthread_mutex_lock(&st->mu);
-	j->gen = atomic_load(&in->gen);
-	j->size = in->size;
-	j->current = in->version;
-	j->fd = in->fd;
-	j->ov = in->ov;
-	rc = in->staged ? ulp_ns_path_alloc(st, in->ino, &j->path) : 1;
-	if (rc == 0 && j->current)
-		rc = ulp_version_get_locked(st, j->current, &j->cur);
+	uint64_t gen = atomic_load(&in->gen);
+	uint64_t size = in->size, current = in->version;
+	int fd = in->fd;
+	struct ulp_overlay *ov = in->ov;
+	rc = in->staged ? ulp_ns_path_alloc(st, in->ino, &path) : 1;
+	if (rc == 0 && current)
+		rc = ulp_version_get_locked(st, current, &cur);
 	pthread_mutex_unlock(&st->mu);
 	if (rc == -ENOENT)
 		rc = 1; /* unlinked meanwhile */
 	/* A copy-up on demand: what was not written is coded as identical
 	 * to the version it came from (when that keeps chains short); the
 	 * chunks left whole are hashed from its index, not decoded. */
-	if (rc == 0 && j->ov && j->current) {
+	if (rc == 0 && ov && current) {
 		pthread_mutex_lock(&st->mu);
-		rc = ulp_version_tmap_locked(st, j->current, &j->bmap);
+		rc = ulp_version_tmap_locked(st, current, &bmap);
 		pthread_mutex_unlock(&st->mu);
 	}
+	ulp_side_pick side = { 0 };
 	/* Without tensors, or with the base's tensors at the same places
 	 * (nothing written that the format's parser reads), the new version
 	 * is cut into the base's chunks: those left whole need never be
@@ -493,170 +480,143 @@ static int job_stage(ulp_store *st, inode_job *j)
 	 * their hashes from the base's index, and only the chunks written
 	 * into are filled (what of them was not written).  Otherwise every
 	 * chunk is filled and the format parsed again. */
-	int based = j->ov && j->current;
-	j->generic = based && j->bmap.n == 0;
-	j->tensor = based && j->bmap.n &&
-	            ulp_stage_same_map(j->ov, j->size, j->cur.size, &j->bmap);
+	int generic = ov && current && bmap.n == 0;
+	int tensor = ov && current && bmap.n &&
+	             ulp_stage_same_map(ov, size, cur.size, &bmap);
 	/* Nothing written since the copy-up (a copy by reference,
 	 * copyrange.c): the content is the base's, tensors included, so
 	 * nothing is filled, every chunk is coded as identical with its hash
 	 * from the base's index, and the file's hash is the base's. */
-	j->pristine = based && j->size == j->cur.size &&
-	              ulp_overlay_pristine(j->ov, j->size);
-	j->kind = j->pristine ? ulp_version_hash_kind(st, j->current) : 0;
-	if (j->kind < 0)
-		rc = j->kind;
+	int pristine = ov && current && size == cur.size &&
+	               ulp_overlay_pristine(ov, size);
+	int kind = pristine ? ulp_version_hash_kind(st, current) : 0;
+	if (kind < 0)
+		rc = kind;
 	static const ulp_params dflt = { 0 };
-	if (rc == 0 && (j->generic || j->tensor) && !j->pristine) {
-		int r = ulp_plan_build(&j->bmap, j->size, &j->bmap, j->cur.size,
-		                       &dflt, &j->plan);
+	if (rc == 0 && (generic || tensor) && !pristine) {
+		int r = ulp_plan_build(&bmap, size, &bmap, cur.size, &dflt,
+		                       &plan);
 		if (r == ULP_ERR_NOMEM)
 			rc = -ENOMEM;
 		else if (r) /* a map that does not fit: filled, parsed again */
-			j->generic = j->tensor = 0;
+			generic = tensor = 0;
 	}
-	if (rc == 0 && based)
-		rc = ulp_stage_unchanged(st, j->ov, j->size, &j->cur, j->plan,
-		                         &j->same, &j->nsame);
-	j->pristine = j->pristine && j->nsame;
+	if (rc == 0 && ov && current)
+		rc = ulp_stage_unchanged(st, ov, size, &cur, plan, &same,
+		                         &nsame);
+	pristine = pristine && nsame;
 	/* The base's map holds for the new bytes (pristine: they are the
 	 * base's; tensor: what the parser reads is). */
-	j->same_map = j->pristine || (j->tensor && j->nsame);
-	int skip = j->generic || j->tensor || j->pristine;
-	if (rc == 0 && j->ov)
-		rc = ulp_stage_fill(st, in, j->ov, j->fd, j->size, j->gen,
-		                    skip ? (const uint64_t(*)[2])j->same : NULL,
-		                    skip ? j->nsame : 0);
-	return rc;
-}
+	int same_map = pristine || (tensor && nsame);
+	int skip = generic || tensor || pristine;
+	if (rc == 0 && ov)
+		rc = ulp_stage_fill(st, in, ov, fd, size, gen,
+		                    skip ? (const uint64_t(*)[2])same : NULL,
+		                    skip ? nsame : 0);
+	if (rc != 0)
+		goto out;
 
-/* Map the staged bytes, find their tensor map, their reference and their
- * side: >= 0, or -errno. */
-static int job_map(ulp_store *st, inode_job *j)
-{
-	uint64_t size = j->size;
-	int rc = 0;
-
-	if (size &&
-	    (rc = ulp_stage_holes(j->fd, size, &j->holes, &j->nholes)) < 0)
-		return rc;
+	if (size && (rc = ulp_stage_holes(fd, size, &holes, &nholes)) < 0)
+		goto out;
 	if (size) {
-		j->data = mmap(NULL, size, PROT_READ, MAP_SHARED, j->fd, 0);
-		if (j->data == MAP_FAILED) {
-			j->data = NULL;
-			return -errno;
+		data = mmap(NULL, size, PROT_READ, MAP_SHARED, fd, 0);
+		if (data == MAP_FAILED) {
+			data = NULL;
+			rc = -errno;
+			goto out;
 		}
-		madvise(j->data, size, MADV_SEQUENTIAL);
+		madvise(data, size, MADV_SEQUENTIAL);
 	}
-	j->nv.v.size = size;
-	j->cmap = j->same_map ? &j->bmap : &j->map;
-	if (!(j->generic && j->nsame) && !j->same_map)
-		rc = ulp_errno_of(ulp_format_parse(j->data, size, &j->map));
+	nv.v.size = size;
+	const ulp_tensor_map *cmap = same_map ? &bmap : &map;
+	if (!(generic && nsame) && !same_map)
+		rc = ulp_errno_of(ulp_format_parse(data, size, &map));
 	if (rc == 0)
-		rc = ulp_tmap_encode(j->cmap, &j->tmap, &j->tmap_len);
+		rc = ulp_tmap_encode(cmap, &tmap, &tmap_len);
 	if (rc < 0)
-		return rc;
-	j->nv.v.layout = ulp_tensor_map_layout_hash(j->cmap);
+		goto out;
+	nv.v.layout = ulp_tensor_map_layout_hash(cmap);
 
 	pthread_mutex_lock(&st->mu);
-	rc = choose_ref(st, j->current, j->path, j->nv.v.layout, &j->ref);
+	rc = choose_ref(st, current, path, nv.v.layout, &ref);
 	pthread_mutex_unlock(&st->mu);
 	/* (a pristine copy reads nothing but its base) */
-	if (rc == 0 && !st->opts.no_side && !j->pristine &&
-	    ulp_side_wants(j->path, j->cmap))
-		rc = choose_side(st, j->path, j->fd, j->data, size, j->cmap,
-		                 &j->side);
-	return rc;
-}
-
-/* Code the staged bytes and commit them as the inode's new version (or
- * as no new one when they are the current version's): 0, 1 (changed
- * meanwhile: coded again later) or -errno. */
-static int job_encode(ulp_store *st, unsigned threads, inode_job *j)
-{
-	const ulp_version_info *cur = &j->cur;
-	new_version *nv = &j->nv;
-	uint64_t size = j->size;
+	if (rc == 0 && !st->opts.no_side && !pristine &&
+	    ulp_side_wants(path, cmap))
+		rc = choose_side(st, path, fd, data, size, cmap, &side);
+	if (rc < 0)
+		goto out;
 
 	/* The newest version is standalone: it is the one read most; but
 	 * an append or a patch reads the same coded against its base, most
 	 * of its chunks identical to the base's. */
 	ulp_encode_req req = {
-		.cur = j->data,
+		.cur = data,
 		.size = size,
-		.map = j->cmap,
+		.map = cmap,
 		/* below a few chunks, threads cost more than they give */
 		.threads = size >= (8u << 20) ? threads : 1,
-		.cancel = &j->in->gen,
-		.gen = j->gen,
-		.stats = &j->est,
-		.holes = (const uint64_t(*)[2])j->holes,
-		.nholes = j->nholes,
-		.ref = j->nsame ? j->current : 0,
-		.ref_size = cur->size,
-		.ref_hash = cur->hash,
-		.ref_map = &j->bmap,
-		.same = (const uint64_t(*)[2])j->same,
-		.nsame = j->nsame,
-		.flat_hash = j->pristine && j->kind == ULP_HASH_FLAT,
-		.known_hash = j->pristine ? cur->hash : NULL,
-		.side = j->side.v.id,
-		.side_size = j->side.v.size,
-		.side_hash = j->side.v.hash,
-		.side_map = &j->side.map,
+		.cancel = &in->gen,
+		.gen = gen,
+		.stats = &est,
+		.holes = (const uint64_t(*)[2])holes,
+		.nholes = nholes,
+		.ref = nsame ? current : 0,
+		.ref_size = cur.size,
+		.ref_hash = cur.hash,
+		.ref_map = &bmap,
+		.same = (const uint64_t(*)[2])same,
+		.nsame = nsame,
+		.flat_hash = pristine && kind == ULP_HASH_FLAT,
+		.known_hash = pristine ? cur.hash : NULL,
+		.side = side.v.id,
+		.side_size = side.v.size,
+		.side_hash = side.v.hash,
+		.side_map = &side.map,
 	};
-	int rc = ulp_encode_object(st, &req, nv->v.object, &nv->v.stored,
-	                           nv->v.hash);
-	if (rc == -ECANCELED)
-		return 1;
+	rc = ulp_encode_object(st, &req, nv.v.object, &nv.v.stored, nv.v.hash);
+	if (rc == -ECANCELED) {
+		rc = 1;
+		goto out;
+	}
 	if (rc < 0)
-		return rc;
+		goto out;
 	/* The encoder's hash is the only pass of hashing over the staged
 	 * file; the bytes of the current version again (a rewrite of the
 	 * same content) cost an encode, but give no new version.  (A copy
 	 * of another file's version is a version of its own.) */
-	if (j->current && cur->ino == j->in->ino && cur->size == size &&
-	    memcmp(cur->hash, nv->v.hash, 16) == 0) {
-		ulp_obj_unlink(st, nv->v.object);
-		nv->unchanged = 1;
-		return commit(st, j->in, j->gen, nv);
+	if (current && cur.ino == in->ino && cur.size == size &&
+	    memcmp(cur.hash, nv.v.hash, 16) == 0) {
+		ulp_obj_unlink(st, nv.v.object);
+		nv.unchanged = 1;
+		rc = commit(st, in, gen, &nv);
+		goto out;
 	}
-	if (j->nsame) {
+	if (nsame) {
 		/* A forward delta: its base is not coded against it. */
-		nv->v.ref = j->current;
-		nv->v.depth = cur->depth + 1;
+		nv.v.ref = current;
+		nv.v.depth = cur.depth + 1;
 	} else {
-		nv->pred = j->ref.v.id;
-		nv->v.keyframe = 1;
+		nv.pred = ref.v.id;
+		nv.v.keyframe = 1;
 	}
 	/* A side no chunk reads is no dependency (every run chose its
 	 * reference, or the copy was pristine). */
-	nv->v.side = j->est.chunks_side ? j->side.v.id : 0;
-	nv->tmap = j->tmap;
-	nv->tmap_len = j->tmap_len;
-	ulp_estats_encode(&j->est, nv->estats);
-	return commit(st, j->in, j->gen, nv);
-}
-
-int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
-{
-	inode_job j;
-
-	memset(&j, 0, sizeof j);
-	j.in = in;
-	j.map.format = j.bmap.format = ULP_FMT_UNKNOWN;
-	int rc = job_stage(st, &j);
-	if (rc == 0 && (rc = job_map(st, &j)) >= 0)
-		rc = job_encode(st, threads, &j);
-	ulp_side_pick_free(&j.side);
-	if (j.data)
-		munmap(j.data, j.size);
-	ulp_tensor_map_free(&j.map);
-	ulp_tensor_map_free(&j.bmap);
-	free(j.holes);
-	free(j.same);
-	free(j.tmap);
-	free(j.path);
-	ulp_plan_free(j.plan);
+	nv.v.side = est.chunks_side ? side.v.id : 0;
+	nv.tmap = tmap;
+	nv.tmap_len = tmap_len;
+	ulp_estats_encode(&est, nv.estats);
+	rc = commit(st, in, gen, &nv);
+out:
+	ulp_side_pick_free(&side);
+	if (data)
+		munmap(data, size);
+	ulp_tensor_map_free(&map);
+	ulp_tensor_map_free(&bmap);
+	free(holes);
+	free(same);
+	free(tmap);
+	free(path);
+	ulp_plan_free(plan);
 	return rc;
 }
