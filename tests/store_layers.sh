@@ -4,16 +4,22 @@
 # src/store/store_core.h says, but for the calls upward listed there.
 # Every file of src/store must be placed in that table, and every
 # exception must still be needed: the table and the sources cannot drift
-# apart unnoticed.
+# apart unnoticed.  With the build tree's objects (ULP_BUILDDIR, which
+# make check sets) it also checks the calls: each function a store file
+# uses from another store file is defined in its own layer or below (nm;
+# tests/src_objects.py), wherever it is declared.
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 set -eu
-SRC=${srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}/src/store
+TOP=${srcdir:-$(dirname "${BASH_SOURCE[0]}")/..}
+SRC=$TOP/src/store
 command -v python3 >/dev/null || { echo "FAIL: python3 not found" >&2; exit 1; }
-exec python3 - "$SRC" <<'PY'
+exec python3 - "$SRC" "$TOP/tests" "${ULP_BUILDDIR:-}" <<'PY'
 import os, re, sys
 
-src = sys.argv[1]
+src, tests, builddir = sys.argv[1:4]
+sys.path.insert(0, tests)
+import src_objects
 core = open(os.path.join(src, "store_core.h")).read()
 lines = [l[3:] if l.startswith(" * ") else "" for l in core.split("\n")]
 
@@ -69,6 +75,29 @@ for f in sorted(os.listdir(src)):
             else:
                 bad.append(f"{f} ({order[layer_of[f]]}) includes {h} "
                            f"({order[layer_of[h]]}), a layer above it")
+# The calls, from the objects: a call to a file of a layer above is an
+# exception of the table (the caller and a header of the callee's layer)
+# or an error.
+ncalls = None
+if builddir:
+    ncalls = 0
+    calls = [(a[6:], b[6:], s) for a, b, s in src_objects.calls(builddir)
+             if a.startswith("store/") and b.startswith("store/")]
+    if not calls:
+        bad.append(f"no calls between store objects under {builddir}")
+    for f, g, sym in calls:
+        ncalls += 1
+        if f not in layer_of or g not in layer_of:
+            bad.append(f"{f} calls {sym} of {g}, a file in no layer")
+        elif layer_of[g] > layer_of[f]:
+            ok = [h for (ff, h) in allowed
+                  if ff == f and layer_of.get(h) == layer_of[g]]
+            if ok:
+                used.update((f, h) for h in ok)
+            else:
+                bad.append(f"{f} ({order[layer_of[f]]}) calls {sym}, "
+                           f"defined in {g} ({order[layer_of[g]]}), a "
+                           f"layer above it")
 for f, h in sorted(allowed - used):
     bad.append(f"the exception {f}: {h} is no longer needed")
 for n in layer_of:
@@ -82,5 +111,7 @@ for b in bad:
 if bad:
     sys.exit(1)
 print(f"ok: {len(layer_of)} files in {len(order)} layers, "
-      f"{len(used)} calls upward, each listed")
+      f"{len(used)} calls upward, each listed; "
+      + (f"{ncalls} calls between store objects checked" if ncalls
+         is not None else "calls not checked (no ULP_BUILDDIR)"))
 PY

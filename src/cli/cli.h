@@ -7,10 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ctl/ctl.h"
 #include "ulpfs/ulp.h"
-
-/* Exit codes of every subcommand. */
-enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
 
 /* A read-only view of a whole file (mmapped; size 0 gives data NULL). */
 typedef struct cli_map {
@@ -84,6 +82,10 @@ int cli_parse_chunk_size(const char *cmd, const char *s, uint32_t *out);
 int cli_parse_uint(const char *s, unsigned max, unsigned *out);
 
 double cli_now(void);
+
+/* The sink of this process (cli_sink.c): stdout, stderr, progress on a
+ * terminal. */
+const cli_sink *cli_local_sink(void);
 
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* What to say of an error (-errno) opening or reaching store: for

@@ -4,7 +4,7 @@
 #ifndef ULP_CLI_TARGET_H
 #define ULP_CLI_TARGET_H
 
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 typedef struct cli_target {
 	char *store;         /* absolute path of the store */

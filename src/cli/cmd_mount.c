@@ -34,7 +34,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "fs/fs.h"
 #include "mount_s3.h"
 #include "store/store.h"

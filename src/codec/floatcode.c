@@ -942,6 +942,39 @@ static int emit_fused(ulp_float_scratch *fs, unsigned nsa, unsigned nb,
 	return rc;
 }
 
+/* Code the n elements of cur standalone (a coding byte, then the
+ * symbols, fused or in two blocks): the raw bytes still to emit into
+ * *raw_bytes, the model's bits into *model_bits.  0 or ULP_ERR_*. */
+static int emit_standalone(ulp_float_scratch *fs, ulp_float_fmt f,
+                           const uint8_t *cur, size_t n, size_t *raw_bytes,
+                           double *model_bits, ulp_buf *out)
+{
+	const unsigned sbits = sa_symbits(f);
+	const unsigned snsym = 1u << sbits;
+	const unsigned nb = 2u << sa_topbits(f);
+	int rc;
+
+	memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
+	memset(fs->hist_b, 0, sizeof(uint32_t) * ULP_RANS_NCTX * nb);
+	const int fused = n >= SA_FUSED_MIN;
+	const int sa_sampled = n >= SA_SAMPLED_MIN;
+	*raw_bytes = sa_pass_any(fs, f, cur, n, sa_sampled);
+	/* for large streams, the entropy of the sample's counts */
+	*model_bits = hist2_bits(fs->hist_s, 1, snsym, NULL) +
+	              hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, NULL) +
+	              (double)n * sa_nraw(f);
+	rc = emit_coding(fused ? ULP_SC_FUSED : ULP_SC_STANDALONE, out);
+	if (!rc && fused)
+		rc = emit_fused(fs, snsym, nb, n, sa_sampled, out);
+	if (!rc && !fused)
+		rc = emit_block(fs, fs->sym, NULL, n, snsym, 1, fs->hist_s,
+		                NULL, out);
+	if (!rc && !fused)
+		rc = emit_block(fs, fs->ctx, fs->sym, n, nb, 1u << sbits,
+		                fs->hist_b, NULL, out);
+	return rc;
+}
+
 int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
                      const uint8_t *ref, size_t n, int alt_stats, ulp_buf *out,
                      ulp_dtype_stats *st)
@@ -949,8 +982,6 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 	const unsigned W = f.width;
 	const size_t nbytes = n * (W / 8);
 	const unsigned dnsym = DELTA_NSYM(W);
-	const unsigned sbits = sa_symbits(f);
-	const unsigned snsym = 1u << sbits;
 	size_t start = out->len;
 	double model_bits = 0;
 	int rc;
@@ -976,7 +1007,6 @@ int ulp_float_encode(ulp_float_scratch *fs, ulp_float_fmt f, const uint8_t *cur,
 		return ULP_ERR_NOMEM;
 	const int sampled = n >= ULP_DELTA_SAMPLED_MIN;
 
-	const unsigned nb = 2u << sa_topbits(f);
 	int use_delta = 0;
 	size_t raw_bytes = 0;
 	if (ref) {
@@ -1048,24 +1078,8 @@ emit:
 		if (!rc)
 			rc = emit_delta_block(fs, n, dnsym, sampled, out);
 	} else {
-		memset(fs->hist_s, 0, sizeof(uint32_t) * snsym);
-		memset(fs->hist_b, 0, sizeof(uint32_t) * ULP_RANS_NCTX * nb);
-		const int fused = n >= SA_FUSED_MIN;
-		const int sa_sampled = n >= SA_SAMPLED_MIN;
-		raw_bytes = sa_pass_any(fs, f, cur, n, sa_sampled);
-		/* for large streams, the entropy of the sample's counts */
-		model_bits = hist2_bits(fs->hist_s, 1, snsym, NULL) +
-		             hist2_bits(fs->hist_b, ULP_RANS_NCTX, nb, NULL) +
-		             (double)n * sa_nraw(f);
-		rc = emit_coding(fused ? ULP_SC_FUSED : ULP_SC_STANDALONE, out);
-		if (!rc && fused)
-			rc = emit_fused(fs, snsym, nb, n, sa_sampled, out);
-		if (!rc && !fused)
-			rc = emit_block(fs, fs->sym, NULL, n, snsym, 1,
-			                fs->hist_s, NULL, out);
-		if (!rc && !fused)
-			rc = emit_block(fs, fs->ctx, fs->sym, n, nb,
-			                1u << sbits, fs->hist_b, NULL, out);
+		rc = emit_standalone(fs, f, cur, n, &raw_bytes, &model_bits,
+		                     out);
 	}
 	if (!rc)
 		rc = emit_raw(fs, raw_bytes, out);

@@ -435,6 +435,90 @@ static int choose_side(ulp_store *st, const char *path, int fd,
 	                     &mem, side);
 }
 
+/* How a file copied up from version cur (id current; ov its overlay,
+ * NULL when not copied up) is coded: rc (the caller's so far) or the
+ * first error, with u, *plan and the unchanged ranges *same / *nsame. */
+typedef struct copyup_use {
+	int generic, tensor, pristine, kind;
+} copyup_use;
+
+static int copyup_plan(ulp_store *st, int rc, struct ulp_overlay *ov,
+                       uint64_t current, uint64_t size,
+                       const ulp_version_info *cur, ulp_tensor_map *bmap,
+                       copyup_use *u, ulp_plan **plan, uint64_t (**same)[2],
+                       size_t *nsame)
+{
+	/* Without tensors, or with the base's tensors at the same places
+	 * (nothing written that the format's parser reads), the new version
+	 * is cut into the base's chunks: those left whole need never be
+	 * copied into staging, the encoder codes them as identical with
+	 * their hashes from the base's index, and only the chunks written
+	 * into are filled (what of them was not written).  Otherwise every
+	 * chunk is filled and the format parsed again. */
+	u->generic = ov && current && bmap->n == 0;
+	u->tensor = ov && current && bmap->n &&
+	            ulp_stage_same_map(ov, size, cur->size, bmap);
+	/* Nothing written since the copy-up (a copy by reference,
+	 * copyrange.c): the content is the base's, tensors included, so
+	 * nothing is filled, every chunk is coded as identical with its hash
+	 * from the base's index, and the file's hash is the base's. */
+	u->pristine = ov && current && size == cur->size &&
+	              ulp_overlay_pristine(ov, size);
+	u->kind = u->pristine ? ulp_version_hash_kind(st, current) : 0;
+	if (u->kind < 0)
+		rc = u->kind;
+	static const ulp_params dflt = { 0 };
+	if (rc == 0 && (u->generic || u->tensor) && !u->pristine) {
+		int r = ulp_plan_build(bmap, size, bmap, cur->size, &dflt,
+		                       plan);
+		if (r == ULP_ERR_NOMEM)
+			rc = -ENOMEM;
+		else if (r) /* a map that does not fit: filled, parsed again */
+			u->generic = u->tensor = 0;
+	}
+	if (rc == 0 && ov && current)
+		rc = ulp_stage_unchanged(st, ov, size, cur, *plan, same, nsame);
+	u->pristine = u->pristine && *nsame;
+	return rc;
+}
+
+/* Commit the coded version nv of in (generation gen): no new version when
+ * its bytes are the current one's (cur, id current), else a forward delta
+ * of it (nsame chunks coded as identical) or a keyframe that flips pred;
+ * side, est, tmap: what the encoder used and counted.  As commit(). */
+static int commit_coded(ulp_store *st, ulp_inode *in, uint64_t gen,
+                        const ulp_version_info *cur, uint64_t current,
+                        size_t nsame, uint64_t pred, uint64_t side,
+                        const ulp_stats *est, const uint8_t *tmap,
+                        size_t tmap_len, new_version *nv)
+{
+	/* The encoder's hash is the only pass of hashing over the staged
+	 * file; the bytes of the current version again (a rewrite of the
+	 * same content) cost an encode, but give no new version.  (A copy
+	 * of another file's version is a version of its own.) */
+	if (current && cur->ino == in->ino && cur->size == nv->v.size &&
+	    memcmp(cur->hash, nv->v.hash, 16) == 0) {
+		ulp_obj_unlink(st, nv->v.object);
+		nv->unchanged = 1;
+		return commit(st, in, gen, nv);
+	}
+	if (nsame) {
+		/* A forward delta: its base is not coded against it. */
+		nv->v.ref = current;
+		nv->v.depth = cur->depth + 1;
+	} else {
+		nv->pred = pred;
+		nv->v.keyframe = 1;
+	}
+	/* A side no chunk reads is no dependency (every run chose its
+	 * reference, or the copy was pristine). */
+	nv->v.side = est->chunks_side ? side : 0;
+	nv->tmap = tmap;
+	nv->tmap_len = tmap_len;
+	ulp_estats_encode(est, nv->estats);
+	return commit(st, in, gen, nv);
+}
+
 int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 {
 	ulp_tensor_map map = { ULP_FMT_UNKNOWN, 0, NULL };
@@ -473,38 +557,11 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 		pthread_mutex_unlock(&st->mu);
 	}
 	ulp_side_pick side = { 0 };
-	/* Without tensors, or with the base's tensors at the same places
-	 * (nothing written that the format's parser reads), the new version
-	 * is cut into the base's chunks: those left whole need never be
-	 * copied into staging, the encoder codes them as identical with
-	 * their hashes from the base's index, and only the chunks written
-	 * into are filled (what of them was not written).  Otherwise every
-	 * chunk is filled and the format parsed again. */
-	int generic = ov && current && bmap.n == 0;
-	int tensor = ov && current && bmap.n &&
-	             ulp_stage_same_map(ov, size, cur.size, &bmap);
-	/* Nothing written since the copy-up (a copy by reference,
-	 * copyrange.c): the content is the base's, tensors included, so
-	 * nothing is filled, every chunk is coded as identical with its hash
-	 * from the base's index, and the file's hash is the base's. */
-	int pristine = ov && current && size == cur.size &&
-	               ulp_overlay_pristine(ov, size);
-	int kind = pristine ? ulp_version_hash_kind(st, current) : 0;
-	if (kind < 0)
-		rc = kind;
-	static const ulp_params dflt = { 0 };
-	if (rc == 0 && (generic || tensor) && !pristine) {
-		int r = ulp_plan_build(&bmap, size, &bmap, cur.size, &dflt,
-		                       &plan);
-		if (r == ULP_ERR_NOMEM)
-			rc = -ENOMEM;
-		else if (r) /* a map that does not fit: filled, parsed again */
-			generic = tensor = 0;
-	}
-	if (rc == 0 && ov && current)
-		rc = ulp_stage_unchanged(st, ov, size, &cur, plan, &same,
-		                         &nsame);
-	pristine = pristine && nsame;
+	copyup_use cu;
+	rc = copyup_plan(st, rc, ov, current, size, &cur, &bmap, &cu, &plan,
+	                 &same, &nsame);
+	int generic = cu.generic, tensor = cu.tensor, kind = cu.kind;
+	int pristine = cu.pristine;
 	/* The base's map holds for the new bytes (pristine: they are the
 	 * base's; tensor: what the parser reads is). */
 	int same_map = pristine || (tensor && nsame);
@@ -581,32 +638,8 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 	}
 	if (rc < 0)
 		goto out;
-	/* The encoder's hash is the only pass of hashing over the staged
-	 * file; the bytes of the current version again (a rewrite of the
-	 * same content) cost an encode, but give no new version.  (A copy
-	 * of another file's version is a version of its own.) */
-	if (current && cur.ino == in->ino && cur.size == size &&
-	    memcmp(cur.hash, nv.v.hash, 16) == 0) {
-		ulp_obj_unlink(st, nv.v.object);
-		nv.unchanged = 1;
-		rc = commit(st, in, gen, &nv);
-		goto out;
-	}
-	if (nsame) {
-		/* A forward delta: its base is not coded against it. */
-		nv.v.ref = current;
-		nv.v.depth = cur.depth + 1;
-	} else {
-		nv.pred = ref.v.id;
-		nv.v.keyframe = 1;
-	}
-	/* A side no chunk reads is no dependency (every run chose its
-	 * reference, or the copy was pristine). */
-	nv.v.side = est.chunks_side ? side.v.id : 0;
-	nv.tmap = tmap;
-	nv.tmap_len = tmap_len;
-	ulp_estats_encode(&est, nv.estats);
-	rc = commit(st, in, gen, &nv);
+	rc = commit_coded(st, in, gen, &cur, current, nsame, ref.v.id,
+	                  side.v.id, &est, tmap, tmap_len, &nv);
 out:
 	ulp_side_pick_free(&side);
 	if (data)

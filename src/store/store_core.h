@@ -5,8 +5,10 @@
  * Each module declares its own functions in a header of its own.
  *
  * Layers, lowest first: a module includes the headers of its own layer
- * and of the layers below it, but for the calls upward listed after the
- * table (tests/store_layers.sh checks both against the sources).
+ * and of the layers below it, and calls only functions defined in the
+ * files of those layers, but for the calls upward listed after the table
+ * (tests/store_layers.sh checks the includes against the sources and the
+ * calls against the built objects).
  *
  *   core       store.h (the public types), store_core.h (util.c),
  *              catalog.h (catalog.c, cat_rows.c), tmap.h (tmap.c),
@@ -37,9 +39,8 @@
  * Every ulp_store_* entry point of store.h is in store_api.c; the
  * namespace, file, version and snapshot ones are in their modules, and
  * delta_api.c holds the versions coded again for a remote's own copy.
- * version_api.c also holds the version row readers of versions.h (and
- * encoder.c the tensor map one), link.c ulp_ns_history_path, history.c
- * the encoder statistics of tmap.h.
+ * encoder.c holds the tensor map reader of versions.h, link.c its
+ * ulp_ns_history_path; no file of a lower layer calls them.
  *
  * Locking, outermost first:
  *

@@ -1,5 +1,5 @@
 /*
- * tmap.c - tensor maps as catalog blobs.
+ * tmap.c - tensor maps and encoder statistics as catalog blobs.
  *
  * A later version is planned against the map of its reference; keeping
  * the map of every version in its row saves decoding the reference just
@@ -176,4 +176,51 @@ int ulp_tmap_decode(const uint8_t *p, size_t len, ulp_tensor_map *out)
 fail:
 	ulp_tensor_map_free(out);
 	return rc;
+}
+
+/* ------------------------------------------------------------ estats */
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t)p[i] << (8 * i);
+	return v;
+}
+
+void ulp_estats_encode(const ulp_stats *s, uint8_t out[ULP_ESTATS_LEN])
+{
+	uint8_t *p = out;
+
+	for (int d = 0; d < ULP_DT_COUNT; d++, p += 16) {
+		put64(p, s->dt[d].bytes_in);
+		put64(p + 8, s->dt[d].bytes_out);
+	}
+	put64(p, s->chunks_copy);
+	put64(p + 8, s->chunks_delta);
+	put64(p + 16, s->chunks_standalone);
+}
+
+int ulp_estats_decode(const void *blob, size_t len, ulp_stats *out)
+{
+	const uint8_t *p = blob;
+
+	memset(out, 0, sizeof *out);
+	if (!p || len != ULP_ESTATS_LEN)
+		return 0;
+	for (int d = 0; d < ULP_DT_COUNT; d++, p += 16) {
+		out->dt[d].bytes_in = get64(p);
+		out->dt[d].bytes_out = get64(p + 8);
+	}
+	out->chunks_copy = get64(p);
+	out->chunks_delta = get64(p + 8);
+	out->chunks_standalone = get64(p + 16);
+	return 1;
 }

@@ -1,6 +1,6 @@
 /*
  * tmap.h - blobs kept per version in the catalog: tensor maps (tmap.c) and
- * encoder statistics (history.c).
+ * encoder statistics (both tmap.c).
  */
 #ifndef ULP_STORE_TMAP_H
 #define ULP_STORE_TMAP_H
@@ -15,7 +15,7 @@ int ulp_tmap_encode(const ulp_tensor_map *map, uint8_t **out, size_t *len);
 int ulp_tmap_decode(const uint8_t *p, size_t len, ulp_tensor_map *out);
 
 /* ------------------------------------------------------------ usage
- * (history.c): encoder statistics kept per version (versions.estats). */
+ * (tmap.c): encoder statistics kept per version (versions.estats). */
 
 #define ULP_ESTATS_LEN (8 * (2 * ULP_DT_COUNT + 3))
 /* The fields stats reports (bytes in/out per dtype, chunks per path) in

@@ -1,11 +1,52 @@
 /*
- * versions.c - paths of inodes, and the rules that end versions: history
- * of a path is kept while the path exists; a version nothing may read any
- * more is released: deleted at once when no other version references it
- * (as its reference or as its side), else turned into a ghost that gc.c
- * rebases away.
+ * versions.c - version rows, paths of inodes, and the rules that end
+ * versions: history of a path is kept while the path exists; a version
+ * nothing may read any more is released: deleted at once when no other
+ * version references it (as its reference or as its side), else turned
+ * into a ghost that gc.c rebases away.
  */
 #include "store/versions.h"
+
+static const char Q_VGET[] = "SELECT " ULP_VCOLS " FROM versions WHERE id = ?";
+
+void ulp_version_from_row(sqlite3_stmt *s, ulp_version_info *v)
+{
+	const void *h;
+	const char *o;
+
+	memset(v, 0, sizeof *v);
+	v->id = (uint64_t)sqlite3_column_int64(s, 0);
+	v->ino = (uint64_t)sqlite3_column_int64(s, 1);
+	v->seq = (uint64_t)sqlite3_column_int64(s, 2);
+	v->size = (uint64_t)sqlite3_column_int64(s, 3);
+	v->mtime_ns = sqlite3_column_int64(s, 4);
+	v->created_ns = sqlite3_column_int64(s, 5);
+	h = sqlite3_column_blob(s, 6);
+	if (h && sqlite3_column_bytes(s, 6) == 16)
+		memcpy(v->hash, h, 16);
+	v->ref = (uint64_t)sqlite3_column_int64(s, 7); /* NULL reads 0 */
+	v->depth = (uint32_t)sqlite3_column_int64(s, 8);
+	v->keyframe = sqlite3_column_int(s, 9);
+	v->stored = (uint64_t)sqlite3_column_int64(s, 10);
+	v->state = sqlite3_column_int(s, 11);
+	v->layout = (uint64_t)sqlite3_column_int64(s, 12);
+	o = (const char *)sqlite3_column_text(s, 13);
+	snprintf(v->object, sizeof v->object, "%s", o ? o : "");
+	v->side = (uint64_t)sqlite3_column_int64(s, 15); /* NULL reads 0 */
+}
+
+int ulp_version_get_locked(ulp_store *st, uint64_t vid, ulp_version_info *out)
+{
+	ULP_MU_HELD(st);
+	sqlite3_stmt *s = ulp_cat_q(st->cat, Q_VGET, "u", vid);
+	int rc = ulp_cat_step(st->cat, s);
+
+	if (rc <= 0)
+		return rc ? rc : -ENOENT;
+	ulp_version_from_row(s, out);
+	ulp_cat_done(s);
+	return 0;
+}
 
 int ulp_ns_path_alloc(ulp_store *st, uint64_t ino, char **out)
 {

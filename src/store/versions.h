@@ -1,7 +1,8 @@
 /*
  * versions.h - the rules of versions: which one is current, history, retiring
- * and releasing them, and the paths they are recorded under (versions.c;
- * the row readers of version_api.c).
+ * and releasing them, the paths they are recorded under and reading their
+ * rows (versions.c; the tensor map reader is encoder.c's,
+ * ulp_ns_history_path link.c's).
  */
 #ifndef ULP_STORE_VERSIONS_H
 #define ULP_STORE_VERSIONS_H
@@ -55,8 +56,10 @@ int ulp_versions_settle(ulp_store *st, ulp_obj_list *dead);
  * 0 or -errno. */
 int ulp_versions_tally(ulp_store *st, ulp_store_stats *out);
 
-/* The tensor map stored with a version (empty when it had none). */
+/* The tensor map stored with a version (empty when it had none;
+ * encoder.c). */
 int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out);
+/* The row of version vid: 0, -ENOENT, -errno. */
 int ulp_version_get_locked(ulp_store *st, uint64_t vid, ulp_version_info *out);
 /* Read a version row's columns (Q_VCOLS order) from a statement. */
 void ulp_version_from_row(sqlite3_stmt *s, ulp_version_info *v);

@@ -107,7 +107,7 @@ on fuzz_catalog_pointer $t/fuzz_catalog_pointer.c "" "" "$O"
 compile src/store/catalog.c
 catalog_o=$O
 on fuzz_catalog $t/fuzz_catalog.c "" "" "$O"
-compile src/cli/ctl_parse.c
+compile src/ctl/ctl_parse.c
 on fuzz_ctl $t/fuzz_ctl.c "" "" "$O"
 # the seed maker (tests/fuzz/make_seeds.sh): the codec's encoders
 compile $t/make_seeds.c

@@ -1,6 +1,6 @@
 /*
  * fuzz_ctl.c - libFuzzer target: the control socket's request parser
- * (src/cli/ctl_parse.c) on any bytes a connection may send, as
+ * (src/ctl/ctl_parse.c) on any bytes a connection may send, as
  * ctl_server.c's read_line hands them over: in pieces of the sizes the
  * input's first byte picks, each piece appended and the line looked
  * for, then the request parsed.  A request is a JSON object; its "op"
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/ctl_parse.h"
+#include "ctl/ctl_parse.h"
 #include "fuzz_cpu.h"
 
 static volatile size_t sink;

@@ -1,10 +1,10 @@
 /*
- * ctl_ops.c - the executor's long operations: stats, verify (the zstd
- * -19 figures of stats are in ctl_baseline.c, restore is ctl_restore.c).
+ * ctl_stats.c - `ulpfs stats`: the store's figures, by kind, dtype, codec
+ * path and chain depth, as text or JSON (the zstd -19 figures are
+ * ctl_baseline.c's, the checkpoints ctl_ckpt.c's).
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,222 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "ctl.h"
+#include "ctl_ops.h"
 #include "objstore/upload_errors.h"
-#include "objstore/verify.h"
-#include "stats_svg.h"
-
-#define PIECE (4u << 20)
-
-static void hex(const uint8_t h[16], char out[33])
-{
-	for (int i = 0; i < 16; i++)
-		snprintf(out + 2 * i, 3, "%02x", h[i]);
-}
-
-/* ------------------------------------------------------------ versions */
-
-/* Every version that still has bytes, and their total logical size. */
-typedef struct vall {
-	cli_vvec vec;
-	uint64_t bytes;
-} vall;
-
-static int vall_cb(void *opaque, const ulp_version_info *v, const char *path)
-{
-	vall *a = opaque;
-	if (v->state == ULP_VERSION_DELETED)
-		return 0;
-	int rc = cli_vvec_add(&a->vec, v, path);
-	if (rc == 0)
-		a->bytes += v->size;
-	return rc;
-}
-
-static void vall_free(vall *a)
-{
-	cli_vvec_free(&a->vec);
-}
-
-/* ------------------------------------------------------------ verify */
-
-/* Check the stored bytes of version v's object, decode v and check its
- * hash; the progress counts into *done of total.  0, or a message in why
- * and -1. */
-static int verify_one(cli_env *env, ulp_store *st, const ulp_version_info *v,
-                      uint8_t *buf, uint64_t *done, uint64_t total, char *why,
-                      size_t whylen)
-{
-	/* Decodes check the decoded bytes only, and a chunk decoded before
-	 * its object was damaged may still be cached. */
-	size_t badc = 0;
-	int err = ulp_version_check_stored(st, v->id, &badc);
-	if (err == -EBADMSG) {
-		snprintf(why, whylen,
-		         "stored chunk %zu of its object fails its checksum",
-		         badc);
-		return -1;
-	}
-	if (err) {
-		/* as the decode below would say: it reads the same object */
-		snprintf(why, whylen, "cannot decode: %s", strerror(-err));
-		return -1;
-	}
-	/* The catalog holds the hash of the kind the version was committed
-	 * with (flat before object format 3): both are computed in the one
-	 * pass. */
-	ulp_hasher *tree = ulp_hasher_new(ULP_HASH_TREE);
-	ulp_hasher *flat = ulp_hasher_new(ULP_HASH_FLAT);
-	err = tree && flat ? 0 : -ENOMEM;
-	for (uint64_t off = 0; !err && off < v->size;) {
-		size_t n = v->size - off < PIECE ? (size_t)(v->size - off)
-		                                 : PIECE;
-		ssize_t got = ulp_version_read(st, v->id, buf, n, off);
-		if (got <= 0) {
-			err = got < 0 ? (int)got : -EIO;
-			break;
-		}
-		ulp_hasher_update(tree, buf, (size_t)got);
-		ulp_hasher_update(flat, buf, (size_t)got);
-		off += (uint64_t)got;
-		*done += (uint64_t)got;
-		env->sink->progress(env->sink->opaque, "verify", *done, total);
-	}
-	uint8_t ht[16], hf[16];
-	if (!err && (ulp_hasher_final(tree, ht) || ulp_hasher_final(flat, hf)))
-		err = -EIO;
-	ulp_hasher_free(tree);
-	ulp_hasher_free(flat);
-	if (err) {
-		snprintf(why, whylen, "cannot decode: %s", strerror(-err));
-		return -1;
-	}
-	if (memcmp(ht, v->hash, 16) != 0 && memcmp(hf, v->hash, 16) != 0) {
-		char want[33], got[33];
-		hex(v->hash, want);
-		hex(ht, got);
-		snprintf(why, whylen, "hash mismatch (catalog %s, decoded %s)",
-		         want, got);
-		return -1;
-	}
-	return 0;
-}
-
-/* The index of version id in all's list, or all->vec.n (deleted). */
-static size_t vall_find(const vall *all, uint64_t id)
-{
-	size_t i = 0;
-	while (i < all->vec.n && all->vec.v[i].id != id)
-		i++;
-	return i;
-}
-
-/* Why version j of view failed, beyond its own object: the bad base it is
- * coded along (its failure follows), or the object of its bucket chain
- * that could not be read.  "" when neither. */
-static void chain_why(const ulp_bucket_view *view, const vall *all,
-                      const char *badv, size_t j, const char *failed, char *out,
-                      size_t len)
-{
-	uint64_t base = ulp_bucket_view_base(view, j);
-	out[0] = 0;
-	for (size_t k = 0; base && k < j; k++) {
-		size_t i = vall_find(all, base);
-		if (ulp_bucket_view_version(view, k) == base && badv[k] &&
-		    i < all->vec.n) {
-			snprintf(out, len, " (coded along %s@%" PRIu64 ", bad)",
-			         all->vec.path[i], all->vec.v[i].seq);
-			return;
-		}
-	}
-	if (failed[0] && strcmp(failed, ulp_bucket_view_key(view, j)) != 0)
-		snprintf(out, len, " (reading %s of its bucket chain)", failed);
-}
-
-/* The bucket-only representations of a writer's versions (all: the
- * writer's list), decoded from the bucket along their bucket chains
- * (objstore/verify.h).  The bad ones counted into *bad; *n the checked
- * ones.  0 or -errno (the view could not be made). */
-static int verify_bucket(cli_env *env, const vall *all, uint8_t *buf,
-                         uint64_t *bad, size_t *n)
-{
-	ulp_bucket_view *view = NULL;
-	int rc = ulp_bucket_view_open(env->bucket, &view);
-	*n = ulp_bucket_view_count(view);
-	char *badv = calloc(*n ? *n : 1, 1);
-	uint64_t total = 0, done = 0;
-	if (!badv && !rc)
-		rc = -ENOMEM;
-	for (size_t j = 0; j < *n; j++) {
-		size_t i = vall_find(all, ulp_bucket_view_version(view, j));
-		total += i < all->vec.n ? all->vec.v[i].size : 0;
-	}
-	for (size_t j = 0; rc == 0 && j < *n; j++) {
-		size_t i = vall_find(all, ulp_bucket_view_version(view, j));
-		if (i == all->vec.n)
-			continue; /* deleted since the list */
-		char why[200], failed[1024], chain[1200];
-		ulp_bucket_view_failed(view, failed, sizeof failed); /* clear */
-		if (verify_one(env, ulp_bucket_view_store(view), &all->vec.v[i],
-		               buf, &done, total, why, sizeof why) == 0)
-			continue;
-		ulp_bucket_view_failed(view, failed, sizeof failed);
-		chain_why(view, all, badv, j, failed, chain, sizeof chain);
-		cli_errf(env, "%s@%" PRIu64 ": bucket object %s: %s%s",
-		         all->vec.path[i], all->vec.v[i].seq,
-		         ulp_bucket_view_key(view, j), why, chain);
-		badv[j] = 1;
-		(*bad)++;
-	}
-	free(badv);
-	ulp_bucket_view_close(view);
-	return rc;
-}
-
-int cli_op_verify(cli_env *env, json_t *req)
-{
-	vall a = { 0 };
-	uint64_t done = 0, bad = 0;
-	uint8_t *buf = malloc(PIECE);
-	int rc = buf ? ulp_version_list(env->st, NULL, vall_cb, &a) : -ENOMEM;
-	(void)req;
-
-	for (size_t i = 0; rc == 0 && i < a.vec.n; i++) {
-		char why[200];
-		if (verify_one(env, env->st, &a.vec.v[i], buf, &done, a.bytes,
-		               why, sizeof why) < 0) {
-			cli_errf(env, "%s@%" PRIu64 ": %s", a.vec.path[i],
-			         a.vec.v[i].seq, why);
-			bad++;
-		}
-	}
-	if (rc == 0)
-		env->sink->progress(env->sink->opaque, "verify", a.bytes,
-		                    a.bytes);
-	size_t nb = 0;
-	int writer = ulp_bucket_view_writer(env->bucket);
-	if (rc == 0 && writer)
-		rc = verify_bucket(env, &a, buf, &bad, &nb);
-	free(buf);
-	size_t n = a.vec.n;
-	vall_free(&a);
-	if (rc < 0) {
-		cli_errf(env, "verify: %s", strerror(-rc));
-		return CLI_FAIL;
-	}
-	if (writer)
-		cli_outf(env,
-		         "%zu versions checked, %zu bucket-only objects "
-		         "checked, %" PRIu64 " bad\n",
-		         n, nb, bad);
-	else
-		cli_outf(env, "%zu versions checked, %" PRIu64 " bad\n", n,
-		         bad);
-	return bad ? CLI_FAIL : CLI_OK;
-}
-
-/* ------------------------------------------------------------ stats */
 
 typedef struct acc {
 	uint64_t count, logical, stored;
@@ -326,87 +112,125 @@ static json_t *requests_json(cli_env *env)
 	return o;
 }
 
-int cli_op_stats(cli_env *env, json_t *req)
-{
-	static const char *const kinds[3] = { "other", "safetensors",
-		                              "torch zip" };
-	int json = json_is_true(json_object_get(req, "json"));
-	int z19 = json_is_true(json_object_get(req, "zstd19"));
-	int want_ck = json_is_true(json_object_get(req, "checkpoints"));
-	json_t *jt = json_object_get(req, "threads");
-	json_int_t nthreads = json_integer_value(jt);
+static const char *const kinds[3] = { "other", "safetensors", "torch zip" };
+
+/* The figures of a stats request. */
+typedef struct stats_fig {
+	int z19; /* with the zstd -19 baselines */
 	ulp_store_stats ss;
 	ulp_store_disk disk;
-	vall a = { 0 };
-	acc kind[3] = { { 0 } }, dt[ULP_DT_COUNT] = { { 0 } }, all = { 0 };
-	uint64_t paths[3] = { 0 }, depth[65] = { 0 }, recorded = 0, cached = 0;
+	acc kind[3], dt[ULP_DT_COUNT], all;
+	uint64_t paths[3], depth[65], recorded, cached;
+	json_t *cks; /* by checkpoint, or NULL */
+} stats_fig;
+
+/* The zstd -19 size of every version of vec into *zb (and the ones gone
+ * meanwhile into *gone), on nthreads threads (<= 0: a default). */
+static int stats_z19(cli_env *env, const cli_vvec *vec, json_int_t nthreads,
+                     uint64_t **zb, char **gone, uint64_t *cached)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	/* at most 4 by default: each context holds about 170 MiB
+	 * at level 19, inside the daemon when mounted */
+	if (nthreads <= 0)
+		nthreads = ncpu > 4 ? 4 : ncpu > 0 ? ncpu : 1;
+	if (nthreads > 1024) /* as the helper's --threads allows */
+		nthreads = 1024;
+	*zb = calloc(vec->n ? vec->n : 1, sizeof(**zb));
+	*gone = calloc(vec->n ? vec->n : 1, 1);
+	return *zb && *gone ? cli_z19_sizes(env, vec, (unsigned)nthreads, *zb,
+	                                    *gone, cached)
+	                    : -ENOMEM;
+}
+
+/* Count version v (z: its zstd -19 bytes) into f: 1, or 0 when the store
+ * has no usage for it (deleted meanwhile). */
+static int stats_add(stats_fig *f, ulp_store *st, const ulp_version_info *v,
+                     uint64_t z)
+{
+	ulp_stats es;
+	int fmt;
+	int have = ulp_version_usage(st, v->id, &fmt, &es);
+	if (have < 0)
+		return 0;
+	int k = fmt >= 0 && fmt < 3 ? fmt : 0;
+	f->kind[k].count++;
+	f->kind[k].logical += v->size;
+	f->kind[k].stored += v->stored;
+	f->kind[k].z19 += z;
+	f->all.count++;
+	f->all.logical += v->size;
+	f->all.stored += v->stored;
+	f->all.z19 += z;
+	f->depth[v->depth < 64 ? v->depth : 64]++;
+	if (!have)
+		return 1;
+	f->recorded++;
+	for (int d = 0; d < ULP_DT_COUNT; d++) {
+		if (!es.dt[d].bytes_in)
+			continue;
+		f->dt[d].count++;
+		f->dt[d].logical += es.dt[d].bytes_in;
+		f->dt[d].stored += es.dt[d].bytes_out;
+	}
+	f->paths[0] += es.chunks_copy;
+	f->paths[1] += es.chunks_delta;
+	f->paths[2] += es.chunks_standalone;
+	return 1;
+}
+
+/* Gather the figures of a stats request into f (with want_ck, by
+ * checkpoint too).  0 or -errno. */
+static int stats_gather(cli_env *env, json_t *req, int want_ck, stats_fig *f)
+{
+	json_int_t nthreads = json_integer_value(json_object_get(req, "thread"
+	                                                              "s"));
+	cli_vall a = { 0 };
 	uint64_t *zb = NULL;
 	char *gone = NULL, *counted = NULL;
-	json_t *cks = NULL;
-	int rc = ulp_version_list(env->st, NULL, vall_cb, &a);
+	int rc = ulp_version_list(env->st, NULL, cli_vall_add, &a);
 
-	if (rc == 0 && z19) {
-		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-		/* at most 4 by default: each context holds about 170 MiB
-		 * at level 19, inside the daemon when mounted */
-		if (nthreads <= 0)
-			nthreads = ncpu > 4 ? 4 : ncpu > 0 ? ncpu : 1;
-		if (nthreads > 1024) /* as the helper's --threads allows */
-			nthreads = 1024;
-		zb = calloc(a.vec.n ? a.vec.n : 1, sizeof(*zb));
-		gone = calloc(a.vec.n ? a.vec.n : 1, 1);
-		rc = zb && gone ? cli_z19_sizes(env, &a.vec, (unsigned)nthreads,
-		                                zb, gone, &cached)
-		                : -ENOMEM;
-	}
+	if (rc == 0 && f->z19)
+		rc = stats_z19(env, &a.vec, nthreads, &zb, &gone, &f->cached);
 	/* After the (maybe long) compression: figures of the same moment. */
 	if (rc == 0)
-		rc = ulp_store_stats_get(env->st, &ss);
+		rc = ulp_store_stats_get(env->st, &f->ss);
 	if (rc == 0)
-		rc = ulp_store_disk_get(env->st, &disk);
+		rc = ulp_store_disk_get(env->st, &f->disk);
 	if (rc == 0 && !(counted = calloc(a.vec.n ? a.vec.n : 1, 1)))
 		rc = -ENOMEM;
-	for (size_t i = 0; rc == 0 && i < a.vec.n; i++) {
-		ulp_stats es;
-		int fmt;
-		if (gone && gone[i])
-			continue;
-		int have = ulp_version_usage(env->st, a.vec.v[i].id, &fmt, &es);
-		if (have < 0)
-			continue;
-		counted[i] = 1;
-		int k = fmt >= 0 && fmt < 3 ? fmt : 0;
-		kind[k].count++;
-		kind[k].logical += a.vec.v[i].size;
-		kind[k].stored += a.vec.v[i].stored;
-		kind[k].z19 += zb ? zb[i] : 0;
-		all.count++;
-		all.logical += a.vec.v[i].size;
-		all.stored += a.vec.v[i].stored;
-		all.z19 += zb ? zb[i] : 0;
-		depth[a.vec.v[i].depth < 64 ? a.vec.v[i].depth : 64]++;
-		if (!have)
-			continue;
-		recorded++;
-		for (int d = 0; d < ULP_DT_COUNT; d++) {
-			if (!es.dt[d].bytes_in)
-				continue;
-			dt[d].count++;
-			dt[d].logical += es.dt[d].bytes_in;
-			dt[d].stored += es.dt[d].bytes_out;
-		}
-		paths[0] += es.chunks_copy;
-		paths[1] += es.chunks_delta;
-		paths[2] += es.chunks_standalone;
-	}
-	if (rc == 0 && json && want_ck &&
-	    !(cks = cli_stats_checkpoints(&a.vec, counted, zb)))
+	for (size_t i = 0; rc == 0 && i < a.vec.n; i++)
+		if (!(gone && gone[i]))
+			counted[i] = (char)stats_add(f, env->st, &a.vec.v[i],
+			                             zb ? zb[i] : 0);
+	if (rc == 0 && want_ck &&
+	    !(f->cks = cli_stats_checkpoints(&a.vec, counted, zb)))
 		rc = -ENOMEM;
-	vall_free(&a);
+	cli_vvec_free(&a.vec);
 	free(zb);
 	free(gone);
 	free(counted);
+	return rc;
+}
+
+static void stats_text(cli_env *env, const stats_fig *f);
+
+int cli_op_stats(cli_env *env, json_t *req)
+{
+	int json = json_is_true(json_object_get(req, "json"));
+	int want_ck = json_is_true(json_object_get(req, "checkpoints"));
+	stats_fig f = { .z19 = json_is_true(json_object_get(req, "zstd19")) };
+	int rc = stats_gather(env, req, json && want_ck, &f);
+	const ulp_store_stats ss = f.ss;
+	const ulp_store_disk disk = f.disk;
+	const acc all = f.all, *kind = f.kind, *dt = f.dt;
+	const uint64_t *paths = f.paths, *depth = f.depth;
+	const uint64_t recorded = f.recorded, cached = f.cached;
+	const int z19 = f.z19;
+	json_t *cks = f.cks;
+
 	if (rc < 0) {
+		json_decref(cks);
 		cli_errf(env, "stats: %s",
 		         rc == -ECANCELED ? "interrupted" : strerror(-rc));
 		return CLI_FAIL;
@@ -506,6 +330,22 @@ int cli_op_stats(cli_env *env, json_t *req)
 		free(s);
 		return CLI_OK;
 	}
+	stats_text(env, &f);
+	return CLI_OK;
+}
+
+/* The answer as text. */
+static void stats_text(cli_env *env, const stats_fig *f)
+{
+	const ulp_store_stats ss = f->ss;
+	const ulp_store_disk disk = f->disk;
+	const acc all = f->all, *kind = f->kind, *dt = f->dt;
+	const uint64_t *paths = f->paths, *depth = f->depth;
+	const uint64_t recorded = f->recorded;
+	const int z19 = f->z19;
+	uint64_t store = all.stored + disk.catalog_bytes;
+	uint64_t lookups = ss.cache_hits + ss.cache_misses;
+	double hit = lookups ? (double)ss.cache_hits / (double)lookups : 0;
 	char l[32], p[32], sb[32], c[32];
 	cli_human(ss.logical_bytes, l);
 	cli_human(ss.stored_bytes, p);
@@ -590,5 +430,4 @@ int cli_op_stats(cli_env *env, json_t *req)
 		         "decoded\n",
 		         ss.cache_hits, ss.cache_misses, 100 * hit,
 		         ss.cache_decodes);
-	return CLI_OK;
 }

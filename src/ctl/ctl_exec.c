@@ -2,102 +2,18 @@
  * ctl_exec.c - the executor: one implementation of every store command,
  * run by the daemon for a request on its control socket or by the helper
  * itself on a store no daemon holds.  Requests are JSON objects (ctl.h);
- * paths in them are relative to the store's root ("a/b").
+ * paths in them are relative to the store's root ("a/b").  cli_exec()
+ * dispatches them; the short operations are here, the long ones in
+ * ctl_stats.c, ctl_verify.c and ctl_restore.c (ctl_ops.h).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "cli.h"
-#include "ctl.h"
-
-/* ------------------------------------------------------------ output */
-
-void cli_outf(cli_env *env, const char *fmt, ...)
-{
-	char *s = NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	if (n >= 0)
-		env->sink->out(env->sink->opaque, s, (size_t)n);
-	free(s);
-}
-
-void cli_errf(cli_env *env, const char *fmt, ...)
-{
-	char *s = NULL;
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vasprintf(&s, fmt, ap);
-	va_end(ap);
-	env->sink->err(env->sink->opaque, n >= 0 ? s : "out of memory");
-	free(s);
-}
-
-static void l_out(void *o, const char *buf, size_t len)
-{
-	(void)o;
-	fwrite(buf, 1, len, stdout);
-}
-
-static void l_err(void *o, const char *msg)
-{
-	(void)o;
-	fflush(stdout);
-	fprintf(stderr, "ulpfs: %s\n", msg);
-}
-
-static void l_progress(void *o, const char *what, uint64_t done, uint64_t total)
-{
-	static __thread cli_progress p; /* one command per process */
-	(void)o;
-	if (!isatty(STDERR_FILENO))
-		return;
-	if (!p.what || strcmp(p.what, what) != 0)
-		cli_progress_init(&p, what);
-	p.what = what;
-	cli_progress_cb(&p, done, total);
-	if (done >= total)
-		cli_progress_end(&p);
-}
-
-const cli_sink *cli_local_sink(void)
-{
-	/* Ctrl-C ends this process: nothing to poll. */
-	static const cli_sink s = { l_out, l_err, l_progress, NULL, NULL };
-	return &s;
-}
-
-void cli_human(uint64_t n, char buf[32])
-{
-	static const char *const u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	double v = (double)n;
-	int i = 0;
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	if (i == 0)
-		snprintf(buf, 32, "%" PRIu64 " B", n);
-	else
-		snprintf(buf, 32, "%.1f %s", v, u[i]);
-}
-
-void cli_time(int64_t ns, char buf[32])
-{
-	time_t t = (time_t)(ns / 1000000000);
-	struct tm tm;
-	localtime_r(&t, &tm);
-	strftime(buf, 32, "%Y-%m-%d %H:%M:%S", &tm);
-}
+#include "ctl_ops.h"
 
 static void hex(const uint8_t h[16], char out[33])
 {
@@ -125,34 +41,6 @@ static int fail(cli_env *env, const char *what, int rc)
 }
 
 /* ------------------------------------------------------------ log */
-
-int cli_vvec_add(void *opaque, const ulp_version_info *v, const char *path)
-{
-	cli_vvec *a = opaque;
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 64;
-		ulp_version_info *nv = realloc(a->v, nc * sizeof(*nv));
-		if (nv)
-			a->v = nv;
-		char **np = nv ? realloc(a->path, nc * sizeof(*np)) : NULL;
-		if (!np)
-			return -ENOMEM;
-		a->path = np;
-		a->cap = nc;
-	}
-	if (!(a->path[a->n] = strdup(path)))
-		return -ENOMEM;
-	a->v[a->n++] = *v;
-	return 0;
-}
-
-void cli_vvec_free(cli_vvec *a)
-{
-	for (size_t i = 0; i < a->n; i++)
-		free(a->path[i]);
-	free(a->path);
-	free(a->v);
-}
 
 /* {"path", "seq"} of a version another one names (null: none). */
 static json_t *named_json(uint64_t id, const char *path, uint64_t seq)
@@ -586,15 +474,6 @@ int cli_op_prune(cli_env *env, json_t *req)
 }
 
 /* ------------------------------------------------------------ dispatch */
-
-int cli_env_sync(const cli_env *env)
-{
-	/* A descriptor kept open elsewhere (dup) must not hang sync: after
-	 * the wait, whatever has been released is committed. */
-	if (env->fs)
-		(void)ulp_fs_wait_released(env->fs, 2000);
-	return ulp_store_sync(env->st);
-}
 
 int cli_exec(cli_env *env, json_t *req)
 {

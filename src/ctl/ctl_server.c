@@ -14,7 +14,6 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "cli.h"
 #include "ctl.h"
 #include "ctl_parse.h"
 

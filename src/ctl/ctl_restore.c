@@ -19,8 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "ctl.h"
+#include "ctl_ops.h"
 
 #define PIECE (4u << 20)
 
