@@ -24,6 +24,11 @@ _OBJ = re.compile(r"^(ulpfs|libulp(codec|formats|store|objstore|fsops|ctl)"
                   r"_a)-(.+)\.o$")
 
 
+# The sources, beside this script: an object whose source is gone (a file
+# moved or deleted since a build tree was last cleaned) is left out.
+_SRC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+
+
 def objects(builddir):
     """{"store/catalog.c": path of its object} for every object built."""
     out = {}
@@ -32,8 +37,9 @@ def objects(builddir):
         for f in files:
             m = _OBJ.match(f)
             if m:
-                folder = os.path.relpath(d, top)
-                out[f"{folder}/{m.group(3)}.c"] = os.path.join(d, f)
+                src = f"{os.path.relpath(d, top)}/{m.group(3)}.c"
+                if os.path.exists(os.path.join(_SRC, src)):
+                    out[src] = os.path.join(d, f)
     return out
 
 
