@@ -328,8 +328,8 @@ static json_t *requests_json(cli_env *env)
 
 int cli_op_stats(cli_env *env, json_t *req)
 {
-	static const char *const kinds[3] = { "other", "safetensors",
-		                              "torch zip" };
+	static const char *const kinds[4] = { "other", "safetensors",
+		                              "torch zip", "distcp" };
 	int json = json_is_true(json_object_get(req, "json"));
 	int z19 = json_is_true(json_object_get(req, "zstd19"));
 	int want_ck = json_is_true(json_object_get(req, "checkpoints"));
@@ -338,7 +338,7 @@ int cli_op_stats(cli_env *env, json_t *req)
 	ulp_store_stats ss;
 	ulp_store_disk disk;
 	vall a = { 0 };
-	acc kind[3] = { { 0 } }, dt[ULP_DT_COUNT] = { { 0 } }, all = { 0 };
+	acc kind[4] = { { 0 } }, dt[ULP_DT_COUNT] = { { 0 } }, all = { 0 };
 	uint64_t paths[3] = { 0 }, depth[65] = { 0 }, recorded = 0, cached = 0;
 	uint64_t *zb = NULL;
 	char *gone = NULL, *counted = NULL;
@@ -375,7 +375,7 @@ int cli_op_stats(cli_env *env, json_t *req)
 		if (have < 0)
 			continue;
 		counted[i] = 1;
-		int k = fmt >= 0 && fmt < 3 ? fmt : 0;
+		int k = fmt >= 0 && fmt < 4 ? fmt : 0;
 		kind[k].count++;
 		kind[k].logical += a.vec.v[i].size;
 		kind[k].stored += a.vec.v[i].stored;
@@ -449,7 +449,7 @@ int cli_op_stats(cli_env *env, json_t *req)
 			                  (json_int_t)all.stored, "store",
 			                  (json_int_t)store, "cached",
 			                  (json_int_t)cached));
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			json_object_set_new(k, kinds[i],
 			                    acc_json(&kind[i], z19));
 		for (int i = 0; i < ULP_DT_COUNT; i++)
@@ -567,8 +567,9 @@ int cli_op_stats(cli_env *env, json_t *req)
 	if (z19)
 		cli_outf(env, " %12s %8s", "ZSTD-19", "VS Z19");
 	cli_outf(env, "\n");
-	for (int i = 0; i < 3; i++)
-		acc_line(env, kinds[i], &kind[i], z19);
+	for (int i = 0; i < 4; i++)
+		if (i < 3 || kind[i].count)
+			acc_line(env, kinds[i], &kind[i], z19);
 	cli_outf(env, "\nby dtype (%" PRIu64 " versions with encoder stats):\n",
 	         recorded);
 	for (int i = 0; i < ULP_DT_COUNT; i++)

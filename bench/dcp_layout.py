@@ -1,0 +1,156 @@
+#!/usr/bin/python3
+"""Write a checkpoint of real tensors laid out as PyTorch Distributed
+Checkpoint (DCP) writes it, for ulpfs tests and benchmarks.
+
+Debian's torch 1.13 cannot run torch.distributed.checkpoint's filesystem
+writer, so this reproduces its on-disk layout (FileSystemWriter in
+torch/distributed/checkpoint/filesystem.py):
+
+  * every rank writes thread_count files __{rank}_{n}.distcp;
+  * a file holds its items back to back: first the BYTE_IO items (objects
+    torch.save'd into a buffer by the planner), then the tensors, each one
+    torch.save'd straight into the stream (a tensor whose storage is larger
+    than itself, a shard view, is cloned first), largest first, each item's
+    offset and length recorded for the metadata;
+  * items go to the file of the rank with the fewest bytes so far (bytes
+    round-robin, tensors by size, descending);
+  * .metadata, a pickle of the checkpoint's index, is written to
+    .metadata.tmp, fsynced and renamed into place.
+
+The real .metadata pickles torch's dataclasses; this one pickles plain
+dicts and tuples with the same content (a fqn's dtype, size and chunks, and
+each item's file, offset and length).
+
+The tensors come from a trajectory step of bench/make_trajectory.py
+(pytorch_model.bin and optimizer.pt): the model's parameters and AdamW's
+moments, each flattened and split across --ranks as FSDP shards them.
+
+    dcp_layout.py --src TRAJ/step-000020 --out CKPT [--ranks 2] [--threads 1]
+                  [--tmp-dir]   (write CKPT.tmp/, then rename it to CKPT)
+"""
+
+import argparse
+import io
+import os
+import pickle
+import sys
+
+import torch
+
+
+def load_state(src):
+    model = torch.load(os.path.join(src, "pytorch_model.bin"), map_location="cpu")
+    optim = torch.load(os.path.join(src, "optimizer.pt"), map_location="cpu")
+    names = list(model.keys())
+    state = {}
+    for name, t in model.items():
+        state["model." + name] = t
+    # AdamW's state is keyed by parameter index, in parameter order.
+    for idx, st in optim["state"].items():
+        fqn = names[idx] if idx < len(names) else "p%d" % idx
+        for k, v in st.items():
+            state["optim.state.%s.%s" % (fqn, k)] = v
+    extra = {"optim.param_groups": optim["param_groups"]}
+    return state, extra
+
+
+def shard(t, rank, ranks):
+    """Rank's piece of t as FSDP2 shards: flat dim-0 chunks (a scalar whole)."""
+    if t.dim() == 0:
+        return t, 0
+    flat = t.reshape(-1)
+    per = (flat.numel() + ranks - 1) // ranks
+    lo = min(rank * per, flat.numel())
+    hi = min(lo + per, flat.numel())
+    return flat[lo:hi], lo
+
+
+def plan_rank(state, extra, rank, ranks, threads):
+    """The write items of rank, split into thread files as DCP does."""
+    byte_items, tensor_items = [], []
+    if rank == 0:
+        for fqn, obj in extra.items():
+            buf = io.BytesIO()
+            torch.save(obj, buf)
+            byte_items.append((fqn, buf.getvalue()))
+    for fqn, t in state.items():
+        piece, off = shard(t, rank, ranks)
+        if t.dim() == 0 and rank != 0:
+            continue
+        tensor_items.append((fqn, off, piece))
+    bins = [[] for _ in range(threads)]
+    sizes = [0] * threads
+    for i, item in enumerate(byte_items):
+        bins[i % threads].append(("bytes", item))
+    tensor_items.sort(key=lambda it: it[2].numel() * it[2].element_size(),
+                      reverse=True)
+    for item in tensor_items:
+        j = sizes.index(min(sizes))
+        bins[j].append(("tensor", item))
+        sizes[j] += item[2].numel() * item[2].element_size()
+    return bins
+
+
+def write_file(path, items, rel, index):
+    with open(path, "wb") as f:
+        for kind, item in items:
+            offset = f.tell()
+            if kind == "bytes":
+                fqn, data = item
+                f.write(data)
+                key = (fqn, None)
+            else:
+                fqn, chunk_off, t = item
+                t = t.detach()
+                if t.storage().size() != t.numel():
+                    t = t.clone()
+                torch.save(t, f)
+                key = (fqn, (chunk_off,))
+            index[key] = (rel, offset, f.tell() - offset)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def write_metadata(out, state, extra, index, ranks):
+    md = {"state_dict_metadata": {}, "storage_data": index,
+          "planner_data": {k: tuple(k.split(".")) for k in state},
+          "world_size": ranks}
+    for fqn, t in state.items():
+        md["state_dict_metadata"][fqn] = {"dtype": str(t.dtype),
+                                          "size": tuple(t.shape)}
+    for fqn in extra:
+        md["state_dict_metadata"][fqn] = {"bytes": True}
+    tmp = os.path.join(out, ".metadata.tmp")
+    with open(tmp, "wb") as f:
+        pickle.dump(md, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.rename(tmp, os.path.join(out, ".metadata"))
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--src", required=True, help="a make_trajectory.py step dir")
+    ap.add_argument("--out", required=True, help="checkpoint directory to write")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1, help="files per rank")
+    ap.add_argument("--tmp-dir", action="store_true",
+                    help="write OUT.tmp then rename it to OUT")
+    a = ap.parse_args(argv)
+    state, extra = load_state(a.src)
+    out = a.out + ".tmp" if a.tmp_dir else a.out
+    os.makedirs(out, exist_ok=True)
+    index = {}
+    for rank in range(a.ranks):
+        bins = plan_rank(state, extra, rank, a.ranks, a.threads)
+        for n, items in enumerate(bins):
+            rel = "__%d_%d.distcp" % (rank, n)
+            write_file(os.path.join(out, rel), items, rel, index)
+    write_metadata(out, state, extra, index, a.ranks)
+    if a.tmp_dir:
+        os.rename(out, a.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
