@@ -26,7 +26,9 @@ The tensors come from a trajectory step of bench/make_trajectory.py
 moments, each flattened and split across --ranks as FSDP shards them.
 
     dcp_layout.py --src TRAJ/step-000020 --out CKPT [--ranks 2] [--threads 1]
-                  [--tmp-dir]   (write CKPT.tmp/, then rename it to CKPT)
+                  [--tmp-dir]   (write tmp-CKPT/, then rename it to CKPT)
+    dcp_layout.py --traj TRAJ --root DIR [--root DIR2] [...]
+                  (DIR/checkpoint-N for every TRAJ/step-N, oldest first)
 """
 
 import argparse
@@ -128,27 +130,47 @@ def write_metadata(out, state, extra, index, ranks):
     os.rename(tmp, os.path.join(out, ".metadata"))
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--src", required=True, help="a make_trajectory.py step dir")
-    ap.add_argument("--out", required=True, help="checkpoint directory to write")
-    ap.add_argument("--ranks", type=int, default=2)
-    ap.add_argument("--threads", type=int, default=1, help="files per rank")
-    ap.add_argument("--tmp-dir", action="store_true",
-                    help="write OUT.tmp then rename it to OUT")
-    a = ap.parse_args(argv)
-    state, extra = load_state(a.src)
-    out = a.out + ".tmp" if a.tmp_dir else a.out
+def write_checkpoint(src, out, ranks, threads, tmp_dir):
+    state, extra = load_state(src)
+    final = out
+    if tmp_dir:
+        head, tail = os.path.split(out)
+        out = os.path.join(head, "tmp-" + tail)
     os.makedirs(out, exist_ok=True)
     index = {}
-    for rank in range(a.ranks):
-        bins = plan_rank(state, extra, rank, a.ranks, a.threads)
+    for rank in range(ranks):
+        bins = plan_rank(state, extra, rank, ranks, threads)
         for n, items in enumerate(bins):
             rel = "__%d_%d.distcp" % (rank, n)
             write_file(os.path.join(out, rel), items, rel, index)
-    write_metadata(out, state, extra, index, a.ranks)
-    if a.tmp_dir:
-        os.rename(out, a.out)
+    write_metadata(out, state, extra, index, ranks)
+    if tmp_dir:
+        os.rename(out, final)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--src", help="a make_trajectory.py step dir")
+    ap.add_argument("--out", help="checkpoint directory to write")
+    ap.add_argument("--traj", help="a make_trajectory.py output dir")
+    ap.add_argument("--root", action="append",
+                    help="with --traj: where checkpoint-N go (repeat: each)")
+    ap.add_argument("--ranks", type=int, default=2)
+    ap.add_argument("--threads", type=int, default=1, help="files per rank")
+    ap.add_argument("--tmp-dir", action="store_true",
+                    help="write tmp-NAME/ then rename it to NAME")
+    a = ap.parse_args(argv)
+    if a.traj and a.root:
+        steps = sorted(d for d in os.listdir(a.traj) if d.startswith("step-"))
+        for d in steps:
+            for root in a.root:
+                out = os.path.join(root, "checkpoint-%d" % int(d[5:]))
+                write_checkpoint(os.path.join(a.traj, d), out, a.ranks,
+                                 a.threads, a.tmp_dir)
+    elif a.src and a.out:
+        write_checkpoint(a.src, a.out, a.ranks, a.threads, a.tmp_dir)
+    else:
+        ap.error("give --src and --out, or --traj and --root")
     return 0
 
 
