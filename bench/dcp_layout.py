@@ -27,12 +27,14 @@ moments, each flattened and split across --ranks as FSDP shards them.
 
     dcp_layout.py --src TRAJ/step-000020 --out CKPT [--ranks 2] [--threads 1]
                   [--tmp-dir]   (write tmp-CKPT/, then rename it to CKPT)
+                  [--writers N] (N forked processes write the files at once)
     dcp_layout.py --traj TRAJ --root DIR [--root DIR2] [...]
                   (DIR/checkpoint-N for every TRAJ/step-N, oldest first)
 """
 
 import argparse
 import io
+import multiprocessing
 import os
 import pickle
 import sys
@@ -114,6 +116,7 @@ def write_file(path, items, rel, index):
 
 
 def write_metadata(out, state, extra, index, ranks):
+    index = dict(sorted(index.items(), key=repr))  # as written, in any order
     md = {"state_dict_metadata": {}, "storage_data": index,
           "planner_data": {k: tuple(k.split(".")) for k in state},
           "world_size": ranks}
@@ -130,19 +133,40 @@ def write_metadata(out, state, extra, index, ranks):
     os.rename(tmp, os.path.join(out, ".metadata"))
 
 
-def write_checkpoint(src, out, ranks, threads, tmp_dir):
+_JOBS = []
+
+
+def _write_job(i):
+    path, items, rel = _JOBS[i]
+    index = {}
+    write_file(path, items, rel, index)
+    return index
+
+
+def write_checkpoint(src, out, ranks, threads, tmp_dir, writers=1):
     state, extra = load_state(src)
     final = out
     if tmp_dir:
         head, tail = os.path.split(out)
         out = os.path.join(head, "tmp-" + tail)
     os.makedirs(out, exist_ok=True)
-    index = {}
+    _JOBS[:] = []
     for rank in range(ranks):
         bins = plan_rank(state, extra, rank, ranks, threads)
         for n, items in enumerate(bins):
             rel = "__%d_%d.distcp" % (rank, n)
-            write_file(os.path.join(out, rel), items, rel, index)
+            _JOBS.append((os.path.join(out, rel), items, rel))
+    index = {}
+    if writers > 1:
+        # Forked writer processes, all of a checkpoint's files at once,
+        # as DCP's async savers write them.
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(writers) as pool:
+            for part in pool.map(_write_job, range(len(_JOBS)), chunksize=1):
+                index.update(part)
+    else:
+        for i in range(len(_JOBS)):
+            index.update(_write_job(i))
     write_metadata(out, state, extra, index, ranks)
     if tmp_dir:
         os.rename(out, final)
@@ -151,12 +175,15 @@ def write_checkpoint(src, out, ranks, threads, tmp_dir):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--src", help="a make_trajectory.py step dir")
-    ap.add_argument("--out", help="checkpoint directory to write")
+    ap.add_argument("--out", action="append",
+                    help="checkpoint directory to write (repeat: each)")
     ap.add_argument("--traj", help="a make_trajectory.py output dir")
     ap.add_argument("--root", action="append",
                     help="with --traj: where checkpoint-N go (repeat: each)")
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1, help="files per rank")
+    ap.add_argument("--writers", type=int, default=1,
+                    help="processes writing a checkpoint's files at once")
     ap.add_argument("--tmp-dir", action="store_true",
                     help="write tmp-NAME/ then rename it to NAME")
     a = ap.parse_args(argv)
@@ -166,9 +193,11 @@ def main(argv=None):
             for root in a.root:
                 out = os.path.join(root, "checkpoint-%d" % int(d[5:]))
                 write_checkpoint(os.path.join(a.traj, d), out, a.ranks,
-                                 a.threads, a.tmp_dir)
+                                 a.threads, a.tmp_dir, a.writers)
     elif a.src and a.out:
-        write_checkpoint(a.src, a.out, a.ranks, a.threads, a.tmp_dir)
+        for out in a.out:
+            write_checkpoint(a.src, out, a.ranks, a.threads, a.tmp_dir,
+                             a.writers)
     else:
         ap.error("give --src and --out, or --traj and --root")
     return 0

@@ -9,7 +9,9 @@
 #     coded (stats: by_kind.distcp, by_dtype.f32), and each is coded against
 #     the same rank's file of the next checkpoint (ulpfs log --json);
 #   - truncated, corrupted and reordered copies read back exactly: the
-#     first two through the generic path, the reordered one still as DCP.
+#     first two through the generic path, the reordered one still as DCP;
+#   - a checkpoint whose 8 files 8 forked processes write at once reads
+#     back exactly, every file parsed as DCP.
 # make check may run this with a POSIX sh: it needs bash.
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "$(dirname "$0")/fs_lib.sh"
@@ -112,6 +114,18 @@ print(b["distcp"]["versions"] - a["distcp"]["versions"],
 	"$WORK/stats.json" "$WORK/stats2.json")
 [ "$r" = "1 2" ] && ok "reordered: DCP; truncated and corrupted: generic" ||
 	bad "new DCP and generic versions: $r, want 1 2"
+
+step "8 writer processes write one checkpoint's 8 files at once"
+timeout -k 5 120 "$PY" "$DCP" --src "$WORK/traj/step-000006" --ranks 2 --threads 4 \
+	--writers 8 --out "$WORK/ref/checkpoint-8" --out "$WORK/mnt/run/checkpoint-8" ||
+	bad "dcp_layout.py --writers 8 failed"
+"$ULPFS" sync "$WORK/mnt" || bad "ulpfs sync failed"
+fs_compare_trees "$WORK/ref/checkpoint-8" "$WORK/mnt/run/checkpoint-8" "the concurrent writers' files"
+"$ULPFS" stats --json "$WORK/mnt" >"$WORK/stats3.json" || bad "ulpfs stats failed"
+r=$("$PY" -c 'import json, sys
+a, b = (json.load(open(p))["by_kind"] for p in sys.argv[1:3])
+print(b["distcp"]["versions"] - a["distcp"]["versions"])' "$WORK/stats2.json" "$WORK/stats3.json")
+[ "$r" = 8 ] && ok "their 8 files are DCP versions" || bad "$r new DCP versions, want 8"
 
 step "remount: everything bit-exact"
 fs_remount "$WORK/store" "$WORK/mnt"
