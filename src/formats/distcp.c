@@ -27,6 +27,8 @@
 #define SIG_LOC64 0x07064b50u
 #define EOCD_LEN 22u
 #define LOC64_LEN 20u
+#define EOCD64_LEN 56u
+#define SIG_EOCD64 0x06064b50u
 
 typedef struct dc_item {
 	ulp_tensor t; /* name unused; shape points into the archive's map */
@@ -42,7 +44,7 @@ typedef struct dc_vec {
 } dc_vec;
 
 /* Whether the EOCD at e can close an archive that starts at p: its
- * directory ends right at it (or a ZIP64 locator precedes it). */
+ * directory ends right at it, or right at the ZIP64 records before it. */
 static int eocd_fits(const uint8_t *d, uint64_t size, uint64_t p, uint64_t e,
                      uint64_t *end)
 {
@@ -53,8 +55,21 @@ static int eocd_fits(const uint8_t *d, uint64_t size, uint64_t p, uint64_t e,
 	if (!ulp_fmt_in_range(e, EOCD_LEN + clen, size))
 		return 0;
 	*end = e + EOCD_LEN + clen;
-	if (e - p >= LOC64_LEN && ulp_fmt_le32(d + e - LOC64_LEN) == SIG_LOC64)
-		return 1;
+	if (e - p >= LOC64_LEN &&
+	    ulp_fmt_le32(d + e - LOC64_LEN) == SIG_LOC64) {
+		/* The ZIP64 end record, where the locator says (relative to
+		 * p), must end at the locator and close the directory. */
+		uint64_t loc = e - LOC64_LEN, off = ulp_fmt_le64(d + loc + 8);
+
+		if (off > loc - p || loc - p - off < EOCD64_LEN)
+			return 0;
+		off += p;
+		return ulp_fmt_le32(d + off) == SIG_EOCD64 &&
+		       off + 12 + ulp_fmt_le64(d + off + 4) == loc &&
+		       ulp_fmt_le64(d + off + 40) +
+		                       ulp_fmt_le64(d + off + 48) ==
+		               off - p;
+	}
 	return cd_off + cd_size == e - p;
 }
 
