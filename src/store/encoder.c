@@ -163,10 +163,10 @@ static const char Q_BASE_LATEST[] = "SELECT id FROM versions WHERE state = 0"
 				    " ORDER BY id DESC LIMIT 1";
 /* The same among the versions of one tensor layout (its index). */
 static const char Q_BASE_LAYOUT_LATEST[] = "SELECT id FROM versions WHERE "
-                                           "layout = ?4 AND state = 0"
+					   "layout = ?4 AND state = 0"
 					   " AND (path = ?1 OR "
-                                           "substr(CAST(path AS BLOB), -?2) = "
-                                           "CAST(?3 AS BLOB))"
+					   "substr(CAST(path AS BLOB), -?2) = "
+					   "CAST(?3 AS BLOB))"
 					   " ORDER BY id DESC LIMIT 1";
 static const char Q_TMAP[] = "SELECT tmap FROM versions WHERE id = ?";
 
@@ -216,11 +216,21 @@ int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out)
 	return rc;
 }
 
+/* Whether path is one of the files a checkpoint's ranks write side by
+ * side (DCP's __{rank}_{n}.distcp): files of one layout whose tensors are
+ * unrelated, so that the latest file of the layout is no predecessor. */
+static int rank_file(const char *path)
+{
+	size_t n = strlen(path), k = strlen(".distcp");
+
+	return n >= k && strcmp(path + n - k, ".distcp") == 0;
+}
+
 /* The predecessor of a new version, which is coded against the new one
  * once that one has committed (a reverse delta, gc.c): the file's current
  * version, else the latest of its path, else the latest with its base name
- * and tensor layout, else the latest with its layout, else the latest with
- * its base name.  mu held. */
+ * and tensor layout, else (but for a rank's file) the latest with its
+ * layout, else the latest with its base name.  mu held. */
 static int choose_ref(ulp_store *st, uint64_t current, const char *path,
                       uint64_t layout, ref_choice *rc_out)
 {
@@ -235,7 +245,7 @@ static int choose_ref(ulp_store *st, uint64_t current, const char *path,
 		rc = ulp_cat_int(st->cat, &id, Q_PATH_LATEST, "s", path);
 	if (rc >= 0 && !id && layout)
 		rc = base_latest(st, path, layout, &id);
-	if (rc >= 0 && !id && layout)
+	if (rc >= 0 && !id && layout && !rank_file(path))
 		rc = ulp_cat_int(st->cat, &id, Q_LAYOUT_LATEST, "i",
 		                 (int64_t)layout);
 	if (rc >= 0 && !id)
