@@ -48,10 +48,13 @@ typedef struct dc_vec {
 static int eocd_fits(const uint8_t *d, uint64_t size, uint64_t p, uint64_t e,
                      uint64_t *end)
 {
-	uint64_t clen = ulp_fmt_le16(d + e + 20);
-	uint64_t cd_size = ulp_fmt_le32(d + e + 12);
-	uint64_t cd_off = ulp_fmt_le32(d + e + 16);
+	uint64_t clen, cd_size, cd_off;
 
+	if (!ulp_fmt_in_range(e, EOCD_LEN, size))
+		return 0;
+	clen = ulp_fmt_le16(d + e + 20);
+	cd_size = ulp_fmt_le32(d + e + 12);
+	cd_off = ulp_fmt_le32(d + e + 16);
 	if (!ulp_fmt_in_range(e, EOCD_LEN + clen, size))
 		return 0;
 	*end = e + EOCD_LEN + clen;
