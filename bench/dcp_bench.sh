@@ -9,9 +9,12 @@
 #        weights) + checkpoint-N/optimizer.pt (AdamW's moments and steps).
 # Reported: the stored bytes of the .distcp versions against those of the
 # model.safetensors + optimizer.pt versions, and against zstd -19 and
-# zstd -3 of the same .distcp files, all from the same run.  The sizes are
-# deterministic (one run each); ULPFS_BEFORE=path/to/ulpfs adds the dcp row
-# for another build (e.g. the one before DCP awareness) in the same run.
+# zstd -3 of the same .distcp files, all from the same run.  Each
+# model.safetensors is committed before its optimizer.pt is written, so that
+# the optimizer is coded given it every time (without, whether it is
+# depends on timing: the baseline moved by 2% between runs).
+# ULPFS_BEFORE=path/to/ulpfs adds the dcp row for another build (e.g. the
+# one before DCP awareness) in the same run.
 #
 #   bash bench/dcp_bench.sh [--traj DIR] [--ranks N] [--threads N]
 #
@@ -87,6 +90,8 @@ for d in $(ls "$TRAJ" | grep '^step-' | sort); do
 	c=$W/st.mnt/run/checkpoint-$((10#${d#step-}))
 	mkdir -p "$c"
 	cp "$TRAJ/$d/model-f32.safetensors" "$c/model.safetensors"
+	# committed before the optimizer is: its side, every time
+	"$ULPFS" sync "$W/st.mnt"
 	cp "$TRAJ/$d/optimizer.pt" "$c/optimizer.pt"
 done
 "$ULPFS" sync "$W/st.mnt" && "$ULPFS" gc "$W/st.mnt" >/dev/null
