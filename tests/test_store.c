@@ -581,6 +581,45 @@ Test(store, deleting_a_lineage_rebases_nothing)
 	free(v.p);
 }
 
+/* Two files of one layout in a checkpoint directory (two ranks' shards):
+ * each file of the next checkpoint is coded with its own predecessor, the
+ * file of the same name, not the latest of the layout. */
+Test(store, predecessor_by_name_and_layout)
+{
+	ulp_store *st = open_default();
+	sfile r0 = st_make(64 * 1024, 256, 51),
+	      r1 = st_make(64 * 1024, 256, 52);
+	uint64_t c1 = mkdir_in(st, ULP_ROOT_INO, "c1");
+	uint64_t c2 = mkdir_in(st, ULP_ROOT_INO, "c2");
+
+	uint64_t a0 = put_file(st, c1, "__0_0.distcp", r0.p, r0.len);
+	sync_ok(st);
+	uint64_t a1 = put_file(st, c1, "__1_0.distcp", r1.p, r1.len);
+	sync_ok(st);
+	ulp_version_info v0 = current(st, a0), v1 = current(st, a1);
+	cr_assert_neq(v0.layout, 0);
+	cr_assert_eq(v0.layout, v1.layout);
+	st_step(&r0, 53);
+	st_step(&r1, 54);
+	uint64_t b0 = put_file(st, c2, "__0_0.distcp", r0.p, r0.len);
+	sync_ok(st);
+	uint64_t b1 = put_file(st, c2, "__1_0.distcp", r1.p, r1.len);
+	settle_all(st);
+	/* Each predecessor is coded against its successor (the flips). */
+	cr_assert_eq(ulp_version_get(st, v0.id, &v0), 0);
+	cr_assert_eq(ulp_version_get(st, v1.id, &v1), 0);
+	cr_assert_eq(v0.ref, current(st, b0).id, "c1/__0_0 ref %" PRIu64,
+	             v0.ref);
+	cr_assert_eq(v1.ref, current(st, b1).id, "c1/__1_0 ref %" PRIu64,
+	             v1.ref);
+	expect_content(st, b0, r0.p, r0.len);
+	expect_content(st, b1, r1.p, r1.len);
+	check_integrity(st);
+	ulp_store_close(st);
+	free(r0.p);
+	free(r1.p);
+}
+
 Test(store, ghosts_are_rebased)
 {
 	/* a1 -> b1 -> c1 (three files, one layout; c1 standalone).

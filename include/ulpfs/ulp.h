@@ -76,6 +76,7 @@ typedef enum ulp_format {
 	ULP_FMT_UNKNOWN = 0,     /* no structure found: stored generically */
 	ULP_FMT_SAFETENSORS = 1, /* safetensors */
 	ULP_FMT_TORCHZIP = 2,    /* torch.save zip archive (.pt, .bin, .pth) */
+	ULP_FMT_DISTCP = 3,      /* PyTorch DCP __{rank}_{n}.distcp data file */
 } ulp_format;
 
 /* One tensor (or torch storage) inside a file. */
@@ -99,7 +100,7 @@ typedef struct ulp_tensor_map {
 
 /* Parse the file held in data[0..size) into *out, detecting its format.
  * Never fails on hostile input: a file that is not a well-formed
- * safetensors or torch zip gives format ULP_FMT_UNKNOWN and n == 0 and
+ * safetensors, torch zip or DCP data file gives format ULP_FMT_UNKNOWN and n == 0 and
  * returns ULP_OK.  Returns ULP_ERR_NOMEM (with *out empty) only when memory
  * runs out.  *out must be released with ulp_tensor_map_free(). */
 int ulp_format_parse(const uint8_t *data, uint64_t size, ulp_tensor_map *out);
@@ -110,6 +111,10 @@ int ulp_format_parse(const uint8_t *data, uint64_t size, ulp_tensor_map *out);
 int ulp_safetensors_parse(const uint8_t *data, uint64_t size,
                           ulp_tensor_map *out);
 int ulp_torchzip_parse(const uint8_t *data, uint64_t size, ulp_tensor_map *out);
+/* A DCP data file: torch.save archives back to back.  Its storages are
+ * named "<type>/<bytes>/<k>" (the k-th of that type and size in the file),
+ * which stay the same across checkpoints when offsets move. */
+int ulp_distcp_parse(const uint8_t *data, uint64_t size, ulp_tensor_map *out);
 
 void ulp_tensor_map_free(ulp_tensor_map *map);
 

@@ -112,14 +112,15 @@ static json_t *requests_json(cli_env *env)
 	return o;
 }
 
-static const char *const kinds[3] = { "other", "safetensors", "torch zip" };
+static const char *const kinds[4] = { "other", "safetensors", "torch zip",
+	                              "distcp" };
 
 /* The figures of a stats request. */
 typedef struct stats_fig {
 	int z19; /* with the zstd -19 baselines */
 	ulp_store_stats ss;
 	ulp_store_disk disk;
-	acc kind[3], dt[ULP_DT_COUNT], all;
+	acc kind[4], dt[ULP_DT_COUNT], all;
 	uint64_t paths[3], depth[65], recorded, cached;
 	json_t *cks; /* by checkpoint, or NULL */
 } stats_fig;
@@ -153,7 +154,7 @@ static int stats_add(stats_fig *f, ulp_store *st, const ulp_version_info *v,
 	int have = ulp_version_usage(st, v->id, &fmt, &es);
 	if (have < 0)
 		return 0;
-	int k = fmt >= 0 && fmt < 3 ? fmt : 0;
+	int k = fmt >= 0 && fmt < 4 ? fmt : 0;
 	f->kind[k].count++;
 	f->kind[k].logical += v->size;
 	f->kind[k].stored += v->stored;
@@ -273,7 +274,7 @@ int cli_op_stats(cli_env *env, json_t *req)
 			                  (json_int_t)all.stored, "store",
 			                  (json_int_t)store, "cached",
 			                  (json_int_t)cached));
-		for (int i = 0; i < 3; i++)
+		for (int i = 0; i < 4; i++)
 			json_object_set_new(k, kinds[i],
 			                    acc_json(&kind[i], z19));
 		for (int i = 0; i < ULP_DT_COUNT; i++)
@@ -407,8 +408,9 @@ static void stats_text(cli_env *env, const stats_fig *f)
 	if (z19)
 		cli_outf(env, " %12s %8s", "ZSTD-19", "VS Z19");
 	cli_outf(env, "\n");
-	for (int i = 0; i < 3; i++)
-		acc_line(env, kinds[i], &kind[i], z19);
+	for (int i = 0; i < 4; i++)
+		if (i < 3 || kind[i].count)
+			acc_line(env, kinds[i], &kind[i], z19);
 	cli_outf(env, "\nby dtype (%" PRIu64 " versions with encoder stats):\n",
 	         recorded);
 	for (int i = 0; i < ULP_DT_COUNT; i++)

@@ -196,6 +196,10 @@ int ulp_format_parse(const uint8_t *data, uint64_t size, ulp_tensor_map *out)
 		rc = ulp_safetensors_parse(data, size, out);
 	else if (looks_like_zip(data, size))
 		rc = ulp_torchzip_parse(data, size, out);
+	/* A DCP data file starts with its first archive, which ends before
+	 * the file does: the single-archive parser rejects it. */
+	if (rc == ULP_ERR_PARSE && looks_like_zip(data, size))
+		rc = ulp_distcp_parse(data, size, out);
 	if (rc == ULP_OK)
 		return ULP_OK;
 	/* The strict parsers leave *out empty on failure; freeing again keeps

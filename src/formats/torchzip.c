@@ -32,7 +32,7 @@
 
 typedef struct zdir {
 	uint64_t cd_off, cd_size, count;
-	uint64_t limit; /* where the central directory must end by */
+	uint64_t limit; /* where the central directory ends */
 } zdir;
 
 typedef struct zentry {
@@ -125,7 +125,7 @@ static int read_zip64_eocd(const uint8_t *d, uint64_t eocd, zdir *z)
 	r = d + off;
 	rec = ulp_fmt_le64(r + 4);
 	if (ulp_fmt_le32(r) != SIG_EOCD64 || rec < EOCD64_LEN - 12 ||
-	    !ulp_fmt_in_range(off + 12, rec, loc))
+	    !ulp_fmt_in_range(off + 12, rec, loc) || off + 12 + rec != loc)
 		return ULP_ERR_PARSE;
 	if (ulp_fmt_le32(r + 16) != 0 || ulp_fmt_le32(r + 20) != 0 ||
 	    ulp_fmt_le64(r + 24) != ulp_fmt_le64(r + 32))
@@ -164,7 +164,11 @@ static int read_dir(const uint8_t *d, uint64_t size, zdir *z)
 		z->cd_off = ulp_fmt_le32(e + 16);
 		z->limit = eocd;
 	}
+	/* torch writes the end records right after the directory; an
+	 * archive behind other bytes (one of a DCP file's) would otherwise
+	 * pass with its offsets read as the file's. */
 	if (!ulp_fmt_in_range(z->cd_off, z->cd_size, z->limit) ||
+	    z->cd_off + z->cd_size != z->limit ||
 	    z->count > z->cd_size / CENTRAL_LEN)
 		return ULP_ERR_PARSE;
 	return ULP_OK;

@@ -161,25 +161,41 @@ static const char Q_BASE_LATEST[] = "SELECT id FROM versions WHERE state = 0"
 				    " AND (path = ?1 OR substr(CAST(path AS "
 				    "BLOB), -?2) = CAST(?3 AS BLOB))"
 				    " ORDER BY id DESC LIMIT 1";
+/* The same among the versions of one tensor layout (its index). */
+static const char Q_BASE_LAYOUT_LATEST[] = "SELECT id FROM versions WHERE "
+					   "layout = ?4 AND state = 0"
+					   " AND (path = ?1 OR "
+					   "substr(CAST(path AS BLOB), -?2) = "
+					   "CAST(?3 AS BLOB))"
+					   " ORDER BY id DESC LIMIT 1";
 static const char Q_TMAP[] = "SELECT tmap FROM versions WHERE id = ?";
 
 /* The latest live version whose file has path's base name, in any
- * directory: checkpoint-N/trainer_state.json, tokenizer.json or
- * config.json have no tensor layout to match, but the same file in the
- * previous checkpoint directory is nearly or exactly the same bytes. */
-static int base_latest(ulp_store *st, const char *path, int64_t *id)
+ * directory, and with layout unless that is 0: checkpoint-N/config.json
+ * has no tensor layout to match, but the same file in the previous
+ * checkpoint directory is nearly or exactly the same bytes; each rank's
+ * __{rank}_{n}.distcp has the layout of the others' too, but only its own
+ * file of the previous checkpoint holds its tensors. */
+static int base_latest(ulp_store *st, const char *path, uint64_t layout,
+                       int64_t *id)
 {
 	const char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
 	size_t n = strlen(base);
 	char *suffix = malloc(n + 2);
+	int rc;
 
 	if (!suffix)
 		return -ENOMEM;
 	suffix[0] = '/';
 	memcpy(suffix + 1, base, n + 1);
-	int rc = ulp_cat_int(st->cat, id, Q_BASE_LATEST, "sis", base,
-	                     (int64_t)(n + 1), suffix);
+	if (layout)
+		rc = ulp_cat_int(st->cat, id, Q_BASE_LAYOUT_LATEST, "sisi",
+		                 base, (int64_t)(n + 1), suffix,
+		                 (int64_t)layout);
+	else
+		rc = ulp_cat_int(st->cat, id, Q_BASE_LATEST, "sis", base,
+		                 (int64_t)(n + 1), suffix);
 	free(suffix);
 	return rc;
 }
@@ -200,9 +216,20 @@ int ulp_version_tmap_locked(ulp_store *st, uint64_t vid, ulp_tensor_map *out)
 	return rc;
 }
 
+/* Whether path is one of the files a checkpoint's ranks write side by
+ * side (DCP's __{rank}_{n}.distcp): files of one layout whose tensors are
+ * unrelated, so that the latest file of the layout is no predecessor. */
+static int rank_file(const char *path)
+{
+	size_t n = strlen(path), k = strlen(".distcp");
+
+	return n >= k && strcmp(path + n - k, ".distcp") == 0;
+}
+
 /* The predecessor of a new version, which is coded against the new one
  * once that one has committed (a reverse delta, gc.c): the file's current
- * version, else the latest of its path, else the latest with its tensor
+ * version, else the latest of its path, else the latest with its base name
+ * and tensor layout, else (but for a rank's file) the latest with its
  * layout, else the latest with its base name.  mu held. */
 static int choose_ref(ulp_store *st, uint64_t current, const char *path,
                       uint64_t layout, ref_choice *rc_out)
@@ -217,10 +244,12 @@ static int choose_ref(ulp_store *st, uint64_t current, const char *path,
 	if (!id)
 		rc = ulp_cat_int(st->cat, &id, Q_PATH_LATEST, "s", path);
 	if (rc >= 0 && !id && layout)
+		rc = base_latest(st, path, layout, &id);
+	if (rc >= 0 && !id && layout && !rank_file(path))
 		rc = ulp_cat_int(st->cat, &id, Q_LAYOUT_LATEST, "i",
 		                 (int64_t)layout);
 	if (rc >= 0 && !id)
-		rc = base_latest(st, path, &id);
+		rc = base_latest(st, path, 0, &id);
 	if (rc < 0)
 		return rc;
 	if (!id)

@@ -32,7 +32,7 @@ cflags=(-std=gnu11 -g -O1 -Wall -Wextra -Werror -DHAVE_CONFIG_H
 codec=(util hasher rans rans_avx2 rans_avx512 rans_avx512_enc floatcode
 	floatcode_avx2 floatcode_avx2_enc floatcode_avx512
 	floatcode_avx512_enc chunk plan pool container pipeline baseline)
-formats=(safetensors torchzip pickle_scan tensor_map side_match)
+formats=(safetensors torchzip distcp pickle_scan tensor_map side_match)
 codec_objs=() formats_objs=()
 for f in "${codec[@]}"; do codec_objs+=("src/codec/$f.c"); done
 for f in "${formats[@]}"; do formats_objs+=("src/formats/$f.c"); done
@@ -100,6 +100,7 @@ on fuzz_rans $t/fuzz_rans.c "" "" "${lib[@]}"
 on fuzz_float $t/fuzz_float.c "" "" "${lib[@]}"
 on fuzz_safetensors $t/fuzz_format.c "" "" "${lib[@]}"
 on fuzz_torchzip $t/fuzz_format.c _tz -DFUZZ_TORCHZIP=1 "${lib[@]}"
+on fuzz_distcp $t/fuzz_format.c _dc -DFUZZ_DISTCP=1 "${lib[@]}"
 compile src/objstore/s3_xml.c
 on fuzz_s3_xml $t/fuzz_s3_xml.c "" "" "$O"
 compile src/objstore/catalog_pointer.c

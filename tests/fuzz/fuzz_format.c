@@ -2,7 +2,8 @@
  * fuzz_format.c - libFuzzer target: a strict tensor-file parser on any
  * file, ulp_safetensors_parse (fuzz_safetensors) or, built with
  * -DFUZZ_TORCHZIP=1 (fuzz_torchzip), ulp_torchzip_parse (the zip's
- * directory and the pickle's storages).  A parsed map must keep what
+ * directory and the pickle's storages), or with -DFUZZ_DISTCP=1
+ * (fuzz_distcp), ulp_distcp_parse (archives back to back).  A parsed map must keep what
  * ulp.h promises: tensors sorted by offset, non-overlapping, each
  * entirely inside the file, with a name and a dtype of the codec.
  *
@@ -15,6 +16,9 @@
 
 #ifndef FUZZ_TORCHZIP
 #define FUZZ_TORCHZIP 0
+#endif
+#ifndef FUZZ_DISTCP
+#define FUZZ_DISTCP 0
 #endif
 
 static void check_map(const ulp_tensor_map *m, uint64_t size)
@@ -35,8 +39,9 @@ static void check_map(const ulp_tensor_map *m, uint64_t size)
 static void fuzz_one(const uint8_t *data, size_t size)
 {
 	ulp_tensor_map m;
-	int rc = FUZZ_TORCHZIP ? ulp_torchzip_parse(data, size, &m)
-	                       : ulp_safetensors_parse(data, size, &m);
+	int rc = FUZZ_DISTCP     ? ulp_distcp_parse(data, size, &m)
+	         : FUZZ_TORCHZIP ? ulp_torchzip_parse(data, size, &m)
+	                         : ulp_safetensors_parse(data, size, &m);
 	if (rc == ULP_OK)
 		check_map(&m, size);
 	else if (m.n)

@@ -62,6 +62,7 @@ table=(
 	"object_ref fuzz_object_ref object -"
 	"safetensors fuzz_safetensors safetensors -"
 	"torchzip fuzz_torchzip torchzip -"
+	"distcp fuzz_distcp distcp -"
 	"s3_xml fuzz_s3_xml s3_xml -"
 	"catalog_pointer fuzz_catalog_pointer catalog_pointer -"
 	"catalog fuzz_catalog catalog -"
@@ -80,7 +81,7 @@ done
 extra_seeds() {
 	case $1 in
 	object) ls "$data"/format*/v1-16k.ulp ;;
-	torchzip) ls "$data"/*.pt ;;
+	torchzip | distcp) ls "$data"/*.pt ;;
 	catalog) echo "$data/store-v3/catalog.db" ;;
 	esac
 }
