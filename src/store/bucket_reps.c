@@ -42,8 +42,8 @@ int ulp_breps_open(const char *path, ulp_breps **out)
 	if (rc >= 0 && has == 0)
 		rc = -ENOENT; /* a catalog older than schema version 10 */
 	if (rc < 0) {
-		fprintf(stderr, "ulpfs: %s: bucket representations: %s\n",
-		        path, strerror(-rc));
+		fprintf(stderr, "ulpfs: %s: bucket representations: %s\n", path,
+		        strerror(-rc));
 		ulp_cat_close(r->cat);
 		free(r);
 		return rc;
@@ -62,18 +62,35 @@ void ulp_breps_close(ulp_breps *r)
 	free(r);
 }
 
-/* Room for element n of *v (cap elements of size each now). */
-static int grow(void **v, size_t *cap, size_t n, size_t size)
+/* Fills one element from the row s is on. */
+typedef void (*row_fn)(sqlite3_stmt *s, void *row);
+
+/* Every row of s (from ulp_cat_q; NULL: its failure), each one element
+ * of size bytes filled by fn, into a malloc()ed array; mu held.  0 or
+ * -errno (what was read is returned all the same). */
+static int collect(ulp_breps *r, sqlite3_stmt *s, size_t size, row_fn fn,
+                   void **out, size_t *nout)
 {
-	if (n < *cap)
-		return 0;
-	size_t c = *cap ? *cap * 2 : 16;
-	void *p = realloc(*v, c * size);
-	if (!p)
-		return -ENOMEM;
-	*v = p;
-	*cap = c;
-	return 0;
+	char *v = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+	while ((rc = ulp_cat_step(r->cat, s)) == 1) {
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 16;
+			char *p = realloc(v, c * size);
+			if (!p) {
+				ulp_cat_done(s);
+				rc = -ENOMEM;
+				break;
+			}
+			v = p;
+			cap = c;
+		}
+		fn(s, v + n++ * size);
+	}
+	*out = v;
+	*nout = n;
+	return rc == -ENOMEM ? rc : rc < 0 ? fail(r, rc) : 0;
 }
 
 static void copy_text(char *dst, size_t len, sqlite3_stmt *s, int col)
@@ -148,28 +165,13 @@ static const char Q_GONE[] =
 
 static const char Q_DELETE[] = "DELETE FROM bucket_reps WHERE version = ?1";
 
-/* The rows of Q_GONE; mu held. */
-static int list_gone(ulp_breps *r, int all, ulp_breps_gone **out, size_t *nout)
+static void gone_row(sqlite3_stmt *s, void *row)
 {
-	ulp_breps_gone *v = NULL;
-	size_t n = 0, cap = 0;
-	sqlite3_stmt *s = ulp_cat_q(r->cat, Q_GONE, "d", all);
-	int rc;
-	while ((rc = ulp_cat_step(r->cat, s)) == 1) {
-		if (grow((void **)&v, &cap, n, sizeof *v) < 0) {
-			ulp_cat_done(s);
-			rc = -ENOMEM;
-			break;
-		}
-		ulp_breps_gone *g = &v[n++];
-		g->version = sqlite3_column_int64(s, 0);
-		copy_text(g->object, sizeof g->object, s, 1);
-		copy_text(g->local, sizeof g->local, s, 2);
-		g->local_named = sqlite3_column_int(s, 3);
-	}
-	*out = v;
-	*nout = n;
-	return rc == -ENOMEM ? rc : rc < 0 ? fail(r, rc) : 0;
+	ulp_breps_gone *g = row;
+	g->version = sqlite3_column_int64(s, 0);
+	copy_text(g->object, sizeof g->object, s, 1);
+	copy_text(g->local, sizeof g->local, s, 2);
+	g->local_named = sqlite3_column_int(s, 3);
 }
 
 int ulp_breps_take_gone(ulp_breps *r, int all, ulp_breps_gone **out,
@@ -178,7 +180,8 @@ int ulp_breps_take_gone(ulp_breps *r, int all, ulp_breps_gone **out,
 	ulp_breps_gone *v = NULL;
 	size_t n = 0;
 	pthread_mutex_lock(&r->mu);
-	int rc = list_gone(r, all, &v, &n);
+	int rc = collect(r, ulp_cat_q(r->cat, Q_GONE, "d", all), sizeof *v,
+	                 gone_row, (void **)&v, &n);
 	for (size_t i = 0; !rc && i < n; i++) {
 		rc = ulp_cat_exec(r->cat, Q_DELETE, "i", v[i].version);
 		if (rc < 0)
@@ -207,31 +210,22 @@ static const char Q_NEW[] =
 	" AND NOT EXISTS(SELECT 1 FROM bucket_reps WHERE version = v.id)"
 	" ORDER BY v.id";
 
-int ulp_breps_candidates(ulp_breps *r, ulp_breps_cand **out, size_t *nout)
+static void cand_row(sqlite3_stmt *s, void *row)
 {
-	ulp_breps_cand *v = NULL;
-	size_t n = 0, cap = 0;
+	ulp_breps_cand *c = row;
+	c->id = sqlite3_column_int64(s, 0);
+	copy_text(c->object, sizeof c->object, s, 1);
+	c->stored = (uint64_t)sqlite3_column_int64(s, 2);
+	c->base = sqlite3_column_int64(s, 3);
+	c->depth = sqlite3_column_int64(s, 4);
+}
+
+int ulp_breps_candidates(ulp_breps *r, ulp_breps_cand **out, size_t *n)
+{
 	pthread_mutex_lock(&r->mu);
-	sqlite3_stmt *s = ulp_cat_q(r->cat, Q_NEW, "");
-	int rc;
-	while ((rc = ulp_cat_step(r->cat, s)) == 1) {
-		if (grow((void **)&v, &cap, n, sizeof *v) < 0) {
-			ulp_cat_done(s);
-			rc = -ENOMEM;
-			break;
-		}
-		ulp_breps_cand *c = &v[n++];
-		c->id = sqlite3_column_int64(s, 0);
-		copy_text(c->object, sizeof c->object, s, 1);
-		c->stored = (uint64_t)sqlite3_column_int64(s, 2);
-		c->base = sqlite3_column_int64(s, 3);
-		c->depth = sqlite3_column_int64(s, 4);
-	}
-	if (rc < 0 && rc != -ENOMEM)
-		rc = fail(r, rc);
+	int rc = collect(r, ulp_cat_q(r->cat, Q_NEW, ""), sizeof **out,
+	                 cand_row, (void **)out, n);
 	pthread_mutex_unlock(&r->mu);
-	*out = v;
-	*nout = n;
 	return rc;
 }
 
@@ -291,28 +285,19 @@ static const char Q_ITEMS[] = "SELECT r.version, r.object, coalesce(r.base, 0)"
 			      " WHERE r.state = 1 AND v.state <> 2"
 			      " AND r.object <> v.object ORDER BY r.version";
 
-int ulp_breps_items(ulp_breps *r, ulp_breps_item **out, size_t *nout)
+static void item_row(sqlite3_stmt *s, void *row)
 {
-	ulp_breps_item *v = NULL;
-	size_t n = 0, cap = 0;
+	ulp_breps_item *it = row;
+	it->version = (uint64_t)sqlite3_column_int64(s, 0);
+	copy_text(it->object, sizeof it->object, s, 1);
+	it->base = (uint64_t)sqlite3_column_int64(s, 2);
+}
+
+int ulp_breps_items(ulp_breps *r, ulp_breps_item **out, size_t *n)
+{
 	pthread_mutex_lock(&r->mu);
-	sqlite3_stmt *s = ulp_cat_q(r->cat, Q_ITEMS, "");
-	int rc;
-	while ((rc = ulp_cat_step(r->cat, s)) == 1) {
-		if (grow((void **)&v, &cap, n, sizeof *v) < 0) {
-			ulp_cat_done(s);
-			rc = -ENOMEM;
-			break;
-		}
-		ulp_breps_item *it = &v[n++];
-		it->version = (uint64_t)sqlite3_column_int64(s, 0);
-		copy_text(it->object, sizeof it->object, s, 1);
-		it->base = (uint64_t)sqlite3_column_int64(s, 2);
-	}
-	if (rc < 0 && rc != -ENOMEM)
-		rc = fail(r, rc);
+	int rc = collect(r, ulp_cat_q(r->cat, Q_ITEMS, ""), sizeof **out,
+	                 item_row, (void **)out, n);
 	pthread_mutex_unlock(&r->mu);
-	*out = v;
-	*nout = n;
 	return rc;
 }

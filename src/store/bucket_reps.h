@@ -53,8 +53,7 @@ typedef struct ulp_breps_gone {
 /* Delete the representations that no longer hold (pending ones, those of
  * versions or sides deleted, what is coded against any of those; every
  * one when all) and return them, malloc()ed.  0 or -errno. */
-int ulp_breps_take_gone(ulp_breps *r, int all, ulp_breps_gone **out,
-                        size_t *n);
+int ulp_breps_take_gone(ulp_breps *r, int all, ulp_breps_gone **out, size_t *n);
 
 /* A new standalone version without a representation whose predecessor
  * (the live version the store flips against it) has an uploaded one. */

@@ -445,16 +445,17 @@ static int cat_connect(const char *path, int flags, ulp_catalog **out)
 
 int ulp_cat_attach(const char *path, int readonly, ulp_catalog **out)
 {
-	return cat_connect(path,
-	               readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE,
-	               out);
+	return cat_connect(
+		path, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE,
+		out);
 }
 
 int ulp_cat_open(const char *path, uid_t root_uid, gid_t root_gid,
                  ulp_catalog **out)
 {
 	ulp_catalog *c = NULL;
-	int rc = cat_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, &c);
+	int rc = cat_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+	                     &c);
 
 	*out = NULL;
 	if (rc)
