@@ -101,19 +101,6 @@ char *ulp_bucket_key(const ulp_bucket *b, const char *what)
 	return k;
 }
 
-int ulp_bucket_grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? 2 * *cap : 16;
-	void *nv = realloc(*v, nc * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = nc;
-	return 0;
-}
-
 char *ulp_bucket_object_key(const ulp_bucket *b, const char *name)
 {
 	char what[64];

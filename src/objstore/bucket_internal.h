@@ -93,8 +93,6 @@ struct ulp_bucket {
 /* PREFIX/what, malloc'ed. */
 char *ulp_bucket_key(const ulp_bucket *b, const char *what);
 void ulp_bucket_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Room for element n of *v (cap elements of size each now): 0, -ENOMEM. */
-int ulp_bucket_grow(void **v, size_t *cap, size_t n, size_t size);
 /* PREFIX/objects/name, malloc'ed. */
 char *ulp_bucket_object_key(const ulp_bucket *b, const char *name);
 
