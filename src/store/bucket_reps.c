@@ -63,12 +63,12 @@ void ulp_breps_close(ulp_breps *r)
 }
 
 /* Fills one element from the row s is on. */
-typedef void (*row_fn)(sqlite3_stmt *s, void *row);
+typedef void (*row_fn)(ulp_cat_stmt *s, void *row);
 
 /* Every row of s (from ulp_cat_q; NULL: its failure), each one element
  * of size bytes filled by fn, into a malloc()ed array; mu held.  0 or
  * -errno (what was read is returned all the same). */
-static int collect(ulp_breps *r, sqlite3_stmt *s, size_t size, row_fn fn,
+static int collect(ulp_breps *r, ulp_cat_stmt *s, size_t size, row_fn fn,
                    void **out, size_t *nout)
 {
 	char *v = NULL;
@@ -93,10 +93,9 @@ static int collect(ulp_breps *r, sqlite3_stmt *s, size_t size, row_fn fn,
 	return rc == -ENOMEM ? rc : rc < 0 ? fail(r, rc) : 0;
 }
 
-static void copy_text(char *dst, size_t len, sqlite3_stmt *s, int col)
+static void copy_text(char *dst, size_t len, ulp_cat_stmt *s, int col)
 {
-	const char *t = (const char *)sqlite3_column_text(s, col);
-	snprintf(dst, len, "%s", t ? t : "");
+	snprintf(dst, len, "%s", ulp_cat_col_text(s, col));
 }
 
 /* One integer answer of sql with text parameter name; mu held.  -errno. */
@@ -165,13 +164,13 @@ static const char Q_GONE[] =
 
 static const char Q_DELETE[] = "DELETE FROM bucket_reps WHERE version = ?1";
 
-static void gone_row(sqlite3_stmt *s, void *row)
+static void gone_row(ulp_cat_stmt *s, void *row)
 {
 	ulp_breps_gone *g = row;
-	g->version = sqlite3_column_int64(s, 0);
+	g->version = ulp_cat_col_int(s, 0);
 	copy_text(g->object, sizeof g->object, s, 1);
 	copy_text(g->local, sizeof g->local, s, 2);
-	g->local_named = sqlite3_column_int(s, 3);
+	g->local_named = (int)ulp_cat_col_int(s, 3);
 }
 
 int ulp_breps_take_gone(ulp_breps *r, int all, ulp_breps_gone **out,
@@ -210,14 +209,14 @@ static const char Q_NEW[] =
 	" AND NOT EXISTS(SELECT 1 FROM bucket_reps WHERE version = v.id)"
 	" ORDER BY v.id";
 
-static void cand_row(sqlite3_stmt *s, void *row)
+static void cand_row(ulp_cat_stmt *s, void *row)
 {
 	ulp_breps_cand *c = row;
-	c->id = sqlite3_column_int64(s, 0);
+	c->id = ulp_cat_col_int(s, 0);
 	copy_text(c->object, sizeof c->object, s, 1);
-	c->stored = (uint64_t)sqlite3_column_int64(s, 2);
-	c->base = sqlite3_column_int64(s, 3);
-	c->depth = sqlite3_column_int64(s, 4);
+	c->stored = (uint64_t)ulp_cat_col_int(s, 2);
+	c->base = ulp_cat_col_int(s, 3);
+	c->depth = ulp_cat_col_int(s, 4);
 }
 
 int ulp_breps_candidates(ulp_breps *r, ulp_breps_cand **out, size_t *n)
@@ -285,12 +284,12 @@ static const char Q_ITEMS[] = "SELECT r.version, r.object, coalesce(r.base, 0)"
 			      " WHERE r.state = 1 AND v.state <> 2"
 			      " AND r.object <> v.object ORDER BY r.version";
 
-static void item_row(sqlite3_stmt *s, void *row)
+static void item_row(ulp_cat_stmt *s, void *row)
 {
 	ulp_breps_item *it = row;
-	it->version = (uint64_t)sqlite3_column_int64(s, 0);
+	it->version = (uint64_t)ulp_cat_col_int(s, 0);
 	copy_text(it->object, sizeof it->object, s, 1);
-	it->base = (uint64_t)sqlite3_column_int64(s, 2);
+	it->base = (uint64_t)ulp_cat_col_int(s, 2);
 }
 
 int ulp_breps_items(ulp_breps *r, ulp_breps_item **out, size_t *n)

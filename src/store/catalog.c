@@ -729,6 +729,18 @@ int ulp_cat_int(ulp_catalog *c, int64_t *out, const char *sql, const char *fmt,
 	return rc;
 }
 
+int64_t ulp_cat_col_int(ulp_cat_stmt *s, int col)
+{
+	return sqlite3_column_int64(s, col);
+}
+
+const char *ulp_cat_col_text(ulp_cat_stmt *s, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(s, col);
+
+	return t ? t : "";
+}
+
 int64_t ulp_cat_last_rowid(ulp_catalog *c)
 {
 	return sqlite3_last_insert_rowid(c->db);

@@ -75,6 +75,12 @@ int ulp_cat_exec(ulp_catalog *c, const char *sql, const char *fmt, ...);
  * or NULL) or -errno. */
 int ulp_cat_int(ulp_catalog *c, int64_t *out, const char *sql, const char *fmt,
                 ...);
+/* The columns of the row a statement is on (ulp_cat_step returned 1),
+ * for modules that read rows without naming SQLite: an integer (0 for
+ * NULL), text ("" for NULL; valid until the next step). */
+typedef sqlite3_stmt ulp_cat_stmt;
+int64_t ulp_cat_col_int(ulp_cat_stmt *s, int col);
+const char *ulp_cat_col_text(ulp_cat_stmt *s, int col);
 int64_t ulp_cat_last_rowid(ulp_catalog *c);
 int ulp_cat_changes(ulp_catalog *c);
 /* An SQLite result code as a negative errno. */
