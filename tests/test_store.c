@@ -831,7 +831,7 @@ Test(store, reopen_keeps_everything)
 	                                -1, &s, NULL),
 	             SQLITE_OK);
 	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(s, 0), 8);
+	cr_assert_eq(sqlite3_column_int(s, 0), 10);
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	free(v.p);
@@ -1868,30 +1868,6 @@ Test(store, version_usage_records_format_and_stats)
 
 /* ------------------------------------------------------------ baselines */
 
-/* Run sql on the catalog of the closed store; the first column of its
- * first row (0 when none). */
-static int64_t cat_sql(const char *sql)
-{
-	char db[400];
-	sqlite3 *h;
-	sqlite3_stmt *s;
-	int64_t v = 0;
-	int rc;
-
-	snprintf(db, sizeof db, "%s/catalog.db", store_dir());
-	cr_assert_eq(sqlite3_open(db, &h), SQLITE_OK);
-	cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK,
-	             "%s: %s", sql, sqlite3_errmsg(h));
-	rc = sqlite3_step(s);
-	cr_assert(rc == SQLITE_ROW || rc == SQLITE_DONE, "%s: %s", sql,
-	          sqlite3_errmsg(h));
-	if (rc == SQLITE_ROW)
-		v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(h);
-	return v;
-}
-
 Test(store, baselines_live_as_long_as_their_version)
 {
 	ulp_store *st = open_default();
@@ -1962,7 +1938,8 @@ Test(store, migrates_a_v2_catalog)
 	/* What a version-2 ulpfs left: no baselines table, no flips (version
 	 * 4), none of version 5's rdev column, xattrs and trigger (a name per
 	 * inode), nor version 6's snapshot nodes, nor version 7's sides,
-	 * nor version 8's owners and modes. */
+	 * nor version 8's owners and modes, nor version 10's bucket
+	 * representations. */
 	const char *v8[] = {
 		"uid", "gid", "perm", "reach", "reach_users", "acl"
 	};
@@ -1972,6 +1949,7 @@ Test(store, migrates_a_v2_catalog)
 		         v8[i]);
 		cat_sql(q);
 	}
+	cat_sql("DROP TABLE bucket_reps");
 	cat_sql("DROP INDEX versions_side");
 	cat_sql("ALTER TABLE versions DROP COLUMN side");
 	cat_sql("DROP TABLE snapshot_xattrs");
@@ -1995,7 +1973,7 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             8);
+	             10);
 	cr_assert_eq(cat_sql("SELECT count(*) FROM "
 	                     "pragma_table_info('versions')"
 	                     " WHERE name = 'side'"),
@@ -2010,6 +1988,9 @@ Test(store, migrates_a_v2_catalog)
 	                     " 'dirents_ino', 'snapshot_nodes',"
 	                     " 'snapshot_xattrs')"),
 	             5);
+	cr_assert_eq(cat_sql("SELECT count(*) FROM sqlite_master WHERE name"
+	                     " = 'bucket_reps'"),
+	             1, "the bucket representations (schema 10)");
 
 	st = open_default();
 	expect_content(st, ino, v.p, v.len);
@@ -2018,11 +1999,11 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 
 	/* A catalog from a newer ulpfs is refused, untouched. */
-	cat_sql("UPDATE meta SET value = 9 WHERE key = 'schema_version'");
+	cat_sql("UPDATE meta SET value = 11 WHERE key = 'schema_version'");
 	cr_assert_eq(ulp_store_open(store_dir(), NULL, &st), -EPROTO);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             9);
+	             11);
 	free(v.p);
 }
 

@@ -414,4 +414,37 @@ static inline void check_integrity(ulp_store *st)
 	cr_assert_eq(s.queued, 0);
 }
 
+#ifdef SQLITE_OK
+/* The first column of sql's first row (0: none) on the SQLite database at
+ * path (for the files that include sqlite3.h first). */
+static inline int64_t sql_at(const char *path, const char *sql)
+{
+	sqlite3 *h;
+	sqlite3_stmt *s;
+	int64_t v = 0;
+	int rc;
+
+	cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+	cr_assert_eq(sqlite3_prepare_v2(h, sql, -1, &s, NULL), SQLITE_OK,
+	             "%s: %s", sql, sqlite3_errmsg(h));
+	rc = sqlite3_step(s);
+	cr_assert(rc == SQLITE_ROW || rc == SQLITE_DONE, "%s: %s", sql,
+	          sqlite3_errmsg(h));
+	if (rc == SQLITE_ROW)
+		v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	sqlite3_close(h);
+	return v;
+}
+
+/* The same on the store's catalog. */
+static inline int64_t cat_sql(const char *sql)
+{
+	char db[400];
+
+	snprintf(db, sizeof db, "%s/catalog.db", store_dir());
+	return sql_at(db, sql);
+}
+#endif
+
 #endif /* ULP_TEST_STORE_UTIL_H */

@@ -101,19 +101,6 @@ char *ulp_bucket_key(const ulp_bucket *b, const char *what)
 	return k;
 }
 
-int ulp_bucket_grow(void **v, size_t *cap, size_t n, size_t size)
-{
-	if (n < *cap)
-		return 0;
-	size_t nc = *cap ? 2 * *cap : 16;
-	void *nv = realloc(*v, nc * size);
-	if (!nv)
-		return -ENOMEM;
-	*v = nv;
-	*cap = nc;
-	return 0;
-}
-
 char *ulp_bucket_object_key(const ulp_bucket *b, const char *name)
 {
 	char what[64];
@@ -246,8 +233,6 @@ static int hook_put(void *ctx, int dir_fd, const char *name)
 	ulp_bucket *b = ctx;
 	if (b->o.read_only)
 		return -EROFS;
-	if (ulp_reps_own_put())
-		return 0; /* a forward delta: reps.c uploads it itself */
 	pthread_mutex_lock(&b->mu);
 	/* Deferred, an object waits while a publish has its gate closed:
 	 * its version commits after the snapshot, which need not hold it.
@@ -679,7 +664,6 @@ static void bucket_free(ulp_bucket *b)
 	pthread_mutex_destroy(&b->mu);
 	pthread_mutex_destroy(&b->pub_mu);
 	pthread_mutex_destroy(&b->trim_mu);
-	pthread_mutex_destroy(&b->reps_mu);
 	pthread_cond_destroy(&b->cv);
 	pthread_cond_destroy(&b->flush_cv);
 	free(b->url);
@@ -774,7 +758,6 @@ int ulp_bucket_open(const ulp_bucket_opts *o, ulp_bucket **out, char *err,
 	pthread_mutex_init(&b->mu, NULL);
 	pthread_mutex_init(&b->pub_mu, NULL);
 	pthread_mutex_init(&b->trim_mu, NULL);
-	pthread_mutex_init(&b->reps_mu, NULL);
 	/* unknown until the first trim counts it */
 	atomic_store(&b->cached_bytes, ~0ull >> 1);
 	pthread_cond_init(&b->cv, NULL);

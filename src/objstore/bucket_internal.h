@@ -81,10 +81,9 @@ struct ulp_bucket {
 	unsigned crash_n;
 	atomic_uint crash_uploads; /* uploads while the gate was closed */
 
-	/* reps.c: the bucket's own connection to catalog.db (a writer's,
-	 * from its attach), under reps_mu */
-	struct sqlite3 *reps_db;
-	pthread_mutex_t reps_mu;
+	/* reps.c: the bucket representations' rows (a writer's, from its
+	 * attach; NULL: none) */
+	struct ulp_breps *reps;
 
 	char owner[512]; /* this mount's lease owner id */
 	int leased;
@@ -94,8 +93,6 @@ struct ulp_bucket {
 /* PREFIX/what, malloc'ed. */
 char *ulp_bucket_key(const ulp_bucket *b, const char *what);
 void ulp_bucket_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Room for element n of *v (cap elements of size each now): 0, -ENOMEM. */
-int ulp_bucket_grow(void **v, size_t *cap, size_t n, size_t size);
 /* PREFIX/objects/name, malloc'ed. */
 char *ulp_bucket_object_key(const ulp_bucket *b, const char *name);
 
@@ -149,8 +146,6 @@ void ulp_ocache_trim(ulp_bucket *b, const char *keep);
 /* publish.c */
 int ulp_publish_seed(ulp_bucket *b, char *err, size_t errlen);
 int ulp_publish_now(ulp_bucket *b, int only_if_changed);
-/* VACUUM INTO out: a consistent copy of the catalog db.  0 or -EIO. */
-int ulp_publish_vacuum_into(const char *db, const char *out);
 /* A writer's mount: delete the catalog snapshots crashes left (all but the
  * pointer's and the one before it). */
 void ulp_publish_sweep(ulp_bucket *b);

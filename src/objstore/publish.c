@@ -30,7 +30,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,24 +279,6 @@ static long long catalog_stamp(const ulp_bucket *b)
 	return s;
 }
 
-int ulp_publish_vacuum_into(const char *db, const char *out)
-{
-	sqlite3 *h = NULL;
-	int rc = sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL);
-	if (rc == SQLITE_OK) {
-		sqlite3_busy_timeout(h, 10000);
-		char *sql = sqlite3_mprintf("VACUUM INTO %Q", out);
-		rc = sql ? sqlite3_exec(h, sql, NULL, NULL, NULL)
-		         : SQLITE_NOMEM;
-		sqlite3_free(sql);
-		if (rc != SQLITE_OK)
-			ulp_bucket_log("VACUUM INTO %s: %s", out,
-			               sqlite3_errmsg(h));
-	}
-	sqlite3_close(h);
-	return rc == SQLITE_OK ? 0 : -EIO;
-}
-
 int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 {
 	pthread_mutex_lock(&b->pub_mu);
@@ -339,10 +320,10 @@ int ulp_publish_now(ulp_bucket *b, int only_if_changed)
 			rc = ulp_reps_keyframes(b);
 		unlink(tmp);
 		if (!rc)
-			rc = ulp_publish_vacuum_into(db, tmp);
+			rc = ulp_cat_copy(db, tmp);
 		ulp_up_gate(b, 0);
 		if (!rc)
-			rc = ulp_reps_rewrite(tmp);
+			rc = ulp_breps_rewrite(tmp);
 		if (!rc)
 			ulp_publish_crash(b, ULP_CRASH_SNAPSHOT);
 	}

@@ -15,7 +15,6 @@
 
 #include <errno.h>
 #include <ftw.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,42 +86,25 @@ static int view_put(void *ctx, int dir_fd, const char *name)
 }
 
 /* Uploaded representations that are not their version's local object. */
-static const char Q_ITEMS[] = "SELECT r.version, r.object, coalesce(r.base, 0)"
-			      " FROM bucket_reps AS r"
-			      " JOIN versions AS v ON v.id = r.version"
-			      " WHERE r.state = 1 AND v.state <> 2"
-			      " AND r.object <> v.object ORDER BY r.version";
-
 static int list_items(ulp_bucket_view *v)
 {
 	ulp_bucket *b = v->b;
-	size_t cap = 0;
-	int rc = 0;
-	pthread_mutex_lock(&b->reps_mu);
-	sqlite3_stmt *s = NULL;
-	if (sqlite3_prepare_v2(b->reps_db, Q_ITEMS, -1, &s, NULL) != SQLITE_OK)
-		rc = -EIO;
-	while (!rc && sqlite3_step(s) == SQLITE_ROW) {
-		if (ulp_bucket_grow((void **)&v->item, &cap, v->n,
-		                    sizeof *v->item) < 0) {
-			rc = -ENOMEM;
-			break;
-		}
-		const char *o = (const char *)sqlite3_column_text(s, 1);
-		view_item *it = &v->item[v->n];
-		it->version = (uint64_t)sqlite3_column_int64(s, 0);
-		it->base = (uint64_t)sqlite3_column_int64(s, 2);
-		it->key = ulp_bucket_object_key(b, o ? o : "");
-		if (!it->key)
+	ulp_breps_item *it = NULL;
+	size_t n = 0;
+	int rc = ulp_breps_items(b->reps, &it, &n);
+	if (!rc && n && !(v->item = calloc(n, sizeof *v->item)))
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < n; i++) {
+		view_item *vi = &v->item[v->n];
+		vi->version = it[i].version;
+		vi->base = it[i].base;
+		vi->key = ulp_bucket_object_key(b, it[i].object);
+		if (!vi->key)
 			rc = -ENOMEM;
 		else
 			v->n++;
 	}
-	if (rc == -EIO)
-		ulp_bucket_log("bucket representations: %s",
-		               sqlite3_errmsg(b->reps_db));
-	sqlite3_finalize(s);
-	pthread_mutex_unlock(&b->reps_mu);
+	free(it);
 	return rc;
 }
 
@@ -142,9 +124,9 @@ static int view_store(ulp_bucket_view *v)
 	char db[4200], live[4200];
 	snprintf(db, sizeof db, "%s/catalog.db", v->dir);
 	snprintf(live, sizeof live, "%s/catalog.db", v->b->cache_dir);
-	int rc = ulp_publish_vacuum_into(live, db);
+	int rc = ulp_cat_copy(live, db);
 	if (!rc)
-		rc = ulp_reps_rewrite(db);
+		rc = ulp_breps_rewrite(db);
 	if (rc)
 		return rc;
 	v->remote = (ulp_remote){ .ctx = v,
@@ -164,7 +146,7 @@ static int view_store(ulp_bucket_view *v)
 
 int ulp_bucket_view_writer(const ulp_bucket *b)
 {
-	return b && b->reps_db;
+	return b && b->reps;
 }
 
 int ulp_bucket_view_open(ulp_bucket *b, ulp_bucket_view **out)

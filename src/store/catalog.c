@@ -275,12 +275,33 @@ static const char SCHEMA_V8_PERMS[] = "ALTER TABLE versions ADD COLUMN uid "
 				      "ALTER TABLE versions ADD COLUMN acl "
 				      "BLOB;";
 
+/* Version 9: reserved for the versions.plain column (another change);
+ * no-op here. */
+#define SCHEMA_V9 NULL
+
+/* Version 10: each version's bucket representation (bucket_reps.h says
+ * what a row means).  A bucket store created the table itself before, so
+ * a catalog may have it already. */
+static const char SCHEMA_V10_BUCKET_REPS[] =
+	"CREATE TABLE IF NOT EXISTS bucket_reps("
+	" version INTEGER PRIMARY KEY,"
+	" object TEXT NOT NULL,"
+	" base INTEGER,"
+	" side INTEGER,"
+	" depth INTEGER NOT NULL,"
+	" stored INTEGER NOT NULL,"
+	" state INTEGER NOT NULL);"
+	"CREATE INDEX IF NOT EXISTS bucket_reps_object ON bucket_reps(object);"
+	"CREATE INDEX IF NOT EXISTS bucket_reps_base ON bucket_reps(base)"
+	" WHERE base IS NOT NULL;";
+
 /* migrations[i] brings a catalog from version i to i + 1 (0: empty). */
 static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
 	{ SCHEMA_V1, v1_root },      { SCHEMA_V2, NULL },
 	{ SCHEMA_V3, NULL },         { SCHEMA_V4, NULL },
 	{ SCHEMA_V5_LOCALFS, NULL }, { SCHEMA_V6_SNAPNODES, NULL },
 	{ SCHEMA_V7_SIDES, NULL },   { SCHEMA_V8_PERMS, NULL },
+	{ SCHEMA_V9, NULL },         { SCHEMA_V10_BUCKET_REPS, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)
@@ -395,8 +416,8 @@ static int pragma(ulp_catalog *c, const char *sql)
 	                           : -EIO;
 }
 
-int ulp_cat_open(const char *path, uid_t root_uid, gid_t root_gid,
-                 ulp_catalog **out)
+/* A connection to the catalog at path (flags: sqlite3_open_v2's). */
+static int cat_connect(const char *path, int flags, ulp_catalog **out)
 {
 	ulp_catalog *c = calloc(1, sizeof *c);
 	int rc;
@@ -410,16 +431,35 @@ int ulp_cat_open(const char *path, uid_t root_uid, gid_t root_gid,
 		free(c);
 		return -ENOMEM;
 	}
-	rc = sqlite3_open_v2(path, &c->db,
-	                     SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
-	                             SQLITE_OPEN_NOMUTEX,
-	                     NULL);
+	rc = sqlite3_open_v2(path, &c->db, flags | SQLITE_OPEN_NOMUTEX, NULL);
 	if (rc != SQLITE_OK) {
 		rc = c->db ? ulp_cat_errno(sqlite3_errcode(c->db)) : -ENOMEM;
-		goto fail;
+		ulp_cat_close(c);
+		return rc ? rc : -EIO;
 	}
 	sqlite3_extended_result_codes(c->db, 1);
 	sqlite3_busy_timeout(c->db, 10000);
+	*out = c;
+	return 0;
+}
+
+int ulp_cat_attach(const char *path, int readonly, ulp_catalog **out)
+{
+	return cat_connect(
+		path, readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE,
+		out);
+}
+
+int ulp_cat_open(const char *path, uid_t root_uid, gid_t root_gid,
+                 ulp_catalog **out)
+{
+	ulp_catalog *c = NULL;
+	int rc = cat_connect(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+	                     &c);
+
+	*out = NULL;
+	if (rc)
+		return rc;
 	/* journal_mode answers with a row; exec ignores it. */
 	rc = pragma(c, "PRAGMA journal_mode=WAL");
 	if (!rc)
@@ -450,6 +490,25 @@ void ulp_cat_close(ulp_catalog *c)
 	if (c->db)
 		sqlite3_close(c->db);
 	free(c);
+}
+
+int ulp_cat_script(ulp_catalog *c, const char *sql)
+{
+	return pragma(c, sql);
+}
+
+const char *ulp_cat_errmsg(ulp_catalog *c)
+{
+	return c && c->db ? sqlite3_errmsg(c->db) : "out of memory";
+}
+
+int ulp_cat_vacuum_into(ulp_catalog *c, const char *out)
+{
+	char *sql = sqlite3_mprintf("VACUUM INTO %Q", out);
+	int rc = sql ? pragma(c, sql) : -ENOMEM;
+
+	sqlite3_free(sql);
+	return rc;
 }
 
 /* ------------------------------------------------------ transactions */
@@ -668,6 +727,18 @@ int ulp_cat_int(ulp_catalog *c, int64_t *out, const char *sql, const char *fmt,
 		ulp_cat_done(s);
 	}
 	return rc;
+}
+
+int64_t ulp_cat_col_int(ulp_cat_stmt *s, int col)
+{
+	return sqlite3_column_int64(s, col);
+}
+
+const char *ulp_cat_col_text(ulp_cat_stmt *s, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(s, col);
+
+	return t ? t : "";
 }
 
 int64_t ulp_cat_last_rowid(ulp_catalog *c)

@@ -25,7 +25,7 @@
 
 /* The schema this code writes; older catalogs are migrated on open, newer
  * ones refused (-EPROTO). */
-#define ULP_CAT_SCHEMA_VERSION 8
+#define ULP_CAT_SCHEMA_VERSION 10
 
 /* Inode kinds (inodes.kind). */
 enum {
@@ -44,6 +44,16 @@ int ulp_cat_open(const char *path, uid_t root_uid, gid_t root_gid,
                  ulp_catalog **out);
 void ulp_cat_close(ulp_catalog *c);
 int ulp_cat_schema_version(ulp_catalog *c);
+/* Another connection to the existing catalog at path (read-only when
+ * readonly), for a reader or writer beside the store's own: no schema
+ * created or migrated, no check.  0 or -errno. */
+int ulp_cat_attach(const char *path, int readonly, ulp_catalog **out);
+/* Run statements without parameters, separated by ';'.  0 or -errno. */
+int ulp_cat_script(ulp_catalog *c, const char *sql);
+/* A consistent copy of the catalog into the new file out.  0 or -errno. */
+int ulp_cat_vacuum_into(ulp_catalog *c, const char *out);
+/* The text of the connection's last error. */
+const char *ulp_cat_errmsg(ulp_catalog *c);
 
 /* BEGIN IMMEDIATE / COMMIT / ROLLBACK. */
 int ulp_cat_begin(ulp_catalog *c);
@@ -65,6 +75,12 @@ int ulp_cat_exec(ulp_catalog *c, const char *sql, const char *fmt, ...);
  * or NULL) or -errno. */
 int ulp_cat_int(ulp_catalog *c, int64_t *out, const char *sql, const char *fmt,
                 ...);
+/* The columns of the row a statement is on (ulp_cat_step returned 1),
+ * for modules that read rows without naming SQLite: an integer (0 for
+ * NULL), text ("" for NULL; valid until the next step). */
+typedef sqlite3_stmt ulp_cat_stmt;
+int64_t ulp_cat_col_int(ulp_cat_stmt *s, int col);
+const char *ulp_cat_col_text(ulp_cat_stmt *s, int col);
 int64_t ulp_cat_last_rowid(ulp_catalog *c);
 int ulp_cat_changes(ulp_catalog *c);
 /* An SQLite result code as a negative errno. */

@@ -41,8 +41,7 @@ int ulp_store_encode_delta(ulp_store *st, uint64_t vid, uint64_t base,
 	if (rc == 0 && v.side)
 		rc = ulp_side_load(st, v.side, &vmap, ulp_ref_read, &vctx,
 		                   &pick);
-	/* quiet: the remote never saw this object (its put was the
-	 * caller's) */
+	/* quiet: the object is the caller's, the remote is not told */
 	if (rc == 0)
 		rc = ulp_encode_again(st, &v, &vmap, &b, &bmap, &pick, NULL, 1,
 		                      name, stored, side, &est);

@@ -139,7 +139,7 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
 		return k.err ? k.err : ulp_errno_of(rc);
 	}
 	ulp_obj_newname(name);
-	return ulp_obj_publish(st, k.fd, tmp, name);
+	return ulp_obj_publish(st, k.fd, tmp, name, !req->own);
 }
 
 /* ------------------------------------------------------------ references */
@@ -426,6 +426,7 @@ int ulp_encode_again(ulp_store *st, const ulp_version_info *d,
 		.side_size = side->v.size,
 		.side_hash = side->v.hash,
 		.side_map = &side->map,
+		.own = quiet,
 	};
 	int rc = ulp_encode_object(st, &req, name, stored, hash);
 	if (rc == 0 && memcmp(hash, d->hash, 16) != 0) {

@@ -45,6 +45,9 @@ typedef struct ulp_encode_req {
 	uint64_t side_size;
 	const uint8_t *side_hash;
 	const ulp_side_map *side_map;
+	/* the object is the caller's: the remote's put hook is not told
+	 * (a remote's own copy, delta_api.c) */
+	int own;
 } ulp_encode_req;
 int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
                       char name[ULP_OBJ_NAME_LEN], uint64_t *stored,
@@ -56,8 +59,8 @@ int ulp_encode_object(ulp_store *st, const ulp_encode_req *req,
  * rebase's object (gc.c), or a remote's own copy (delta_api.c).  The
  * version keeps the kind of hash it was committed with (objects coded
  * against it name it by that hash), and the decoded hash is checked
- * against d's: a mismatch is -EIO, the object unlinked (quiet: without
- * telling the remote, for an object it never saw).  *side_read: the side
+ * against d's: a mismatch is -EIO, the object unlinked.  quiet: the
+ * object is the caller's, the remote never told of it (req.own).  *side_read: the side
  * some chunk reads (0: none, also on an error); *est: the encoder's
  * statistics.  mu not held. */
 int ulp_encode_again(ulp_store *st, const ulp_version_info *d,

@@ -55,7 +55,8 @@ int ulp_obj_tmp_open(ulp_store *st, char tmp[32])
 	return -EEXIST;
 }
 
-int ulp_obj_publish(ulp_store *st, int fd, const char *tmp, const char *name)
+int ulp_obj_publish(ulp_store *st, int fd, const char *tmp, const char *name,
+                    int remote)
 {
 	int rc = 0;
 
@@ -79,7 +80,7 @@ int ulp_obj_publish(ulp_store *st, int fd, const char *tmp, const char *name)
 	if (rc == 0 && fsync(st->obj_fd) < 0)
 		rc = -errno;
 	/* A remote copy first: the version commits only once it is there. */
-	if (rc == 0 && st->opts.remote && st->opts.remote->put)
+	if (rc == 0 && remote && st->opts.remote && st->opts.remote->put)
 		rc = st->opts.remote->put(st->opts.remote->ctx, st->obj_fd,
 		                          name);
 	if (rc < 0) {

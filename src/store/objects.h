@@ -12,8 +12,10 @@
 void ulp_obj_newname(char name[ULP_OBJ_NAME_LEN]);
 /* Open a temporary object file in objects/; fd or -errno. */
 int ulp_obj_tmp_open(ulp_store *st, char tmp[32]);
-/* fsync tmp, rename to name, fsync objects/; 0 or -errno. */
-int ulp_obj_publish(ulp_store *st, int fd, const char *tmp, const char *name);
+/* fsync tmp, rename to name, fsync objects/, then (remote) pass it to the
+ * remote's put hook; 0 or -errno. */
+int ulp_obj_publish(ulp_store *st, int fd, const char *tmp, const char *name,
+                    int remote);
 void ulp_obj_abandon(ulp_store *st, int fd, const char *tmp);
 void ulp_obj_unlink(ulp_store *st, const char *name);
 /* Unlink every object on the list (once the transaction that deleted

@@ -72,9 +72,8 @@ int ulp_store_object_live(ulp_store *st, const char *name);
 /* The store's keyframe_every (a remote bounds its own chains by it). */
 unsigned ulp_store_keyframe_every(ulp_store *st);
 /* Code version vid again against version base into a new object in
- * objects/ that no row names (delta_api.c): fsynced, passed to the
- * remote's put hook like any object, its decoded hash checked against the
- * version's.  A version coded given a side (side.h) is coded given it
+ * objects/ that no row names (delta_api.c): fsynced, never passed to the
+ * remote's put hook, its decoded hash checked against the version's.  A version coded given a side (side.h) is coded given it
  * again, and *side says the side the object's chunks read (0: none; the
  * object may name one none reads).  Whoever asked owns it (uploads it,
  * unlinks it); the next open removes it if a crash leaves it.  0 with

@@ -12,7 +12,8 @@
  *
  *   core       store.h (the public types), store_core.h (util.c),
  *              catalog.h (catalog.c, cat_rows.c), tmap.h (tmap.c),
- *              remote.h, acl_form.h
+ *              remote.h, acl_form.h, bucket_reps.h (bucket_reps.c,
+ *              cat_copy.c): a bucket store's rows and catalog copies
  *   versions   versions.h (versions.c): version rules and paths;
  *              vperm.h (vperm.c): who may read a version
  *   cache      cache.h (cache.c): decoded chunks; a leaf
