@@ -792,7 +792,7 @@ Test(store, reopen_keeps_everything)
 	                                -1, &s, NULL),
 	             SQLITE_OK);
 	cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-	cr_assert_eq(sqlite3_column_int(s, 0), 8);
+	cr_assert_eq(sqlite3_column_int(s, 0), 9);
 	sqlite3_finalize(s);
 	sqlite3_close(h);
 	free(v.p);
@@ -1923,7 +1923,7 @@ Test(store, migrates_a_v2_catalog)
 	/* What a version-2 ulpfs left: no baselines table, no flips (version
 	 * 4), none of version 5's rdev column, xattrs and trigger (a name per
 	 * inode), nor version 6's snapshot nodes, nor version 7's sides,
-	 * nor version 8's owners and modes. */
+	 * nor version 8's owners and modes, nor version 9's plain flag. */
 	const char *v8[] = {
 		"uid", "gid", "perm", "reach", "reach_users", "acl"
 	};
@@ -1933,6 +1933,7 @@ Test(store, migrates_a_v2_catalog)
 		         v8[i]);
 		cat_sql(q);
 	}
+	cat_sql("ALTER TABLE versions DROP COLUMN plain");
 	cat_sql("DROP INDEX versions_side");
 	cat_sql("ALTER TABLE versions DROP COLUMN side");
 	cat_sql("DROP TABLE snapshot_xattrs");
@@ -1956,7 +1957,11 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             8);
+	             9);
+	cr_assert_eq(cat_sql("SELECT count(*) FROM "
+	                     "pragma_table_info('versions')"
+	                     " WHERE name = 'plain'"),
+	             1, "the plain column (schema 9)");
 	cr_assert_eq(cat_sql("SELECT count(*) FROM "
 	                     "pragma_table_info('versions')"
 	                     " WHERE name = 'side'"),
@@ -1979,11 +1984,11 @@ Test(store, migrates_a_v2_catalog)
 	ulp_store_close(st);
 
 	/* A catalog from a newer ulpfs is refused, untouched. */
-	cat_sql("UPDATE meta SET value = 9 WHERE key = 'schema_version'");
+	cat_sql("UPDATE meta SET value = 10 WHERE key = 'schema_version'");
 	cr_assert_eq(ulp_store_open(store_dir(), NULL, &st), -EPROTO);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
-	             9);
+	             10);
 	free(v.p);
 }
 

@@ -25,7 +25,7 @@
 
 /* The schema this code writes; older catalogs are migrated on open, newer
  * ones refused (-EPROTO). */
-#define ULP_CAT_SCHEMA_VERSION 8
+#define ULP_CAT_SCHEMA_VERSION 9
 
 /* Inode kinds (inodes.kind). */
 enum {

@@ -247,8 +247,9 @@ static int next_job(ulp_store *st, job *j)
 		if (rc < 0)
 			return rc;
 		/* Standalone already and staying so (a keyframe for good),
-		 * or coded against a successor already: nothing to do. */
-		if (j->n.id || (j->d.ref && j->d.ref < j->d.id))
+		 * or coded against a successor already: nothing to do.  A
+		 * plain version is coded either way. */
+		if (j->n.id || (j->d.ref && j->d.ref < j->d.id) || j->d.plain)
 			return 1;
 		rc = ulp_cat_exec(st->cat, Q_FLIP_CLEAR, "u", did);
 		if (rc < 0)
@@ -311,7 +312,7 @@ static const char Q_SWITCH[] = "UPDATE versions SET object = ?, ref = ?,"
 			       " depth = ?, keyframe = ?, stored = ?,"
 			       " estats = ?,"
 			       " flip = CASE WHEN ? THEN NULL ELSE flip END,"
-			       " side = ?"
+			       " side = ?, plain = 0"
 			       " WHERE id = ?";
 static const char Q_DEPTHS[] = "WITH RECURSIVE sub(id, depth) AS ("
 			       " SELECT id, depth FROM versions WHERE id = ?1"

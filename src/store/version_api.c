@@ -32,6 +32,7 @@ void ulp_version_from_row(sqlite3_stmt *s, ulp_version_info *v)
 	o = (const char *)sqlite3_column_text(s, 13);
 	snprintf(v->object, sizeof v->object, "%s", o ? o : "");
 	v->side = (uint64_t)sqlite3_column_int64(s, 15); /* NULL reads 0 */
+	v->plain = sqlite3_column_int(s, 16);
 }
 
 int ulp_version_get_locked(ulp_store *st, uint64_t vid, ulp_version_info *out)
