@@ -441,8 +441,11 @@ int ulp_ns_path(ulp_store *st, uint64_t ino, char *buf, size_t size);
 int ulp_store_gc(ulp_store *st);
 
 typedef struct ulp_store_stats {
-	uint64_t versions[3];   /* by state: live, ghost, deleted */
-	uint64_t stored_bytes;  /* objects of live and ghost versions */
+	uint64_t versions[3];  /* by state: live, ghost, deleted */
+	uint64_t stored_bytes; /* objects of live and ghost versions */
+	uint64_t plain_bytes;  /* of stored_bytes: plain newest versions
+	                           (their allocated blocks; plain.h) */
+	uint64_t plain_versions;
 	uint64_t logical_bytes; /* content of live versions */
 	uint64_t staged_bytes;  /* staging: disk space of staged files (their
 	                           allocated blocks; holes take none) */
