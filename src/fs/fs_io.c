@@ -482,9 +482,12 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
 	if (pt_mode && n && n->npt && n->plain && !fd_same(n, pfd)) {
-		/* Opens of a version newer than the plain file the kernel
-		 * reads (a writer, its readers): served by the daemon. */
-		mode = ULP_IO_DIRECT;
+		/* The kernel serves every open of the inode from the plain
+		 * file its readers opened, which no writer may write (it is
+		 * a committed version), nor can a newer version be read
+		 * through it: refused until those readers close. */
+		rc = -ETXTBSY;
+		goto out;
 	} else if (pt_mode && n && n->npt) {
 		/* the kernel wants this open on the same backing file,
 		 * admitted or not */
