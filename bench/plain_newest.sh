@@ -29,18 +29,6 @@ BYTES=$(fs_bytes "${CKPTS[-1]}")
 say "$(bench_machine 2>/dev/null)"
 say "${#CKPTS[@]} checkpoints, the newest ($NEWEST) $BYTES bytes, $ROUNDS rounds"
 
-ptfs_mount() {
-	mkdir -p "$1" "$2"
-	"$PTFS" "$1" "$2" -f >"$WORK/ptfs.log" 2>&1 &
-	local pid=$! n=200
-	FS_MOUNTS+=("$2") FS_DAEMONS+=("$pid") FS_STORES+=("$1")
-	until is_fuse_mount "$2"; do
-		n=$((n - 1))
-		[ $n -le 0 ] && die "bench/ptfs did not mount $2"
-		sleep 0.05
-	done
-}
-
 # cpu PID: the process's user + system CPU seconds
 cpu() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / t }' "/proc/$1/stat"; }
 
