@@ -49,6 +49,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/fs_internal.h"
@@ -481,6 +482,17 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	fi->keep_cache = keep_cache ? 1 : 0;
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
+	/* The RELEASE of a passthrough reader arrives after its close(2)
+	 * has returned: an open just after the last reader of a plain file
+	 * closed waits a while for it. */
+	for (int w = 0;
+	     w < 500 && pt_mode && n && n->npt && n->plain && !fd_same(n, pfd);
+	     w++) {
+		pthread_mutex_unlock(&fs->io_mu);
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+		pthread_mutex_lock(&fs->io_mu);
+		n = node_get(fs, ino, 0);
+	}
 	if (pt_mode && n && n->npt && n->plain && !fd_same(n, pfd)) {
 		/* The kernel serves every open of the inode from the plain
 		 * file its readers opened, which no writer may write (it is

@@ -82,6 +82,21 @@ int ulp_ref_read(void *opaque, uint64_t off, void *buf, size_t len)
 	return n == -ENOMEM ? ULP_ERR_NOMEM : ULP_ERR_IO;
 }
 
+/* The XXH3-64 of [off, off + len) of a plain version, read from its
+ * file (no decode, nothing cached): 1, or 0 when it cannot be read. */
+static int plain_range_hash(const ulp_oentry *e, uint64_t off, uint32_t len,
+                            uint64_t *xxh3)
+{
+	if (off > e->plain_size || len > e->plain_size - off)
+		return 0;
+	uint8_t *b = malloc(len ? len : 1);
+	int ok = b && ulp_pread_all(e->fd, b, len, (off_t)off) >= 0;
+	if (ok)
+		*xxh3 = XXH3_64bits(b, len);
+	free(b);
+	return ok;
+}
+
 int ulp_ref_chunk_hash(void *opaque, uint64_t off, uint32_t len, uint64_t *xxh3)
 {
 	ulp_ref_ctx *c = opaque;
@@ -90,7 +105,9 @@ int ulp_ref_chunk_hash(void *opaque, uint64_t off, uint32_t len, uint64_t *xxh3)
 
 	if (ulp_robj_get(c->st, c->vid, &e) < 0)
 		return 0; /* the bytes are read then, and fail there */
-	if (!e->plain && off < ulp_object_size(e->obj)) {
+	if (e->plain) {
+		found = plain_range_hash(e, off, len, xxh3);
+	} else if (off < ulp_object_size(e->obj)) {
 		uint64_t coff;
 		uint32_t clen;
 		size_t i = ulp_object_chunk_at(e->obj, off);
