@@ -6,9 +6,10 @@
  * Chain direction.  The newest version of a lineage is stored standalone,
  * or as its plain bytes (plain.h), so that the version read most (resume,
  * evaluation, export) decodes no chain.  When a successor commits, the
- * encoder marks the predecessor (versions.flip = successor); here the predecessor is decoded and coded
- * again against its successor (a plain one is read as it is, and its
- * plain file goes with the object it had, once the row is switched).  A version stays standalone for good when
+ * encoder marks the predecessor (versions.flip = successor); here the
+ * predecessor is decoded and coded again against its successor (a plain
+ * one is read as it is, and its plain file goes with the object it had,
+ * once the row is switched).  A version stays standalone for good when
  * flipping it would make some version decode more than keyframe_every - 1
  * links, so a lineage has one standalone version per keyframe_every
  * versions, as forward chains had.  Deleting the oldest version deletes a
