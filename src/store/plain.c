@@ -58,8 +58,11 @@ int ulp_plain_link(ulp_store *st, const ulp_inode *in, int fd,
 	return 0;
 }
 
+/* Plain files not yet on their way out (a flip marked, which removes
+ * them once done): what the bound weighs. */
 static const char Q_PLAIN_BYTES[] = "SELECT coalesce(sum(stored), 0) FROM "
-				    "versions WHERE plain = 1 AND state <> 2";
+				    "versions WHERE plain = 1 AND state = 0"
+				    " AND flip IS NULL";
 static const char Q_PLAIN_KEPT[] = "SELECT id, stored FROM versions"
 				   " WHERE plain = 1 AND state = 0"
 				   " AND flip IS NULL ORDER BY id";

@@ -24,7 +24,8 @@ int ulp_plain_link(ulp_store *st, const ulp_inode *in, int fd,
  * least recently written plain newest versions to be coded standalone
  * (versions.flip = 0, for gc.c) until the rest fit.  0 or -errno. */
 int ulp_plain_bound_txn(ulp_store *st);
-/* The bytes plain versions take (mu held): 0 or -errno. */
+/* The bytes of the plain versions that no flip is to code yet (mu
+ * held): 0 or -errno. */
 int ulp_plain_bytes(ulp_store *st, uint64_t *out);
 /* An fd of version vid's plain file (read-only), or -ENOENT when it has
  * none now.  mu not held. */
