@@ -13,6 +13,7 @@
 # and each against plain; then, once per filesystem, the daemon's CPU
 # seconds per GB written (the commits and flips, until gc is done) and the
 # store size (objects and catalog) of on and off.
+# BENCH_FS: the filesystems (default "disk tmpfs").
 # make bench/ptfs first (or PTFS=path).  Needs root (drop_caches, FUSE).
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 . "$(dirname "${BASH_SOURCE[0]}")/../tests/fs_lib.sh"
@@ -97,12 +98,16 @@ run_fs() { # NAME ROOT
 }
 fs_umount_ptfs() { fusermount3 -u "$1" || fusermount3 -uz "$1"; }
 
-run_fs disk "$WORK/disk"
-fs_mount_tmpfs "$WORK/tmpfs" "$(($(fs_bytes "$TRAJ") * 3 / 1048576 + 512))m" || die "cannot mount a tmpfs"
-run_fs tmpfs "$WORK/tmpfs"
+FSS=${BENCH_FS:-disk tmpfs}
+for name in $FSS; do
+	if [ "$name" = tmpfs ]; then
+		fs_mount_tmpfs "$WORK/tmpfs" "$(($(fs_bytes "$TRAJ") * 3 / 1048576 + 512))m" || die "cannot mount a tmpfs"
+	fi
+	run_fs "$name" "$WORK/$name"
+done
 
 printf '\n%-6s %-5s %9s %9s %9s %9s   %s\n' fs read plain ptfs on off "on/plain off/plain ptfs/plain (MB/s, medians of $ROUNDS cold reads of $BYTES bytes)"
-for name in disk tmpfs; do
+for name in $FSS; do
 	for how in cat mmap; do
 		declare -A mb=()
 		for t in plain ptfs on off; do
@@ -113,7 +118,7 @@ for name in disk tmpfs; do
 	done
 done
 printf '\n%-6s %14s %14s %12s %12s %8s\n' fs "cpu s/GB on" "cpu s/GB off" "store on" "store off" "on/off"
-for name in disk tmpfs; do
+for name in $FSS; do
 	printf '%-6s %14s %14s %12s %12s %8s\n' "$name" "${RES[$name,cpu,on]}" "${RES[$name,cpu,off]}" \
 		"${RES[$name,size,on]}" "${RES[$name,size,off]}" "$(calc "${RES[$name,size,on]} / ${RES[$name,size,off]}" 3)"
 done
