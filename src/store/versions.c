@@ -376,8 +376,8 @@ int ulp_versions_tally(ulp_store *st, ulp_store_stats *out)
 				(uint64_t)sqlite3_column_int64(s, 3);
 	}
 	static const char QP[] = "SELECT count(*), coalesce(sum(stored), 0)"
-				 " FROM versions WHERE plain = 1 AND state <> "
-	                         "2";
+				 " FROM versions"
+				 " WHERE plain = 1 AND state <> 2";
 	s = rc < 0 ? NULL : ulp_cat_q(st->cat, QP, "");
 	if (rc >= 0 && (rc = ulp_cat_step(st->cat, s)) == 1) {
 		out->plain_versions = (uint64_t)sqlite3_column_int64(s, 0);
