@@ -11,6 +11,8 @@
 #                         that "ulpfs bench" codes each file against the
 #                         same file of the previous checkpoint
 #   bench_machine         CPU model, cores, RAM and kernel, on one line
+#   ptfs_mount BACKING MNT  bench/ptfs ($PTFS) over BACKING at MNT (with
+#                         tests/fs_lib.sh: unmounted by its clean-up)
 #
 # Copyright (c) 2026 The ulpfs developers.  MIT licence, see COPYING.
 
@@ -42,4 +44,20 @@ bench_machine() {
 	printf '%s, %s cores, %s GiB RAM, Linux %s' \
 		"$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')" "$(nproc)" \
 		"$(free -g | awk '/Mem:/ { print $2 }')" "$(uname -r)"
+}
+
+# ptfs_mount BACKING MNT: bench/ptfs in the foreground of a background job,
+# unmounted (and waited for) by fs_lib's clean-up like our other mounts.
+ptfs_mount() {
+	mkdir -p "$1" "$2"
+	# shellcheck disable=SC2086 # PTFS_OPTS: libfuse options, word-split
+	"$PTFS" "$1" "$2" -f ${PTFS_OPTS:-} >"$WORK/ptfs.log" 2>&1 &
+	local pid=$! n=200
+	FS_MOUNTS+=("$2") FS_DAEMONS+=("$pid") FS_STORES+=("$1")
+	until is_fuse_mount "$2"; do
+		n=$((n - 1))
+		[ $n -le 0 ] && die "bench/ptfs did not mount $2"
+		sleep 0.05
+	done
+	FS_LAST_PID=$pid
 }

@@ -73,22 +73,6 @@ fs_mount_tmpfs "$TMP" "$((mib * 4 + 1024))m" || die "cannot mount a tmpfs"
 SRC=$TMP/src.pt
 declare -A DIR PID
 
-# ptfs_mount BACKING MNT: bench/ptfs in the foreground of a background job,
-# unmounted (and waited for) by fs_lib's clean-up like our other mounts.
-ptfs_mount() {
-	mkdir -p "$1" "$2"
-	# shellcheck disable=SC2086 # PTFS_OPTS: libfuse options, word-split
-	"$PTFS" "$1" "$2" -f ${PTFS_OPTS:-} >"$WORK/ptfs.log" 2>&1 &
-	local pid=$! n=200
-	FS_MOUNTS+=("$2") FS_DAEMONS+=("$pid") FS_STORES+=("$1")
-	until is_fuse_mount "$2"; do
-		n=$((n - 1))
-		[ $n -le 0 ] && die "bench/ptfs did not mount $2"
-		sleep 0.05
-	done
-	FS_LAST_PID=$pid
-}
-
 # mount_all ROOT: every target with its directory under ROOT.
 mount_all() {
 	local root=$1 m

@@ -1938,8 +1938,8 @@ Test(store, migrates_a_v2_catalog)
 	/* What a version-2 ulpfs left: no baselines table, no flips (version
 	 * 4), none of version 5's rdev column, xattrs and trigger (a name per
 	 * inode), nor version 6's snapshot nodes, nor version 7's sides,
-	 * nor version 8's owners and modes, nor version 10's bucket
-	 * representations. */
+	 * nor version 8's owners and modes, nor version 9's plain flag, nor
+	 * version 10's bucket representations. */
 	const char *v8[] = {
 		"uid", "gid", "perm", "reach", "reach_users", "acl"
 	};
@@ -1949,6 +1949,7 @@ Test(store, migrates_a_v2_catalog)
 		         v8[i]);
 		cat_sql(q);
 	}
+	cat_sql("ALTER TABLE versions DROP COLUMN plain");
 	cat_sql("DROP TABLE bucket_reps");
 	cat_sql("DROP INDEX versions_side");
 	cat_sql("ALTER TABLE versions DROP COLUMN side");
@@ -1974,6 +1975,10 @@ Test(store, migrates_a_v2_catalog)
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="
 	                     " 'schema_version'"),
 	             10);
+	cr_assert_eq(cat_sql("SELECT count(*) FROM "
+	                     "pragma_table_info('versions')"
+	                     " WHERE name = 'plain'"),
+	             1, "the plain column (schema 9)");
 	cr_assert_eq(cat_sql("SELECT count(*) FROM "
 	                     "pragma_table_info('versions')"
 	                     " WHERE name = 'side'"),

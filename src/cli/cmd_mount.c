@@ -78,6 +78,12 @@ static void mount_usage(FILE *f)
 	      "                         (default 500 ms)\n"
 	      "     staging_limit=SIZE  staged bytes before writers wait\n"
 	      "                         (default: half the free space)\n"
+	      "     plain_newest=SIZE|auto|off  keep the newest version of "
+	      "each file\n"
+	      "                         plain (read at the disk's speed), "
+	      "up to SIZE\n"
+	      "                         bytes; auto: a quarter of the free "
+	      "space (default off)\n"
 	      "     attr_timeout=SEC    kernel attribute cache (default 1)\n"
 	      "     entry_timeout=SEC   kernel name cache (default 1)\n"
 	      "     max_threads=N       FUSE request threads (default 64)\n"
@@ -179,6 +185,15 @@ static int parse_option_list(mount_args *ma, char *list)
 			if (cli_parse_size(v, &ma->sopts.staging_limit) < 0 ||
 			    ma->sopts.staging_limit == 0)
 				goto bad_value;
+		} else if (KEY("plain_newest") && v) {
+			uint64_t b = 0;
+			if (strcmp(v, "off") == 0)
+				b = ULP_PLAIN_OFF;
+			else if (strcmp(v, "auto") == 0)
+				b = ULP_PLAIN_AUTO;
+			else if (cli_parse_size(v, &b) < 0)
+				goto bad_value;
+			ma->sopts.plain_newest = b ? b : ULP_PLAIN_OFF;
 		} else if (KEY("attr_timeout") && v) {
 			if (parse_seconds(v, &ma->cfg.attr_timeout) < 0)
 				goto bad_value;

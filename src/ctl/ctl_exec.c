@@ -59,7 +59,7 @@ static json_t *version_json(const ulp_version_info *v, const char *path,
 	json_t *ref = named_json(v->ref, refpath, refseq);
 	json_t *side = named_json(v->side, sidepath, sideseq);
 	return json_pack("{s:I,s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:o,s:o,s:i,"
-	                 "s:b,s:s,s:s}",
+	                 "s:b,s:b,s:s,s:s}",
 	                 "seq", (json_int_t)v->seq, "path", path, "id",
 	                 (json_int_t)v->id, "time", t, "created_ns",
 	                 (json_int_t)v->created_ns, "mtime_ns",
@@ -67,8 +67,8 @@ static json_t *version_json(const ulp_version_info *v, const char *path,
 	                 "stored", (json_int_t)v->stored, "ratio",
 	                 v->stored ? (double)v->size / (double)v->stored : 0.0,
 	                 "ref", ref, "side", side, "depth", (int)v->depth,
-	                 "keyframe", v->keyframe, "hash", h, "state",
-	                 state_name(v->state));
+	                 "keyframe", v->keyframe, "plain", v->plain, "hash", h,
+	                 "state", state_name(v->state));
 }
 
 /* REF comes last: a reference on another path ("dir/file@N") is as wide
@@ -118,6 +118,8 @@ static int print_versions(cli_env *env, ulp_version_info *v, char **path,
 			hex(v[i].hash, h);
 			if (v[i].state == ULP_VERSION_DELETED)
 				snprintf(ratio, sizeof(ratio), "-");
+			else if (v[i].plain) /* a plain newest */
+				snprintf(ratio, sizeof(ratio), "plain");
 			else
 				snprintf(ratio, sizeof(ratio), "%.2f",
 				         v[i].stored

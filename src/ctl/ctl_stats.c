@@ -261,6 +261,11 @@ int cli_op_stats(cli_env *env, json_t *req)
 		json_object_set_new(
 			o, "catalog_bytes",
 			json_integer((json_int_t)disk.catalog_bytes));
+		json_object_set_new(o, "plain",
+		                    json_pack("{s:I,s:I}", "bytes",
+		                              (json_int_t)ss.plain_bytes,
+		                              "versions",
+		                              (json_int_t)ss.plain_versions));
 		json_object_set_new(
 			o, "reserve_bytes",
 			json_integer((json_int_t)disk.reserve_bytes));
@@ -359,6 +364,15 @@ static void stats_text(cli_env *env, const stats_fig *f)
 	         ss.stored_bytes
 	                 ? (double)ss.logical_bytes / (double)ss.stored_bytes
 	                 : 0.0);
+	if (ss.plain_versions) {
+		char e[32], pl[32];
+		cli_human(ss.stored_bytes - ss.plain_bytes, e);
+		cli_human(ss.plain_bytes, pl);
+		cli_outf(env,
+		         "plain    %s in %" PRIu64 " plain newest versions "
+		         "(read by passthrough), %s encoded\n",
+		         pl, ss.plain_versions, e);
+	}
 	if (z19) {
 		char z[32], sv[32], r[32], sr[32];
 		int64_t saved = (int64_t)all.z19 - (int64_t)store;

@@ -42,12 +42,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fuse.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs/fs_internal.h"
@@ -95,6 +97,7 @@ struct ulp_io_node {
 	dev_t bdev;
 	ino_t bino;
 	unsigned npt, nother;
+	int plain; /* bfd is a plain newest version's file (read only) */
 	/* A chmod set S_ISUID or S_ISGID while passthrough opens were
 	 * open: the staging file's times and size then (ulp_fs_io_sxid). */
 	int sxid;
@@ -394,6 +397,57 @@ static int backing_same(const struct ulp_io_node *n, ulp_file *f)
 	return same;
 }
 
+/* The plain file of f's version for a reader (-1: none), when the kernel
+ * can read it; where it cannot, that is said once. */
+static int plain_fd(ulp_fs *fs, ulp_file *f, int pt_mode)
+{
+	static _Atomic int told;
+	if (pt_mode)
+		return ulp_file_plain_fd(f);
+	if (atomic_load(&told))
+		return -1;
+	int fd = ulp_file_plain_fd(f);
+	if (fd >= 0 && !atomic_exchange(&told, 1))
+		fprintf(stderr,
+		        "ulpfs: plain newest versions are read through the "
+		        "daemon: the kernel refused passthrough (%s)\n",
+		        fs->io_mode_str);
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Whether fd (-1: none) is n's backing file. */
+static int fd_same(const struct ulp_io_node *n, int fd)
+{
+	struct stat sb;
+	return fd >= 0 && fstat(fd, &sb) == 0 && sb.st_dev == n->bdev &&
+	       sb.st_ino == n->bino;
+}
+
+/* Register the plain file fd as the backing of n (io_mu held); the
+ * first refusal is logged. */
+static int backing_plain(ulp_fs *fs, struct ulp_io_node *n, int fd)
+{
+	static _Atomic int told;
+	struct stat sb;
+	int id = fstat(fd, &sb) < 0 ? -errno : ulp_fs_backing_open(fs, fd);
+	if (id < 0) {
+		if (!atomic_exchange(&told, 1))
+			fprintf(stderr,
+			        "ulpfs: plain newest versions are read through "
+			        "the daemon: passthrough refused (%s)\n",
+			        strerror(-id));
+		return id;
+	}
+	n->backing = id;
+	n->bfd = fd;
+	n->bdev = sb.st_dev;
+	n->bino = sb.st_ino;
+	n->plain = 1;
+	return 0;
+}
+
 /* Whether ino has a set-user-ID bit, or a set-group-ID bit, that a write
  * may have to kill.  The kernel leaves that to the daemon (KILLPRIV_V2),
  * which never sees passthrough writes: such a file's writers are served by
@@ -420,11 +474,33 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 	int admitted = pt_mode && wr && !ulp_file_partial(f) &&
 	               !file_sxid(fs, ino) && ulp_file_passthrough_admit(f);
 
+	/* A reader of a plain newest version (store/plain.c) reads its
+	 * file in the kernel too. */
+	int pfd = !wr && !trunc ? plain_fd(fs, f, pt_mode) : -1;
+
 	fi->direct_io = 0;
 	fi->keep_cache = keep_cache ? 1 : 0;
 	pthread_mutex_lock(&fs->io_mu);
 	struct ulp_io_node *n = node_get(fs, ino, 0);
-	if (pt_mode && n && n->npt) {
+	/* The RELEASE of a passthrough reader arrives after its close(2)
+	 * has returned: an open just after the last reader of a plain file
+	 * closed waits a while for it. */
+	for (int w = 0;
+	     w < 500 && pt_mode && n && n->npt && n->plain && !fd_same(n, pfd);
+	     w++) {
+		pthread_mutex_unlock(&fs->io_mu);
+		nanosleep(&(struct timespec){ 0, 2000000 }, NULL);
+		pthread_mutex_lock(&fs->io_mu);
+		n = node_get(fs, ino, 0);
+	}
+	if (pt_mode && n && n->npt && n->plain && !fd_same(n, pfd)) {
+		/* The kernel serves every open of the inode from the plain
+		 * file its readers opened, which no writer may write (it is
+		 * a committed version), nor can a newer version be read
+		 * through it: refused until those readers close. */
+		rc = -ETXTBSY;
+		goto out;
+	} else if (pt_mode && n && n->npt) {
 		/* the kernel wants this open on the same backing file,
 		 * admitted or not */
 		if (wr && !backing_same(n, f)) {
@@ -432,6 +508,15 @@ int ulp_fs_io_open(ulp_fs *fs, uint64_t ino, ulp_file *f, int create,
 			goto out;
 		}
 		mode = ULP_IO_PT;
+	} else if (pfd >= 0 && !(n && n->nother)) {
+		if (!n)
+			n = node_get(fs, ino, 1);
+		rc = n ? backing_plain(fs, n, pfd) : -ENOMEM;
+		if (rc == 0) {
+			pfd = -1; /* n's now */
+			mode = ULP_IO_PT;
+		}
+		rc = 0; /* else read through the daemon */
 	} else if (admitted && !(n && n->nother)) {
 		if (!n)
 			n = node_get(fs, ino, 1);
@@ -477,6 +562,8 @@ out:
 	if (n) /* freed if nothing is counted on it (a refused passthrough) */
 		node_put(fs, n);
 	pthread_mutex_unlock(&fs->io_mu);
+	if (pfd >= 0)
+		close(pfd);
 	if (mode == ULP_IO_PT && wr && rc == 0)
 		ulp_file_set_passthrough(f);
 	else if (admitted)
@@ -508,7 +595,9 @@ void ulp_fs_io_close(ulp_fs *fs, uint64_t ino, ulp_file *f, int mode)
 			kill = n->sxid && backing_changed(n, &n->sxid_st);
 			n->sxid = 0;
 			close(n->bfd);
-			ulp_file_backing_release(f);
+			if (!n->plain)
+				ulp_file_backing_release(f);
+			n->plain = 0;
 		}
 	} else if (n && mode != ULP_IO_PT && n->nother > 0) {
 		n->nother--;

@@ -275,9 +275,12 @@ static const char SCHEMA_V8_PERMS[] = "ALTER TABLE versions ADD COLUMN uid "
 				      "ALTER TABLE versions ADD COLUMN acl "
 				      "BLOB;";
 
-/* Version 9: reserved for the versions.plain column (another change);
- * no-op here. */
-#define SCHEMA_V9 NULL
+/* Version 9: the newest version of a file may be a plain file (issue 30):
+ * plain = 1 when its object names the plain bytes themselves, the writer's
+ * staging file linked into objects/, not an encoded container.  A flip
+ * codes it (as a reverse delta or a standalone object) and clears it. */
+static const char SCHEMA_V9_PLAIN[] = "ALTER TABLE versions ADD COLUMN plain "
+				      "INTEGER NOT NULL DEFAULT 0;";
 
 /* Version 10: each version's bucket representation (bucket_reps.h says
  * what a row means).  A bucket store created the table itself before, so
@@ -301,7 +304,7 @@ static const migration migrations[ULP_CAT_SCHEMA_VERSION] = {
 	{ SCHEMA_V3, NULL },         { SCHEMA_V4, NULL },
 	{ SCHEMA_V5_LOCALFS, NULL }, { SCHEMA_V6_SNAPNODES, NULL },
 	{ SCHEMA_V7_SIDES, NULL },   { SCHEMA_V8_PERMS, NULL },
-	{ SCHEMA_V9, NULL },         { SCHEMA_V10_BUCKET_REPS, NULL },
+	{ SCHEMA_V9_PLAIN, NULL },   { SCHEMA_V10_BUCKET_REPS, NULL },
 };
 
 static int read_version(ulp_catalog *c, int *version)

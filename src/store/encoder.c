@@ -22,6 +22,7 @@
 #include "store/reserve.h"
 #include "store/tmap.h"
 #include "store/side.h"
+#include "store/plain.h"
 
 #include "store/overlay.h"
 
@@ -269,8 +270,9 @@ typedef struct new_version {
 	const uint8_t *tmap;
 	size_t tmap_len;
 	uint8_t estats[ULP_ESTATS_LEN];
-	int unchanged; /* same bytes as the current version: no new row */
-	uint64_t pred; /* the predecessor to flip (0: none) */
+	int unchanged;   /* same bytes as the current version: no new row */
+	uint64_t pred;   /* the predecessor to flip (0: none) */
+	unsigned nplain; /* plain commits of this process (crash points) */
 } new_version;
 
 static const char Q_MARK_FLIP[] = "UPDATE versions SET flip = ?1"
@@ -281,9 +283,9 @@ static const char Q_NEXT_SEQ[] = "SELECT coalesce(max(seq), 0) + 1 FROM "
 static const char Q_INSERT[] = "INSERT INTO versions(ino, path, seq, size, "
 			       "mtime, hash, object, ref,"
 			       " depth, keyframe, stored, state, layout, tmap, "
-			       "created, estats, side)"
+			       "created, estats, side, plain)"
 			       " VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, "
-			       "?, ?, ?, ?)";
+			       "?, ?, ?, ?, ?)";
 
 static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
                       ulp_obj_list *dead)
@@ -309,13 +311,14 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 		v->seq = (uint64_t)x;
 		v->mtime_ns = mt;
 		v->created_ns = ulp_now_ns();
-		rc = ulp_cat_exec(st->cat, Q_INSERT, "usuuibsruduibibr",
+		rc = ulp_cat_exec(st->cat, Q_INSERT, "usuuibsruduibibri",
 		                  in->ino, path, v->seq, v->size, mt, v->hash,
 		                  (size_t)16, v->object, v->ref,
 		                  (uint64_t)v->depth, v->keyframe, v->stored,
 		                  (int64_t)v->layout, nv->tmap, nv->tmap_len,
 		                  v->created_ns, nv->estats,
-		                  (size_t)ULP_ESTATS_LEN, v->side);
+		                  (size_t)ULP_ESTATS_LEN, v->side,
+		                  (int64_t)v->plain);
 	}
 	free(path);
 	if (rc < 0)
@@ -335,6 +338,8 @@ static int commit_txn(ulp_store *st, ulp_inode *in, new_version *nv,
 	}
 	if (rc == 0 && in->version)
 		rc = ulp_versions_retire(st, in->version, dead);
+	if (rc == 0 && v->plain)
+		rc = ulp_plain_bound_txn(st);
 	return rc;
 }
 
@@ -351,6 +356,8 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 	int64_t side_state = ULP_VERSION_LIVE;
 	if (atomic_load(&in->gen) != gen || in->unlinked || !in->staged) {
 		rc = 1;
+	} else if (nv->v.plain && (in->bk_held || in->bk_kept)) {
+		rc = -EAGAIN; /* the kernel may write it: code it instead */
 	} else if (nv->v.side && (rc = ulp_cat_int(st->cat, &side_state,
 	                                           "SELECT state FROM versions "
 	                                           "WHERE id = ?",
@@ -367,6 +374,8 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 		else
 			ulp_cat_rollback(st->cat);
 	}
+	if (rc == 0 && nv->v.plain)
+		ulp_plain_crash_point(nv->nplain, 2);
 	if (rc == 0) {
 		/* Only now may the staged bytes go (unless the kernel still
 		 * serves open files from them, backing.c). */
@@ -388,6 +397,54 @@ static int commit(ulp_store *st, ulp_inode *in, uint64_t gen, new_version *nv)
 		ulp_obj_unlink(st, nv->v.object);
 	ulp_obj_reap(st, &dead);
 	return rc;
+}
+
+/* The tree hash of the mapped staged bytes, their pages dropped from
+ * the mapping as it goes (as the encoder drops them). */
+static int plain_hash(const uint8_t *data, uint64_t size, uint8_t hash[16])
+{
+	const uint64_t step = 64u << 20;
+	ulp_hasher *h = ulp_hasher_new(ULP_HASH_TREE);
+
+	if (!h)
+		return -ENOMEM;
+	for (uint64_t off = 0; off < size; off += step) {
+		uint64_t n = size - off < step ? size - off : step;
+		ulp_hasher_update(h, data + off, (size_t)n);
+		madvise((void *)(uintptr_t)(data + off), (size_t)n,
+		        MADV_DONTNEED);
+	}
+	int rc = ulp_errno_of(ulp_hasher_final(h, hash));
+	ulp_hasher_free(h);
+	return rc;
+}
+
+/* Commit in's staged bytes (fd, mapped at data) as a plain newest
+ * (plain.h): hashed, linked into objects/, no encode.  cur: its current
+ * version (id 0: none); pred: the predecessor to flip.  As commit(). */
+static int commit_plain(ulp_store *st, ulp_inode *in, uint64_t gen, int fd,
+                        const uint8_t *data, const ulp_version_info *cur,
+                        uint64_t pred, new_version *nv)
+{
+	static _Atomic unsigned nplain;
+	int rc = plain_hash(data, nv->v.size, nv->v.hash);
+
+	if (rc < 0)
+		return rc;
+	if (cur->id && cur->ino == in->ino && cur->size == nv->v.size &&
+	    memcmp(cur->hash, nv->v.hash, 16) == 0) {
+		nv->unchanged = 1;
+		return commit(st, in, gen, nv);
+	}
+	rc = ulp_plain_link(st, in, fd, nv->v.object, &nv->v.stored);
+	if (rc < 0)
+		return rc;
+	nv->v.plain = 1;
+	nv->v.keyframe = 1;
+	nv->pred = pred;
+	nv->nplain = atomic_fetch_add(&nplain, 1) + 1;
+	ulp_plain_crash_point(nv->nplain, 1);
+	return commit(st, in, gen, nv);
 }
 
 /* ------------------------------------------------------------ encode */
@@ -626,7 +683,15 @@ int ulp_encode_inode(ulp_store *st, unsigned threads, ulp_inode *in)
 
 	pthread_mutex_lock(&st->mu);
 	rc = choose_ref(st, current, path, nv.v.layout, &ref);
+	int plain = rc == 0 && !pristine &&
+	            ulp_plain_wanted(st, in, size, ov != NULL);
 	pthread_mutex_unlock(&st->mu);
+	if (plain) {
+		nv.tmap = tmap;
+		nv.tmap_len = tmap_len;
+		rc = commit_plain(st, in, gen, fd, data, &cur, ref.v.id, &nv);
+		goto out;
+	}
 	/* (a pristine copy reads nothing but its base) */
 	if (rc == 0 && !st->opts.no_side && !pristine &&
 	    ulp_side_wants(path, cmap))

@@ -8,6 +8,7 @@
 #include "store/writers.h"
 #include "store/reader.h"
 #include "store/versions.h"
+#include "store/plain.h"
 
 #include "store/overlay.h"
 
@@ -278,6 +279,17 @@ int ulp_file_staging_fd(ulp_file *f)
 	}
 	ulp_data_unlock(f->in);
 	return fd;
+}
+
+int ulp_file_plain_fd(ulp_file *f)
+{
+	ulp_data_rdlock(f->in);
+	int staged = f->in->staged;
+	uint64_t vid = f->in->version;
+	ulp_data_unlock(f->in);
+	if (staged || !vid)
+		return -ENOENT;
+	return ulp_plain_open(f->st, vid);
 }
 
 /* Give back f's admission (mu held). */

@@ -4,10 +4,12 @@
  * rebases the dependants of ghosts so that the ghosts can go.
  *
  * Chain direction.  The newest version of a lineage is stored standalone,
- * so that the version read most (resume, evaluation, export) decodes no
- * chain.  When a successor commits, the encoder marks the predecessor
- * (versions.flip = successor); here the predecessor is decoded and coded
- * again against its successor.  A version stays standalone for good when
+ * or as its plain bytes (plain.h), so that the version read most (resume,
+ * evaluation, export) decodes no chain.  When a successor commits, the
+ * encoder marks the predecessor (versions.flip = successor); here the
+ * predecessor is decoded and coded again against its successor (a plain
+ * one is read as it is, and its plain file goes with the object it had,
+ * once the row is switched).  A version stays standalone for good when
  * flipping it would make some version decode more than keyframe_every - 1
  * links, so a lineage has one standalone version per keyframe_every
  * versions, as forward chains had.  Deleting the oldest version deletes a
@@ -247,8 +249,9 @@ static int next_job(ulp_store *st, job *j)
 		if (rc < 0)
 			return rc;
 		/* Standalone already and staying so (a keyframe for good),
-		 * or coded against a successor already: nothing to do. */
-		if (j->n.id || (j->d.ref && j->d.ref < j->d.id))
+		 * or coded against a successor already: nothing to do.  A
+		 * plain version is coded either way. */
+		if (j->n.id || (j->d.ref && j->d.ref < j->d.id) || j->d.plain)
 			return 1;
 		rc = ulp_cat_exec(st->cat, Q_FLIP_CLEAR, "u", did);
 		if (rc < 0)
@@ -311,7 +314,7 @@ static const char Q_SWITCH[] = "UPDATE versions SET object = ?, ref = ?,"
 			       " depth = ?, keyframe = ?, stored = ?,"
 			       " estats = ?,"
 			       " flip = CASE WHEN ? THEN NULL ELSE flip END,"
-			       " side = ?"
+			       " side = ?, plain = 0"
 			       " WHERE id = ?";
 static const char Q_DEPTHS[] = "WITH RECURSIVE sub(id, depth) AS ("
 			       " SELECT id, depth FROM versions WHERE id = ?1"

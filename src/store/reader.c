@@ -34,6 +34,42 @@ static ssize_t read_chain(ulp_store *st, uint64_t vid, uint8_t *buf, size_t len,
                           uint64_t off, unsigned depth, ulp_ctask *task,
                           ulp_readahead *ra);
 
+/* A version's chunks: its object's, or for a plain version (plain.h)
+ * consecutive ranges of the default chunk size, read as they are. */
+#define PLAIN_CHUNK ((uint64_t)ULP_CHUNK_SIZE_DEFAULT)
+
+static uint64_t e_size(const ulp_oentry *e)
+{
+	return e->plain ? e->plain_size : ulp_object_size(e->obj);
+}
+
+static size_t e_count(const ulp_oentry *e)
+{
+	return e->plain ? (size_t)((e->plain_size + PLAIN_CHUNK - 1) /
+	                           PLAIN_CHUNK)
+	                : ulp_object_chunk_count(e->obj);
+}
+
+static size_t e_chunk_at(const ulp_oentry *e, uint64_t off)
+{
+	return e->plain ? (size_t)(off / PLAIN_CHUNK)
+	                : ulp_object_chunk_at(e->obj, off);
+}
+
+static void e_range(const ulp_oentry *e, size_t i, uint64_t *coff,
+                    uint32_t *clen)
+{
+	if (!e->plain) {
+		ulp_object_chunk_range(e->obj, i, coff, clen);
+		return;
+	}
+	uint64_t o = (uint64_t)i * PLAIN_CHUNK, size = e->plain_size;
+	*coff = o < size ? o : size;
+	*clen = o < size ? (uint32_t)(size - o < PLAIN_CHUNK ? size - o
+	                                                     : PLAIN_CHUNK)
+	                 : 0;
+}
+
 int ulp_ref_read(void *opaque, uint64_t off, void *buf, size_t len)
 {
 	ulp_ref_ctx *c = opaque;
@@ -46,6 +82,21 @@ int ulp_ref_read(void *opaque, uint64_t off, void *buf, size_t len)
 	return n == -ENOMEM ? ULP_ERR_NOMEM : ULP_ERR_IO;
 }
 
+/* The XXH3-64 of [off, off + len) of a plain version, read from its
+ * file (no decode, nothing cached): 1, or 0 when it cannot be read. */
+static int plain_range_hash(const ulp_oentry *e, uint64_t off, uint32_t len,
+                            uint64_t *xxh3)
+{
+	if (off > e->plain_size || len > e->plain_size - off)
+		return 0;
+	uint8_t *b = malloc(len ? len : 1);
+	int ok = b && ulp_pread_all(e->fd, b, len, (off_t)off) >= 0;
+	if (ok)
+		*xxh3 = XXH3_64bits(b, len);
+	free(b);
+	return ok;
+}
+
 int ulp_ref_chunk_hash(void *opaque, uint64_t off, uint32_t len, uint64_t *xxh3)
 {
 	ulp_ref_ctx *c = opaque;
@@ -54,7 +105,9 @@ int ulp_ref_chunk_hash(void *opaque, uint64_t off, uint32_t len, uint64_t *xxh3)
 
 	if (ulp_robj_get(c->st, c->vid, &e) < 0)
 		return 0; /* the bytes are read then, and fail there */
-	if (off < ulp_object_size(e->obj)) {
+	if (e->plain) {
+		found = plain_range_hash(e, off, len, xxh3);
+	} else if (off < ulp_object_size(e->obj)) {
 		uint64_t coff;
 		uint32_t clen;
 		size_t i = ulp_object_chunk_at(e->obj, off);
@@ -75,7 +128,7 @@ int ulp_version_hash_kind(ulp_store *st, uint64_t vid)
 
 	if (rc < 0)
 		return rc;
-	rc = ulp_object_hash_kind(e->obj);
+	rc = e->plain ? ULP_HASH_TREE : ulp_object_hash_kind(e->obj);
 	ulp_robj_put(st->reader, e);
 	return rc;
 }
@@ -103,15 +156,15 @@ static int warm_ref(ulp_store *st, const ulp_oentry *e, uint64_t off,
 
 	if (rc < 0)
 		return 0;
-	uint64_t size = ulp_object_size(r->obj);
+	uint64_t size = e_size(r);
 	uint64_t end = off + len < size ? off + len : size;
 	while (off < end) {
-		size_t j = ulp_object_chunk_at(r->obj, off);
+		size_t j = e_chunk_at(r, off);
 		uint64_t coff;
 		uint32_t clen;
 		ulp_cbuf *b;
 
-		ulp_object_chunk_range(r->obj, j, &coff, &clen);
+		e_range(r, j, &coff, &clen);
 		if (clen == 0)
 			break;
 		rc = chunk_get(st, r, j, depth + 1, task, &b);
@@ -168,7 +221,8 @@ static uint64_t zero_hash(ulp_reader *r, uint32_t len)
 static int zero_chunk(ulp_store *st, const ulp_oentry *e, size_t i,
                       uint32_t len)
 {
-	if (len == 0 || ulp_object_chunk_stored(e->obj, i) > 64 + len / 4096)
+	if (e->plain || len == 0 ||
+	    ulp_object_chunk_stored(e->obj, i) > 64 + len / 4096)
 		return 0;
 	uint64_t h = ulp_object_chunk_hash(e->obj, i);
 	return h && h == zero_hash(st->reader, len);
@@ -209,7 +263,18 @@ static int chunk_decode(ulp_store *st, ulp_oentry *e, size_t i, unsigned depth,
 	uint32_t clen;
 	int rc = 0;
 
-	ulp_object_chunk_range(e->obj, i, &coff, &clen);
+	e_range(e, i, &coff, &clen);
+	if (e->plain) {
+		b = ulp_cache_alloc(st->cache, e->vid, coff, clen);
+		if (b && ulp_pread_all(e->fd, ulp_cbuf_data(b), clen,
+		                       (off_t)coff) < 0) {
+			ulp_cbuf_discard(st->cache, b);
+			b = NULL;
+			rc = -EIO;
+		}
+		*out = b;
+		return b ? 0 : rc ? rc : -ENOMEM;
+	}
 	if (zero_chunk(st, e, i, clen)) {
 		/* A hole: zeros, without decoding it or its references. */
 		b = ulp_cache_alloc(st->cache, e->vid, coff, clen);
@@ -273,7 +338,7 @@ static int chunk_get(ulp_store *st, ulp_oentry *e, size_t i, unsigned depth,
 	*out = NULL;
 	if (depth > MAX_CHAIN)
 		return -ELOOP;
-	ulp_object_chunk_range(e->obj, i, &coff, &clen);
+	e_range(e, i, &coff, &clen);
 	rc = ulp_cache_take(st->cache, task, e->vid, coff, clen, &b, &claim);
 	if (rc < 0)
 		return rc;
@@ -298,12 +363,12 @@ static int range_open(ulp_store *st, uint64_t vid, size_t *len, uint64_t off,
 	if (rc < 0)
 		return rc;
 	const ulp_object *obj = (*out)->obj;
-	uint64_t size = ulp_object_size(obj);
+	uint64_t size = e_size(*out);
 	if (off >= size)
 		*len = 0;
 	else if (*len > size - off)
 		*len = (size_t)(size - off);
-	if (ra && *len)
+	if (ra && *len && obj)
 		ulp_ra_note(ra, vid, obj, (*out)->depth,
 		            ulp_object_chunk_at(obj, off),
 		            ulp_object_chunk_at(obj, off + *len - 1));
@@ -330,9 +395,9 @@ static int pin_range(ulp_store *st, ulp_oentry *e, uint64_t off, size_t len,
 	while (done < len && k < max) {
 		uint64_t pos = off + done, coff;
 		uint32_t clen;
-		size_t i = ulp_object_chunk_at(e->obj, pos);
+		size_t i = e_chunk_at(e, pos);
 
-		ulp_object_chunk_range(e->obj, i, &coff, &clen);
+		e_range(e, i, &coff, &clen);
 		int rc = chunk_get(st, e, i, depth, task, &pins[k]);
 		if (rc < 0) {
 			pins_release(st, pins, k);
@@ -400,6 +465,39 @@ ssize_t ulp_read_version(ulp_store *st, uint64_t vid, void *buf, size_t len,
 	return n;
 }
 
+/* A plain version's bytes against its content hash: 0, -EBADMSG (the
+ * first chunk of the default size is named) or -errno. */
+static int check_plain(ulp_store *st, const ulp_oentry *e, size_t *bad_chunk)
+{
+	ulp_version_info v;
+	uint8_t h[16];
+	int rc = ulp_version_get(st, e->vid, &v);
+	if (rc < 0)
+		return rc;
+	ulp_hasher *hs = ulp_hasher_new(ULP_HASH_TREE);
+	uint8_t *buf = malloc(PLAIN_CHUNK);
+	for (uint64_t off = 0; rc == 0 && hs && buf && off < e->plain_size;
+	     off += PLAIN_CHUNK) {
+		size_t n = (size_t)(e->plain_size - off < PLAIN_CHUNK
+		                            ? e->plain_size - off
+		                            : PLAIN_CHUNK);
+		rc = ulp_pread_all(e->fd, buf, n, (off_t)off) < 0 ? -EIO : 0;
+		if (rc == 0)
+			ulp_hasher_update(hs, buf, n);
+	}
+	if (rc == 0 && (!hs || !buf))
+		rc = -ENOMEM;
+	if (rc == 0)
+		rc = ulp_errno_of(ulp_hasher_final(hs, h));
+	if (rc == 0 && memcmp(h, v.hash, 16) != 0) {
+		rc = -EBADMSG;
+		*bad_chunk = 0;
+	}
+	ulp_hasher_free(hs);
+	free(buf);
+	return rc;
+}
+
 /* One try of ulp_read_check_stored. */
 static int check_stored(ulp_store *st, uint64_t vid, size_t *bad_chunk)
 {
@@ -411,6 +509,11 @@ static int check_stored(ulp_store *st, uint64_t vid, size_t *bad_chunk)
 	int rc = ulp_robj_get(st, vid, &e);
 	if (rc < 0)
 		return rc;
+	if (e->plain) {
+		rc = check_plain(st, e, bad_chunk);
+		ulp_robj_put(st->reader, e);
+		return rc;
+	}
 	ulp_dctx *d = ulp_robj_dctx_get(st->reader);
 	size_t n = ulp_object_chunk_count(e->obj), i = 0;
 	if (!d)
@@ -520,8 +623,8 @@ int ulp_reader_prefetch(ulp_store *st, uint64_t vid, size_t i,
 
 	if (rc < 0)
 		return rc;
-	if (i < ulp_object_chunk_count(e->obj)) {
-		ulp_object_chunk_range(e->obj, i, &coff, &clen);
+	if (i < e_count(e)) {
+		e_range(e, i, &coff, &clen);
 		/* Cached, or a reader is decoding it: nothing to do ahead. */
 		if (!ulp_cache_busy(st->cache, vid, coff, clen))
 			rc = chunk_get(st, e, i, 0, &task, &b);

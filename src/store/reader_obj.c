@@ -146,6 +146,18 @@ static int entry_open(ulp_store *st, uint64_t vid, ulp_oentry **out)
 	e->depth = v.depth;
 	e->fd = openat(st->obj_fd, v.object, O_RDONLY | O_CLOEXEC);
 	uint64_t osize = 0;
+	if (v.plain) {
+		/* the bytes themselves: read in chunks of the default size */
+		rc = e->fd < 0 || fstat(e->fd, &sb) < 0 ? -errno : 0;
+		if (rc == 0 && (uint64_t)sb.st_size != v.size)
+			rc = -EIO;
+		if (rc < 0)
+			goto fail;
+		e->plain = 1;
+		e->plain_size = v.size;
+		*out = e;
+		return 0;
+	}
 	if (e->fd < 0 && errno == ENOENT && st->opts.remote) {
 		/* not in the local cache: ranged reads of the remote copy */
 		e->remote = st->opts.remote;

@@ -16,7 +16,9 @@ typedef struct ulp_oentry {
 	int fd; /* -1: read remotely (remote_name) */
 	const ulp_remote *remote;
 	char remote_name[ULP_OBJ_NAME_LEN];
-	ulp_object *obj;
+	ulp_object *obj; /* NULL for a plain version */
+	int plain;       /* fd is the version's plain bytes (plain.h) */
+	uint64_t plain_size;
 	uint64_t ref;  /* reference version, 0: none */
 	uint64_t side; /* side version, 0: none */
 	uint64_t side_size;

@@ -250,7 +250,7 @@ int ulp_snapshot_items(ulp_store *st, const char *name, const char *prefix,
 			}
 			ulp_version_from_row(s, &rows[n].v);
 			const char *p =
-				(const char *)sqlite3_column_text(s, 16);
+				(const char *)sqlite3_column_text(s, 17);
 			rows[n].path = strdup(p ? p : "");
 			if (!rows[n].path) {
 				ulp_cat_done(s);

@@ -62,7 +62,15 @@ typedef struct ulp_store_opts {
 	 * optimizer.pt's fp32 master weights are coded given the bf16
 	 * weights of the model.safetensors beside it) */
 	int no_side;
+	/* bytes the plain newest versions may take (plain.h):
+	 * ULP_PLAIN_OFF codes every version at commit, ULP_PLAIN_AUTO
+	 * bounds them by a quarter of the store filesystem's free space and
+	 * their own; 0: the default (ULP_PLAIN_DEFAULT) */
+	uint64_t plain_newest;
 } ulp_store_opts;
+#define ULP_PLAIN_OFF UINT64_MAX
+#define ULP_PLAIN_AUTO (UINT64_MAX - 1)
+#define ULP_PLAIN_DEFAULT ULP_PLAIN_OFF
 
 /* Fill defaults for zero fields. */
 void ulp_store_opts_default(ulp_store_opts *o);
@@ -284,6 +292,11 @@ void ulp_file_release(ulp_file *f);
  * f's inode, for the kernel to use as the backing file; -ENOENT when the
  * content is not staged, -EBUSY when it is partial (ulp_file_partial). */
 int ulp_file_staging_fd(ulp_file *f);
+/* FUSE passthrough for readers.  A new descriptor (O_RDONLY, O_CLOEXEC)
+ * of the plain file of f's inode's current version (the plain newest,
+ * plain.h), for the kernel to read; -ENOENT when its content is staged or
+ * encoded. */
+int ulp_file_plain_fd(ulp_file *f);
 /* The staging limit for writers that the daemon does not see (FUSE
  * passthrough), asked before choosing passthrough for writable f: waits
  * while the limit is reached (as a write would), then 1 if the staged
@@ -371,6 +384,8 @@ typedef struct ulp_version_info {
 	int state;       /* ULP_VERSION_* */
 	uint64_t layout; /* tensor layout hash, 0: none */
 	char object[33]; /* object file name in STORE/objects */
+	int plain;       /* the object is the plain bytes themselves (the
+	                    newest version, served by passthrough) */
 } ulp_version_info;
 
 int ulp_version_get(ulp_store *st, uint64_t id, ulp_version_info *out);
@@ -425,8 +440,11 @@ int ulp_ns_path(ulp_store *st, uint64_t ino, char *buf, size_t size);
 int ulp_store_gc(ulp_store *st);
 
 typedef struct ulp_store_stats {
-	uint64_t versions[3];   /* by state: live, ghost, deleted */
-	uint64_t stored_bytes;  /* objects of live and ghost versions */
+	uint64_t versions[3];  /* by state: live, ghost, deleted */
+	uint64_t stored_bytes; /* objects of live and ghost versions */
+	uint64_t plain_bytes;  /* of stored_bytes: plain newest versions
+	                           (their allocated blocks; plain.h) */
+	uint64_t plain_versions;
 	uint64_t logical_bytes; /* content of live versions */
 	uint64_t staged_bytes;  /* staging: disk space of staged files (their
 	                           allocated blocks; holes take none) */

@@ -40,6 +40,8 @@ void ulp_store_opts_default(ulp_store_opts *o)
 		o->cache_bytes = floor;
 	if (!o->settle_ms)
 		o->settle_ms = 500;
+	if (!o->plain_newest)
+		o->plain_newest = ULP_PLAIN_DEFAULT;
 	/* staging_limit 0 is resolved by ulp_store_open, which knows the
 	 * backing filesystem. */
 }

@@ -22,7 +22,7 @@
  *   objects    objects.h (objects.c): object files
  *   reserve    reserve.h (reserve.c)
  *   staging    overlay.h, staging.h (staging.c, overlay.c, copyup.c,
- *              backing.c)
+ *              backing.c), plain.h (plain.c): plain newest versions
  *   encoder    encoder.h (encoder.c), queue.h (queue.c), writers.h
  *              (writers.c), side.h (side.c)
  *   gc         gc.h (gc.c)

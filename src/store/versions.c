@@ -33,6 +33,7 @@ void ulp_version_from_row(sqlite3_stmt *s, ulp_version_info *v)
 	o = (const char *)sqlite3_column_text(s, 13);
 	snprintf(v->object, sizeof v->object, "%s", o ? o : "");
 	v->side = (uint64_t)sqlite3_column_int64(s, 15); /* NULL reads 0 */
+	v->plain = sqlite3_column_int(s, 16);
 }
 
 int ulp_version_get_locked(ulp_store *st, uint64_t vid, ulp_version_info *out)
@@ -415,6 +416,16 @@ int ulp_versions_tally(ulp_store *st, ulp_store_stats *out)
 		if (state == ULP_VERSION_LIVE)
 			out->logical_bytes =
 				(uint64_t)sqlite3_column_int64(s, 3);
+	}
+	static const char QP[] = "SELECT count(*), coalesce(sum(stored), 0)"
+				 " FROM versions"
+				 " WHERE plain = 1 AND state <> 2";
+	s = rc < 0 ? NULL : ulp_cat_q(st->cat, QP, "");
+	if (rc >= 0 && (rc = ulp_cat_step(st->cat, s)) == 1) {
+		out->plain_versions = (uint64_t)sqlite3_column_int64(s, 0);
+		out->plain_bytes = (uint64_t)sqlite3_column_int64(s, 1);
+		ulp_cat_done(s);
+		rc = 0;
 	}
 	return rc;
 }

@@ -65,6 +65,6 @@ int ulp_version_get_locked(ulp_store *st, uint64_t vid, ulp_version_info *out);
 void ulp_version_from_row(sqlite3_stmt *s, ulp_version_info *v);
 #define ULP_VCOLS                                                         \
 	"id, ino, seq, size, mtime, created, hash, ref, depth, keyframe," \
-	" stored, state, layout, object, path, side"
+	" stored, state, layout, object, path, side, plain"
 
 #endif /* ULP_STORE_VERSIONS_H */
