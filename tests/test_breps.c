@@ -163,9 +163,9 @@ Test(breps, schema_10_keeps_an_older_table)
 	                     " 'bucket_reps_base')"),
 	             3);
 
-	/* A version-8 catalog without the table: the store adds it. */
+	/* A version-9 catalog without the table: the store adds it. */
 	cat_sql("DROP TABLE bucket_reps");
-	cat_sql("UPDATE meta SET value = 8 WHERE key = 'schema_version'");
+	cat_sql("UPDATE meta SET value = 9 WHERE key = 'schema_version'");
 	ulp_breps *r = NULL;
 	cr_assert_eq(ulp_breps_open(db_of("catalog.db"), &r), -ENOENT);
 	cr_assert_eq(ulp_breps_rewrite(db_of("catalog.db")), 0,
@@ -181,7 +181,7 @@ Test(breps, schema_10_keeps_an_older_table)
 	cat_sql("DROP TABLE bucket_reps");
 	cat_sql(OLD_TABLE);
 	cat_sql("INSERT INTO bucket_reps VALUES(7, 'x', NULL, NULL, 0, 5, 1)");
-	cat_sql("UPDATE meta SET value = 8 WHERE key = 'schema_version'");
+	cat_sql("UPDATE meta SET value = 9 WHERE key = 'schema_version'");
 	st = open_default();
 	ulp_store_close(st);
 	cr_assert_eq(cat_sql("SELECT value FROM meta WHERE key ="

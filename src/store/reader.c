@@ -471,7 +471,9 @@ static int check_plain(ulp_store *st, const ulp_oentry *e, size_t *bad_chunk)
 {
 	ulp_version_info v;
 	uint8_t h[16];
-	int rc = ulp_version_get(st, e->vid, &v);
+	pthread_mutex_lock(&st->mu);
+	int rc = ulp_version_get_locked(st, e->vid, &v);
+	pthread_mutex_unlock(&st->mu);
 	if (rc < 0)
 		return rc;
 	ulp_hasher *hs = ulp_hasher_new(ULP_HASH_TREE);
