@@ -195,15 +195,17 @@ s3s_wait_ready() {
 
 # s3s_create_bucket NAME: a bucket is a Swift container of the account;
 # made with two curl requests through tempauth's own API (awscli would
-# start a Python interpreter that takes seconds).
+# start a Python interpreter that takes seconds).  The proxy answers its
+# healthcheck before the account and container servers all do: a 503
+# then is retried, as awscli retried it.
 s3s_create_bucket() {
-	local hdrs token url
-	hdrs=$(curl -sSf -D - -o /dev/null -H "X-Storage-User: test:tester" \
+	local hdrs token url retry=(--retry 60 --retry-delay 1 --retry-max-time 120 --retry-connrefused)
+	hdrs=$(curl -sSf "${retry[@]}" -D - -o /dev/null -H "X-Storage-User: test:tester" \
 		-H "X-Storage-Pass: testing" "http://127.0.0.1:$S3S_PROXY_PORT/auth/v1.0") || return 1
-	token=$(printf '%s\n' "$hdrs" | tr -d '\r' | sed -n 's/^[Xx]-[Aa]uth-[Tt]oken: //p')
-	url=$(printf '%s\n' "$hdrs" | tr -d '\r' | sed -n 's/^[Xx]-[Ss]torage-[Uu]rl: //p')
+	token=$(printf '%s\n' "$hdrs" | tr -d '\r' | sed -n 's/^[Xx]-[Aa]uth-[Tt]oken: //p' | tail -n 1)
+	url=$(printf '%s\n' "$hdrs" | tr -d '\r' | sed -n 's/^[Xx]-[Ss]torage-[Uu]rl: //p' | tail -n 1)
 	[ -n "$token" ] && [ -n "$url" ] || { echo "tempauth gave no token: $hdrs"; return 1; }
-	curl -sSf -X PUT -H "X-Auth-Token: $token" -o /dev/null "$url/$1"
+	curl -sSf "${retry[@]}" -X PUT -H "X-Auth-Token: $token" -o /dev/null "$url/$1"
 }
 
 s3_server_start() {
