@@ -130,12 +130,14 @@ static void check_every_byte(const fixture *fx, const uint8_t *masks,
 		int old = ulp_rans_set_simd(simd);
 		for (size_t pos = 0; pos < len; pos++)
 			for (size_t k = 0; k < nmasks; k++) {
+				int in_payload = pos >= ULP_OBJ_HEADER_SIZE &&
+				                 pos < idx;
+				if (in_payload && pos % TU_SWEEP_STRIDE)
+					continue;
 				memcpy(c, o, len);
 				c[pos] ^= masks[k];
 				try_res t = try_object_at(c, len, fx, d, 1,
 				                          !pay_check);
-				int in_payload = pos >= ULP_OBJ_HEADER_SIZE &&
-				                 pos < idx;
 				if (!in_payload) {
 					/* header, index and trailer are verified by
 				 * ulp_object_open */
