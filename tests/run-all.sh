@@ -54,6 +54,8 @@ apt_packages=(
 	# tests/cli_svg.sh opens the stats --svg chart in it (--headless)
 	chromium
 	fio rsync attr acl
+	# tests/fs_bigfile.sh makes its incompressible source with it
+	openssl
 	libcurl4-openssl-dev libssl-dev libexpat1-dev
 	swift-proxy swift-object swift-container swift-account memcached
 	curl awscli s3cmd
