@@ -27,12 +27,15 @@ head -c 200000 /dev/urandom >"$WORK/b"
 cp "$WORK/a" "$MNT/a"
 mkfifo "$WORK/go" "$WORK/done"
 # The other namespace: reads a from its copy, waits, then writes c into it.
+# It first lets go of its copies of other tests' mounts, whose umount it
+# would otherwise fail (tests/ns_detach_fuse.sh).
 fs_bg unshare -m --propagation private bash -c '
+	bash "$3" "$1" || exit 5
 	cmp -s "$1/a" "$2/a" || exit 3
 	read -r _ <"$2/go"
 	cp "$2/b" "$1/c" && cmp -s "$1/c" "$2/b" || exit 4
 	echo done >"$2/done"
-	read -r _ <"$2/go"' ns "$MNT" "$WORK"
+	read -r _ <"$2/go"' ns "$MNT" "$WORK" "$FS_SRCDIR/tests/ns_detach_fuse.sh"
 ns=$FS_BG_LAST
 # tell: one line to the other namespace, which must be reading (bounded:
 # if it died, this fails instead of blocking)

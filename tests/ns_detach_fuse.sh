@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# ns_detach_fuse.sh - run first inside a new private mount namespace
-# (unshare -m): detach every FUSE mount the namespace was given a copy of.
+# ns_detach_fuse.sh [KEEP...] - run first inside a new private mount
+# namespace (unshare -m): detach every FUSE mount the namespace was given a
+# copy of, but those mounted on a KEEP path (the test's own).
 #
 # A new mount namespace starts with a copy of every mount, the FUSE mounts
 # of tests running beside it included, and each copy keeps its FUSE
@@ -19,15 +20,24 @@ while read -r _ target type _; do
 		targets+=("$(printf %b "$target")") ;;
 	esac
 done </proc/self/mounts
-rc=0
+kept() {
+	local k
+	for k in "$@"; do [ "$k" = "$target" ] && return 0; done
+	return 1
+}
 # (one may fail: detaching a mount detaches the mounts below it; what is
 # left is checked below)
 for target in "${targets[@]}"; do
-	umount -l "$target" 2>/dev/null || :
+	kept "$@" || umount -l "$target" 2>/dev/null || :
 done
-if grep -qE '^[^ ]+ [^ ]+ (fuse|fuse\.[^ ]*|fuseblk) ' /proc/self/mounts; then
-	echo "ns_detach_fuse.sh: FUSE mounts left in this namespace:" >&2
-	grep -E '^[^ ]+ [^ ]+ (fuse|fuse\.[^ ]*|fuseblk) ' /proc/self/mounts >&2
-	rc=1
-fi
-exit "$rc"
+left=()
+while read -r _ target type _; do
+	case $type in
+	fuse | fuse.* | fuseblk)
+		target=$(printf %b "$target")
+		kept "$@" || left+=("$target") ;;
+	esac
+done </proc/self/mounts
+[ "${#left[@]}" = 0 ] && exit 0
+echo "ns_detach_fuse.sh: FUSE mounts left in this namespace: ${left[*]}" >&2
+exit 1
